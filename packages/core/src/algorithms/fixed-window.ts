@@ -1,0 +1,86 @@
+import { type Algorithm, fingerprint } from '../algorithm.js';
+import { ceilMs, decide } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+
+export interface FixedWindowOptions {
+  /** Requests admitted per window. Integer ≥ 1. */
+  limit: number;
+  /** Window length, aligned to the Unix epoch: ms or `'1m'`, `'1h'`… */
+  window: Duration;
+}
+
+const KNOWN = ['limit', 'window'] as const satisfies readonly (keyof FixedWindowOptions)[];
+
+/** `[count, windowStart]`. */
+export type FixedWindowState = readonly [count: number, windowStart: number];
+
+/**
+ * Fixed window counter: at most `limit` per epoch-aligned window. Cheapest of all; a caller can get
+ * up to 2 × limit through around a window boundary (see the chooser in the README).
+ * @example fixedWindow({ limit: 100, window: '1m' })
+ */
+export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowState> {
+  assertKnownOptions('fixedWindow', options, KNOWN);
+  const limit = integerOption('limit', requireOption('limit', options.limit));
+  const window = parseDuration('window', requireOption('window', options.window));
+  const params = { limit, window };
+
+  const current = (state: FixedWindowState | undefined, now: number): number => {
+    const start = Math.floor(now / window) * window;
+    return state !== undefined && state[1] === start ? state[0] : 0;
+  };
+  const evaluate = (count: number, now: number, cost: number, policy: string, consuming: boolean) => {
+    const resetAfter = ceilMs(Math.floor(now / window) * window + window - now);
+    if (cost > limit)
+      return decide(
+        false,
+        limit,
+        Math.max(0, limit - count),
+        count > 0 ? resetAfter : 0,
+        -1,
+        0,
+        policy,
+        'cost-exceeds-limit',
+      );
+    if (count + cost <= limit)
+      return decide(
+        true,
+        limit,
+        limit - count - (consuming ? cost : 0),
+        count > 0 || consuming ? resetAfter : 0,
+        0,
+        0,
+        policy,
+        undefined,
+      );
+    return decide(
+      false,
+      limit,
+      Math.max(0, limit - count),
+      resetAfter,
+      resetAfter,
+      0,
+      policy,
+      'rate-limited',
+    );
+  };
+
+  return {
+    kind: 'fixed-window',
+    params,
+    fingerprint: fingerprint('fixed-window', params),
+    limit,
+    window,
+    consume(state, now, cost, policy) {
+      const count = current(state, now);
+      const decision = evaluate(count, now, cost, policy, true);
+      return {
+        state: decision.allowed ? [count + cost, Math.floor(now / window) * window] : state,
+        decision,
+      };
+    },
+    peek: (state, now, cost, policy) => evaluate(current(state, now), now, cost, policy, false),
+    ttl: (state, now) => state[1] + window - now,
+  };
+}

@@ -1,0 +1,85 @@
+import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import { ceilMs, decide } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+
+export interface GcraOptions {
+  /** Requests admitted per `period` in the long run. Integer ≥ 1. */
+  rate: number;
+  /** The period of `rate`: ms or `'1s'`, `'1m'`… */
+  period: Duration;
+  /**
+   * Requests that may arrive at once. Integer ≥ 1. This is redis-cell's `max_burst + 1`: redis-cell
+   * counts the burst beyond the first request, sluice counts the whole burst.
+   * @default rate
+   */
+  burst?: number;
+}
+
+const KNOWN = ['rate', 'period', 'burst'] as const satisfies readonly (keyof GcraOptions)[];
+
+/** The theoretical arrival time (TAT): when the meter would be empty again. */
+export type GcraState = number;
+
+/**
+ * Generic cell rate algorithm (leaky bucket as a meter), with the semantics of redis-cell's
+ * `CL.THROTTLE`: exact `retryAfter` and `resetAfter`, one number of state.
+ * @example gcra({ rate: 10, period: '1s', burst: 20 })
+ */
+export function gcra(options: GcraOptions): Algorithm<GcraState> {
+  assertKnownOptions('gcra', options, KNOWN);
+  const rate = integerOption('rate', requireOption('rate', options.rate));
+  const period = parseDuration('period', requireOption('period', options.period));
+  const burst = integerOption('burst', options.burst ?? rate);
+  const params = { rate, period, burst };
+  const emission = period / rate;
+  const tolerance = emission * burst; // redis-cell's delay variation tolerance
+
+  // `consuming` false reports the meter as it stands (peek); true reports it after this request.
+  const evaluate = (
+    state: GcraState | undefined,
+    now: number,
+    cost: number,
+    policy: string,
+    consuming: boolean,
+  ) => {
+    const tat = state === undefined || state < now ? now : state;
+    const increment = emission * cost;
+    const newTat = tat + increment;
+    const wait = newTat - tolerance - now;
+    const allowed = wait <= EPSILON;
+    const ttl = (allowed && consuming ? newTat : tat) - now;
+    const headroom = tolerance - ttl;
+    const remaining = headroom > -emission ? Math.max(0, Math.floor(headroom / emission + EPSILON)) : 0;
+    if (allowed)
+      return { tat: newTat, decision: decide(true, burst, remaining, ceilMs(ttl), 0, 0, policy, undefined) };
+    const never = increment > tolerance + EPSILON;
+    return {
+      tat: state,
+      decision: decide(
+        false,
+        burst,
+        remaining,
+        ceilMs(ttl),
+        never ? -1 : ceilMs(wait),
+        0,
+        policy,
+        never ? 'cost-exceeds-limit' : 'rate-limited',
+      ),
+    };
+  };
+
+  return {
+    kind: 'gcra',
+    params,
+    fingerprint: fingerprint('gcra', params),
+    limit: burst,
+    window: tolerance,
+    consume(state, now, cost, policy) {
+      const { tat, decision } = evaluate(state, now, cost, policy, true);
+      return { state: tat, decision };
+    },
+    peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false).decision,
+    ttl: (state, now) => state - now,
+  };
+}

@@ -1,0 +1,160 @@
+import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import { ceilMs, decide } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { ErrorCode, SluiceError } from '../errors.js';
+import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+
+export interface LeakyBucketQueueOptions {
+  /** Requests served per `period` (the leak rate). Integer ≥ 1. */
+  rate: number;
+  /** The period of `rate`: ms or `'1s'`, `'1m'`… */
+  period: Duration;
+  /**
+   * Requests served at once without waiting (nginx `limit_req … delay=burst-1`). Integer ≥ 1.
+   * @default 1
+   */
+  burst?: number;
+  /**
+   * Requests that may wait for a slot beyond `burst` (nginx `limit_req … burst=`). Integer ≥ 0.
+   * At least one of `queue` and `maxDelay` is required; with both, both bounds apply.
+   */
+  queue?: number;
+  /** The longest a request may be told to wait: ms or `'2s'`… Longer waits are refused. */
+  maxDelay?: Duration;
+}
+
+const KNOWN = [
+  'rate',
+  'period',
+  'burst',
+  'queue',
+  'maxDelay',
+] as const satisfies readonly (keyof LeakyBucketQueueOptions)[];
+
+/** When the queue will have drained: the time the last admitted request's slot ends. */
+export type LeakyBucketQueueState = number;
+
+/**
+ * Leaky bucket as a queue: instead of refusing, tell the caller how long to hold the request
+ * (`decision.delay`) so requests leave at `rate` per `period`; refuse only when the queue is full
+ * or the wait would exceed `maxDelay`. nginx `limit_req` with `burst` and `delay`.
+ * @example leakyBucketQueue({ rate: 10, period: '1s', queue: 20 })
+ */
+export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<LeakyBucketQueueState> {
+  assertKnownOptions('leakyBucketQueue', options, KNOWN);
+  const rate = integerOption('rate', requireOption('rate', options.rate));
+  const period = parseDuration('period', requireOption('period', options.period));
+  const burst = integerOption('burst', options.burst ?? 1);
+  if (options.queue === undefined && options.maxDelay === undefined) {
+    throw new SluiceError(
+      ErrorCode.MISSING_OPTION,
+      'leakyBucketQueue needs queue (requests that may wait) or maxDelay (longest wait)',
+      {
+        option: 'queue',
+      },
+    );
+  }
+  const interval = period / rate;
+  const maxDelay =
+    options.maxDelay === undefined ? Number.POSITIVE_INFINITY : parseDuration('maxDelay', options.maxDelay);
+  const queue =
+    options.queue === undefined
+      ? Math.floor(maxDelay / interval + EPSILON)
+      : integerOption('queue', options.queue, 0);
+  const capacity = burst + queue;
+  const params = { rate, period, burst, queue, maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0 };
+
+  const evaluate = (
+    state: LeakyBucketQueueState | undefined,
+    now: number,
+    cost: number,
+    policy: string,
+    consuming: boolean,
+  ) => {
+    const drainAt = state === undefined || state < now ? now : state;
+    const newDrainAt = drainAt + cost * interval;
+    // Units queued ahead of and including this request; the first `burst` of them go at once.
+    const depth = (newDrainAt - now) / interval;
+    const delay = Math.max(0, (depth - burst) * interval);
+    const allowed = depth <= capacity + EPSILON && delay <= maxDelay + EPSILON;
+    if (allowed && !consuming) {
+      const queued = (drainAt - now) / interval;
+      return {
+        drainAt: state,
+        decision: decide(
+          true,
+          capacity,
+          Math.max(0, Math.floor(capacity - queued + EPSILON)),
+          ceilMs(drainAt - now),
+          0,
+          0,
+          policy,
+          undefined,
+        ),
+      };
+    }
+    if (allowed) {
+      const remaining = Math.max(0, Math.floor(capacity - depth + EPSILON));
+      return {
+        drainAt: newDrainAt,
+        decision: decide(
+          true,
+          capacity,
+          remaining,
+          ceilMs(newDrainAt - now),
+          0,
+          ceilMs(delay - EPSILON),
+          policy,
+          undefined,
+        ),
+      };
+    }
+    const queued = (drainAt - now) / interval;
+    const remaining = Math.max(0, Math.floor(capacity - queued + EPSILON));
+    if (cost > capacity) {
+      return {
+        drainAt: state,
+        decision: decide(
+          false,
+          capacity,
+          remaining,
+          ceilMs(drainAt - now),
+          -1,
+          0,
+          policy,
+          'cost-exceeds-limit',
+        ),
+      };
+    }
+    // Wait until the queue has drained enough for this cost to fit under both bounds.
+    const fitDepth = Math.min(capacity, Number.isFinite(maxDelay) ? maxDelay / interval + burst : capacity);
+    const wait = drainAt + cost * interval - fitDepth * interval - now;
+    return {
+      drainAt: state,
+      decision: decide(
+        false,
+        capacity,
+        remaining,
+        ceilMs(drainAt - now),
+        Math.max(1, ceilMs(wait)),
+        0,
+        policy,
+        'rate-limited',
+      ),
+    };
+  };
+
+  return {
+    kind: 'leaky-bucket-queue',
+    params,
+    fingerprint: fingerprint('leaky-bucket-queue', params),
+    limit: capacity,
+    window: capacity * interval,
+    consume(state, now, cost, policy) {
+      const { drainAt, decision } = evaluate(state, now, cost, policy, true);
+      return { state: drainAt, decision };
+    },
+    peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false).decision,
+    ttl: (state, now) => state - now,
+  };
+}

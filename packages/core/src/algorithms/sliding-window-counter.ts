@@ -1,0 +1,174 @@
+import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import { ceilMs, decide } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+
+export interface SlidingWindowCounterOptions {
+  /** Requests admitted per sliding window (estimated). Integer ≥ 1. */
+  limit: number;
+  /** Window length: ms or `'1m'`, `'1h'`… */
+  window: Duration;
+  /**
+   * Sub-windows the window is split into. 1 is Cloudflare's two-window estimate (the previous
+   * window weighted by how much of it still overlaps); Figma counted in 60 sub-windows. Only the
+   * oldest sub-window is estimated, so the estimate is off by at most that sub-window's count.
+   * Integer 1–1000.
+   * @default 1
+   */
+  precision?: number;
+}
+
+const KNOWN = [
+  'limit',
+  'window',
+  'precision',
+] as const satisfies readonly (keyof SlidingWindowCounterOptions)[];
+
+/**
+ * `[subWindowIndex, count0, count1, …, countN]`: the current sub-window's index (floor(now / size))
+ * and the counts of the current sub-window and the N before it, newest first.
+ */
+export type SlidingWindowCounterState = readonly number[];
+
+/**
+ * Sliding window counter: O(precision) memory per key, a weighted estimate of the sliding count.
+ * @example slidingWindowCounter({ limit: 100, window: '1m' })
+ * @example slidingWindowCounter({ limit: 1000, window: '1h', precision: 60 })
+ */
+export function slidingWindowCounter(
+  options: SlidingWindowCounterOptions,
+): Algorithm<SlidingWindowCounterState> {
+  assertKnownOptions('slidingWindowCounter', options, KNOWN);
+  const limit = integerOption('limit', requireOption('limit', options.limit));
+  const window = parseDuration('window', requireOption('window', options.window));
+  const precision = integerOption('precision', options.precision ?? 1, 1, 1000);
+  const params = { limit, window, precision };
+  const size = window / precision;
+
+  // Counts aligned to the sub-window containing `now`, newest first (length precision + 1).
+  const align = (state: SlidingWindowCounterState | undefined, index: number): number[] => {
+    const counts = new Array<number>(precision + 1).fill(0);
+    if (state === undefined) return counts;
+    // Replayed times may go backwards: count them in the newest sub-window we have.
+    const shift = Math.max(0, index - state[0]!);
+    for (let i = 0; i + shift <= precision; i++) counts[i + shift] = state[i + 1]!;
+    return counts;
+  };
+  const estimate = (counts: readonly number[], elapsed: number): number => {
+    let total = 0;
+    for (let i = 0; i < precision; i++) total += counts[i]!;
+    return total + (counts[precision]! * (size - elapsed)) / size;
+  };
+  // Earliest offset from now at which `estimate + cost <= limit`, walking sub-window boundaries.
+  const waitFor = (counts: readonly number[], elapsed: number, cost: number): number => {
+    let shifted = counts.slice();
+    let offset = 0;
+    let at = elapsed;
+    for (let step = 0; step <= precision + 1; step++) {
+      let full = 0;
+      for (let i = 0; i < precision; i++) full += shifted[i]!;
+      const oldest = shifted[precision]!;
+      const room = limit - cost - full;
+      if (room >= -EPSILON) {
+        if (oldest * (size - at) <= room * size + EPSILON) return offset;
+        return offset + size * (1 - room / oldest) - at;
+      }
+      offset += size - at;
+      at = 0;
+      shifted = [0, ...shifted.slice(0, precision)];
+    }
+    return offset;
+  };
+  // Time until every count has left the window (weight of the oldest sub-window reaches 0).
+  const resetAfter = (counts: readonly number[], index: number, now: number): number => {
+    for (let i = 0; i <= precision; i++) {
+      if (counts[i]! > 0) return ceilMs((index - i + precision + 1) * size - now);
+    }
+    return 0;
+  };
+  const evaluate = (
+    counts: readonly number[],
+    index: number,
+    now: number,
+    cost: number,
+    policy: string,
+    consuming: boolean,
+  ) => {
+    const elapsed = now - index * size;
+    const used = estimate(counts, elapsed);
+    if (cost > limit) {
+      return decide(
+        false,
+        limit,
+        Math.max(0, Math.floor(limit - used + EPSILON)),
+        resetAfter(counts, index, now),
+        -1,
+        0,
+        policy,
+        'cost-exceeds-limit',
+      );
+    }
+    if (used + cost <= limit + EPSILON) {
+      if (!consuming)
+        return decide(
+          true,
+          limit,
+          Math.max(0, Math.floor(limit - used + EPSILON)),
+          resetAfter(counts, index, now),
+          0,
+          0,
+          policy,
+          undefined,
+        );
+      const after = counts.slice();
+      after[0]! += cost;
+      return decide(
+        true,
+        limit,
+        Math.max(0, Math.floor(limit - used - cost + EPSILON)),
+        resetAfter(after, index, now),
+        0,
+        0,
+        policy,
+        undefined,
+      );
+    }
+    return decide(
+      false,
+      limit,
+      Math.max(0, Math.floor(limit - used + EPSILON)),
+      resetAfter(counts, index, now),
+      ceilMs(waitFor(counts, elapsed, cost)),
+      0,
+      policy,
+      'rate-limited',
+    );
+  };
+
+  return {
+    kind: 'sliding-window-counter',
+    params,
+    fingerprint: fingerprint('sliding-window-counter', params),
+    limit,
+    window,
+    consume(state, now, cost, policy) {
+      const index = Math.floor(now / size);
+      const counts = align(state, index);
+      const decision = evaluate(counts, index, now, cost, policy, true);
+      if (!decision.allowed) return { state, decision };
+      counts[0]! += cost;
+      return { state: [Math.max(index, state?.[0] ?? index), ...counts], decision };
+    },
+    peek(state, now, cost, policy) {
+      const index = Math.floor(now / size);
+      return evaluate(align(state, index), index, now, cost, policy, false);
+    },
+    ttl(state, now) {
+      const index = state[0]!;
+      for (let i = 0; i <= precision; i++) {
+        if (state[i + 1]! > 0) return (index - i + precision + 1) * size - now;
+      }
+      return 0;
+    },
+  };
+}

@@ -1,0 +1,126 @@
+import { type Algorithm, fingerprint } from '../algorithm.js';
+import { ceilMs, decide } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+
+export interface SlidingWindowLogOptions {
+  /** Requests admitted in any window of `window` ms. Integer ≥ 1. */
+  limit: number;
+  /** Window length: ms or `'1m'`, `'1h'`… */
+  window: Duration;
+}
+
+const KNOWN = ['limit', 'window'] as const satisfies readonly (keyof SlidingWindowLogOptions)[];
+
+/** Admitted requests, oldest first, flattened: `[time0, cost0, time1, cost1, …]`. */
+export type SlidingWindowLogState = readonly number[];
+
+/**
+ * Sliding window log: exact. Never more than `limit` admitted in any `window` ms (a request at t
+ * counts until t + window). Memory grows with the number of admitted requests in the window.
+ * @example slidingWindowLog({ limit: 1000, window: '1h' })
+ */
+export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<SlidingWindowLogState> {
+  assertKnownOptions('slidingWindowLog', options, KNOWN);
+  const limit = integerOption('limit', requireOption('limit', options.limit));
+  const window = parseDuration('window', requireOption('window', options.window));
+  const params = { limit, window };
+
+  // Index of the first entry still inside (now - window, now], and the units those entries hold.
+  const live = (log: SlidingWindowLogState, now: number): [first: number, used: number] => {
+    let first = 0;
+    while (first < log.length && log[first]! <= now - window) first += 2;
+    let used = 0;
+    for (let i = first + 1; i < log.length; i += 2) used += log[i]!;
+    return [first, used];
+  };
+  const evaluate = (
+    log: SlidingWindowLogState,
+    first: number,
+    used: number,
+    now: number,
+    cost: number,
+    policy: string,
+    consuming: boolean,
+  ) => {
+    const newest = log.length > first ? log[log.length - 2]! : undefined;
+    if (cost > limit) {
+      return decide(
+        false,
+        limit,
+        Math.max(0, limit - used),
+        newest === undefined ? 0 : ceilMs(newest + window - now),
+        -1,
+        0,
+        policy,
+        'cost-exceeds-limit',
+      );
+    }
+    if (used + cost <= limit) {
+      if (!consuming)
+        return decide(
+          true,
+          limit,
+          limit - used,
+          newest === undefined ? 0 : ceilMs(newest + window - now),
+          0,
+          0,
+          policy,
+          undefined,
+        );
+      return decide(
+        true,
+        limit,
+        limit - used - cost,
+        ceilMs(Math.max(newest ?? now, now) + window - now),
+        0,
+        0,
+        policy,
+        undefined,
+      );
+    }
+    // Wait until enough of the oldest entries have left the window.
+    let freed = 0;
+    let retryAt = now;
+    for (let i = first; i < log.length && used - freed + cost > limit; i += 2) {
+      freed += log[i + 1]!;
+      retryAt = log[i]! + window;
+    }
+    return decide(
+      false,
+      limit,
+      Math.max(0, limit - used),
+      ceilMs(newest! + window - now),
+      ceilMs(retryAt - now),
+      0,
+      policy,
+      'rate-limited',
+    );
+  };
+
+  return {
+    kind: 'sliding-window-log',
+    params,
+    fingerprint: fingerprint('sliding-window-log', params),
+    limit,
+    window,
+    consume(state, now, cost, policy) {
+      const log = state ?? [];
+      const [first, used] = live(log, now);
+      const decision = evaluate(log, first, used, now, cost, policy, true);
+      if (!decision.allowed) return { state, decision };
+      const kept = log.slice(first);
+      // Replayed (client-supplied) times may arrive out of order: keep the log sorted.
+      let at = kept.length;
+      while (at > 0 && kept[at - 2]! > now) at -= 2;
+      kept.splice(at, 0, now, cost);
+      return { state: kept, decision };
+    },
+    peek(state, now, cost, policy) {
+      const log = state ?? [];
+      const [first, used] = live(log, now);
+      return evaluate(log, first, used, now, cost, policy, false);
+    },
+    ttl: (state, now) => (state.length === 0 ? 0 : state[state.length - 2]! + window - now),
+  };
+}

@@ -1,0 +1,209 @@
+import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import { ceilMs, decide } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
+
+export interface TokenBucketOptions {
+  /** Most tokens the bucket holds: the largest burst. Integer ≥ 1. */
+  capacity: number;
+  /** Tokens added every `refillInterval`. Integer ≥ 1. @default capacity */
+  refillAmount?: number;
+  /** Time for `refillAmount` tokens to come back: ms or `'1s'`, `'1h'`… */
+  refillInterval: Duration;
+  /**
+   * `'continuous'`: tokens trickle back smoothly (`refillAmount / refillInterval` per ms).
+   * `'stepped'`: `refillAmount` tokens arrive at once every `refillInterval`, and progress toward
+   * the next refill is kept between requests (Smyte's service).
+   * @default 'continuous'
+   */
+  refill?: 'continuous' | 'stepped';
+  /**
+   * Smyte's strict mode: a refused request restarts the refill clock, so a caller who keeps
+   * sending while empty stays refused until it pauses for a whole refill. With continuous refill
+   * the progress toward the next whole token is dropped.
+   * @default false
+   */
+  strict?: boolean;
+}
+
+const KNOWN = [
+  'capacity',
+  'refillAmount',
+  'refillInterval',
+  'refill',
+  'strict',
+] as const satisfies readonly (keyof TokenBucketOptions)[];
+
+/**
+ * Continuous state: one number, the virtual instant at which the bucket held zero tokens
+ * (tokens(now) = min(capacity, (now - emptyAt) / msPerToken)). One number per key keeps the memory
+ * store near 100 bytes per key.
+ * Stepped state: `[tokens, lastRefill]`, Smyte's `value` and `lastUpdate`.
+ */
+export type TokenBucketState = number | readonly [tokens: number, lastRefill: number];
+
+/**
+ * Token bucket: bursts up to `capacity`, sustained rate `refillAmount` per `refillInterval`.
+ * @example tokenBucket({ capacity: 20, refillAmount: 10, refillInterval: '1s' })
+ */
+export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketState> {
+  assertKnownOptions('tokenBucket', options, KNOWN);
+  const capacity = integerOption('capacity', requireOption('capacity', options.capacity));
+  const refillAmount = integerOption('refillAmount', options.refillAmount ?? capacity);
+  const interval = parseDuration('refillInterval', requireOption('refillInterval', options.refillInterval));
+  const stepped =
+    oneOfOption('refill', options.refill ?? 'continuous', ['continuous', 'stepped']) === 'stepped';
+  const strict = booleanOption('strict', options.strict ?? false);
+  const params = {
+    capacity,
+    refillAmount,
+    refillInterval: interval,
+    stepped: stepped ? 1 : 0,
+    strict: strict ? 1 : 0,
+  };
+  const base = {
+    kind: 'token-bucket' as const,
+    params,
+    fingerprint: fingerprint('token-bucket', params),
+    limit: capacity,
+    window: (interval * capacity) / refillAmount,
+  };
+  return stepped
+    ? { ...base, ...steppedBucket(capacity, refillAmount, interval, strict) }
+    : { ...base, ...continuousBucket(capacity, interval / refillAmount, strict) };
+}
+
+type Steps<S> = Pick<Algorithm<S>, 'consume' | 'peek' | 'ttl'>;
+
+function continuousBucket(capacity: number, msPerToken: number, strict: boolean): Steps<TokenBucketState> {
+  const fullSpan = capacity * msPerToken;
+  // A bucket that has been idle long enough is full: clamp the empty instant.
+  const emptyAt = (state: TokenBucketState | undefined, now: number): number => {
+    const floor = now - fullSpan;
+    return state === undefined || (state as number) < floor ? floor : (state as number);
+  };
+  const peek = (state: TokenBucketState | undefined, now: number, cost: number, policy: string) => {
+    const empty = emptyAt(state, now);
+    const tokens = (now - empty) / msPerToken;
+    if (cost > capacity)
+      return decide(false, capacity, 0, ceilMs(empty + fullSpan - now), -1, 0, policy, 'cost-exceeds-limit');
+    if (tokens + EPSILON >= cost) {
+      return decide(
+        true,
+        capacity,
+        Math.floor(tokens + EPSILON),
+        ceilMs(empty + fullSpan - now),
+        0,
+        0,
+        policy,
+        undefined,
+      );
+    }
+    return decide(
+      false,
+      capacity,
+      Math.max(0, Math.floor(tokens + EPSILON)),
+      ceilMs(empty + fullSpan - now),
+      ceilMs(empty + cost * msPerToken - now),
+      0,
+      policy,
+      'rate-limited',
+    );
+  };
+  return {
+    peek,
+    consume(state, now, cost, policy) {
+      const empty = emptyAt(state, now);
+      const tokens = (now - empty) / msPerToken;
+      if (cost <= capacity && tokens + EPSILON >= cost) {
+        const next = empty + cost * msPerToken;
+        return {
+          state: next,
+          decision: decide(
+            true,
+            capacity,
+            Math.floor(tokens - cost + EPSILON),
+            ceilMs(next + fullSpan - now),
+            0,
+            0,
+            policy,
+            undefined,
+          ),
+        };
+      }
+      if (!strict || cost > capacity) return { state, decision: peek(state, now, cost, policy) };
+      // Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
+      const next = now - Math.max(0, Math.floor(tokens + EPSILON)) * msPerToken;
+      return { state: next, decision: peek(next, now, cost, policy) };
+    },
+    ttl: (state, now) => (state as number) + fullSpan - now,
+  };
+}
+
+function steppedBucket(
+  capacity: number,
+  amount: number,
+  interval: number,
+  strict: boolean,
+): Steps<TokenBucketState> {
+  // Smyte's refill: whole steps since the last refill, keeping the partial progress. A full bucket
+  // accrues no progress (its clock restarts at now), so a full bucket equals a fresh one.
+  const refill = (state: TokenBucketState | undefined, now: number): readonly [number, number] => {
+    if (state === undefined) return [capacity, now];
+    const [tokens, last] = state as readonly [number, number];
+    const steps = now > last ? Math.floor((now - last) / interval) : 0;
+    const refilled = tokens + steps * amount;
+    return refilled >= capacity ? [capacity, now] : [refilled, last + steps * interval];
+  };
+  const timeToHold = (tokens: number, last: number, want: number, now: number) =>
+    tokens >= want ? 0 : ceilMs(last + Math.ceil((want - tokens) / amount) * interval - now);
+  const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
+    const resetAfter = timeToHold(tokens, last, capacity, now);
+    if (cost > capacity) return decide(false, capacity, 0, resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+    if (tokens >= cost) return decide(true, capacity, tokens, resetAfter, 0, 0, policy, undefined);
+    return decide(
+      false,
+      capacity,
+      tokens,
+      resetAfter,
+      timeToHold(tokens, last, cost, now),
+      0,
+      policy,
+      'rate-limited',
+    );
+  };
+  return {
+    peek(state, now, cost, policy) {
+      const [tokens, last] = refill(state, now);
+      return report(tokens, last, now, cost, policy);
+    },
+    consume(state, now, cost, policy) {
+      const [tokens, last] = refill(state, now);
+      if (cost <= capacity && tokens >= cost) {
+        const left = tokens - cost;
+        return {
+          state: [left, last],
+          decision: decide(
+            true,
+            capacity,
+            left,
+            timeToHold(left, last, capacity, now),
+            0,
+            0,
+            policy,
+            undefined,
+          ),
+        };
+      }
+      const after: readonly [number, number] = strict && cost <= capacity ? [tokens, now] : [tokens, last];
+      return {
+        state: state === undefined && !strict ? state : after,
+        decision: report(after[0], after[1], now, cost, policy),
+      };
+    },
+    ttl(state, now) {
+      const [tokens, last] = state as readonly [number, number];
+      return tokens >= capacity ? 0 : last + Math.ceil((capacity - tokens) / amount) * interval - now;
+    },
+  };
+}

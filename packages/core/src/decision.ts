@@ -1,0 +1,99 @@
+/** Why a request was refused. `undefined` when it was allowed. */
+export type RefusalReason =
+  /** The limit is used up for now; `retryAfter` says when a request of this cost fits. */
+  | 'rate-limited'
+  /** The cost is above what the limit can ever admit; retrying will not help (`retryAfter` is -1). */
+  | 'cost-exceeds-limit'
+  /** Too many requests in flight for this key (concurrency limit). */
+  | 'concurrency'
+  /** Dropped by a load shedder to protect the service (answered with 503, not 429). */
+  | 'shed'
+  /** The store failed and the failure policy refused the request. */
+  | 'store-unavailable';
+
+/**
+ * The one answer every limiter, shedder and store gives. Adapters translate it into HTTP and never
+ * recompute it. Times are whole milliseconds, rounded up so that a client that waits `retryAfter`
+ * is never early.
+ */
+export interface Decision {
+  /** Whether the request may proceed (possibly after `delay`). */
+  readonly allowed: boolean;
+  /** The quota of the limit that decided: capacity, burst or requests per window. */
+  readonly limit: number;
+  /** Whole units left after this request (0 when refused). */
+  readonly remaining: number;
+  /** ms until the limit's state is as fresh as if it had never been used (0 when it is). */
+  readonly resetAfter: number;
+  /** ms until a request of the same cost could be allowed; 0 when allowed, -1 when never. */
+  readonly retryAfter: number;
+  /** ms the caller should hold the request before serving it (queue algorithms); 0 otherwise. */
+  readonly delay: number;
+  /** Name of the limit that decided (the limit's `name`, else its algorithm's). */
+  readonly policy: string;
+  /** Why the request was refused; `undefined` when allowed. */
+  readonly reason: RefusalReason | undefined;
+  /**
+   * Every layered limit's own decision, in the order the limits were given. Empty on the
+   * per-limit decisions themselves.
+   */
+  readonly limits: readonly Decision[];
+}
+
+const NO_LIMITS: readonly Decision[] = Object.freeze([]);
+
+/** Builds a per-limit decision. Always creates every field, in one order, so V8 sees one shape. */
+export function decide(
+  allowed: boolean,
+  limit: number,
+  remaining: number,
+  resetAfter: number,
+  retryAfter: number,
+  delay: number,
+  policy: string,
+  reason: RefusalReason | undefined,
+): Decision {
+  return { allowed, limit, remaining, resetAfter, retryAfter, delay, policy, reason, limits: NO_LIMITS };
+}
+
+/**
+ * Combines the per-limit decisions of one layered check. The combined decision copies the limit
+ * that matters most: when refused, the refused limit the caller must wait longest for; when
+ * allowed, the one with the fewest units left (ties: the one that takes longest to reset).
+ */
+export function combine(decisions: readonly Decision[]): Decision {
+  let chosen = decisions[0]!;
+  let delay = chosen.delay;
+  for (let i = 1; i < decisions.length; i++) {
+    const d = decisions[i]!;
+    if (d.delay > delay) delay = d.delay;
+    if (moreRestrictive(d, chosen)) chosen = d;
+  }
+  return {
+    allowed: chosen.allowed,
+    limit: chosen.limit,
+    remaining: chosen.remaining,
+    resetAfter: chosen.resetAfter,
+    retryAfter: chosen.retryAfter,
+    delay,
+    policy: chosen.policy,
+    reason: chosen.reason,
+    limits: decisions,
+  };
+}
+
+function moreRestrictive(a: Decision, b: Decision): boolean {
+  if (a.allowed !== b.allowed) return !a.allowed;
+  if (!a.allowed) {
+    // A limit that can never admit this cost (-1) outranks any finite wait.
+    if (a.retryAfter === -1 || b.retryAfter === -1) return a.retryAfter === -1 && b.retryAfter !== -1;
+    return a.retryAfter > b.retryAfter;
+  }
+  if (a.remaining !== b.remaining) return a.remaining < b.remaining;
+  return a.resetAfter > b.resetAfter;
+}
+
+/** ms → whole ms, rounded up, never negative. */
+export function ceilMs(ms: number): number {
+  return ms <= 0 ? 0 : Math.ceil(ms - 1e-9);
+}

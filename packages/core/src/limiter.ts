@@ -1,0 +1,213 @@
+import type { Algorithm } from './algorithm.js';
+import { combine, type Decision, decide } from './decision.js';
+import { describeValue, ErrorCode, SluiceError } from './errors.js';
+import { MemoryStore } from './memory-store.js';
+import type { LimitCall, MaybePromise, Store } from './store.js';
+import { assertCost, assertKey, assertKnownOptions, assertTime } from './validate.js';
+
+/** One named limit of a layered limiter. */
+export interface LimitDefinition {
+  /** Shown in `decision.policy` and in the `RateLimit` headers. @default the algorithm's kind */
+  name?: string;
+  /** The algorithm and its parameters, e.g. `tokenBucket({ capacity: 10, refillInterval: '1s' })`. */
+  algorithm: Algorithm;
+}
+
+export interface LimiterOptions {
+  /** One algorithm (a single limit), or use `limits` for layered limits. */
+  algorithm?: Algorithm;
+  /** Several limits checked together, all-or-nothing: every limit admits and consumes, or none does. */
+  limits?: readonly LimitDefinition[];
+  /** Where state lives. @default a new `MemoryStore()` */
+  store?: Store;
+}
+
+export interface CheckOptions {
+  /** Units this request takes, an integer ≥ 1. @default 1 */
+  cost?: number;
+  /** The request's time, ms since the epoch (client timestamps, replays). @default the store's clock */
+  now?: number;
+}
+
+/**
+ * One key for every limit, or one key per limit in the order of `limits`. A per-limit key that is
+ * `undefined` skips that limit (an anonymous user has no token to limit).
+ */
+export type LimitKeys = string | readonly (string | undefined)[];
+
+/** A limit as the limiter holds it: the name resolved. */
+export interface ResolvedLimit {
+  readonly name: string;
+  readonly algorithm: Algorithm;
+}
+
+const KNOWN = ['algorithm', 'limits', 'store'] as const satisfies readonly (keyof LimiterOptions)[];
+const CHECK_KNOWN = ['cost', 'now'] as const satisfies readonly (keyof CheckOptions)[];
+
+/** The decision when every limit was skipped: allowed, nothing counted, no headers. */
+const UNLIMITED: Decision = decide(true, 0, 0, 0, 0, 0, '', undefined);
+
+/**
+ * Checks requests against one or several limits on a store.
+ * @example
+ * const limiter = new Limiter({ limits: [
+ *   { name: 'burst', algorithm: tokenBucket({ capacity: 10, refillInterval: '1s' }) },
+ *   { name: 'hourly', algorithm: slidingWindowLog({ limit: 1000, window: '1h' }) },
+ * ] });
+ * const decision = await limiter.check('user:42');
+ */
+export class Limiter {
+  readonly limits: readonly ResolvedLimit[];
+  readonly store: Store;
+  private readonly single: boolean;
+
+  constructor(options: LimiterOptions) {
+    assertKnownOptions('Limiter', options, KNOWN);
+    if ((options.algorithm === undefined) === (options.limits === undefined)) {
+      throw new SluiceError(ErrorCode.MISSING_OPTION, 'Limiter needs exactly one of algorithm or limits', {
+        option: options.algorithm === undefined ? 'algorithm' : 'limits',
+      });
+    }
+    this.limits = resolveLimits(options.limits ?? [{ algorithm: options.algorithm! }]);
+    this.single = this.limits.length === 1;
+    this.store = options.store ?? new MemoryStore();
+  }
+
+  /** Consumes `cost` from every limit, or from none. Smyte's `reduce`. */
+  check(keys: LimitKeys, options?: CheckOptions): MaybePromise<Decision> {
+    const calls = this.calls(keys, options);
+    if (calls.length === 0) return UNLIMITED;
+    return this.settle(() => this.store.consume(calls, options?.now));
+  }
+
+  /** Reports every limit without consuming anything. Smyte's `get`. */
+  peek(keys: LimitKeys, options?: CheckOptions): MaybePromise<Decision> {
+    const calls = this.calls(keys, options);
+    if (calls.length === 0) return UNLIMITED;
+    return this.settle(() => this.store.peek(calls, options?.now));
+  }
+
+  /** Forgets the state of every limit for these keys. */
+  reset(keys: LimitKeys): MaybePromise<void> {
+    const calls = this.calls(keys, undefined);
+    return this.store.reset(calls);
+  }
+
+  private calls(keys: LimitKeys, options: CheckOptions | undefined): LimitCall[] {
+    let cost = 1;
+    if (options !== undefined) {
+      assertKnownOptions('check', options, CHECK_KNOWN);
+      if (options.cost !== undefined) {
+        assertCost(options.cost);
+        cost = options.cost;
+      }
+      if (options.now !== undefined) assertTime(options.now);
+    }
+    if (typeof keys === 'string') {
+      if (this.single)
+        return [{ algorithm: this.limits[0]!.algorithm, key: keys, cost, policy: this.limits[0]!.name }];
+      return this.limits.map((limit) => ({
+        algorithm: limit.algorithm,
+        key: keys,
+        cost,
+        policy: limit.name,
+      }));
+    }
+    if (!Array.isArray(keys) || keys.length !== this.limits.length) {
+      throw new SluiceError(
+        ErrorCode.INVALID_KEY,
+        `keys must be a string or an array with one key per limit (${this.limits.length}); got ${describeValue(keys)}`,
+        { option: 'keys', value: keys },
+      );
+    }
+    const calls: LimitCall[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (key === undefined) continue;
+      assertKey(key);
+      calls.push({ algorithm: this.limits[i]!.algorithm, key, cost, policy: this.limits[i]!.name });
+    }
+    return calls;
+  }
+
+  private settle(run: () => MaybePromise<Decision[]>): MaybePromise<Decision> {
+    let result: MaybePromise<Decision[]>;
+    try {
+      result = run();
+    } catch (error) {
+      return Promise.reject(storeFailure(error));
+    }
+    if (Array.isArray(result)) return combine(result);
+    return (result as Promise<Decision[]>).then(combine, (error: unknown) =>
+      Promise.reject(storeFailure(error)),
+    );
+  }
+}
+
+function resolveLimits(limits: readonly LimitDefinition[]): ResolvedLimit[] {
+  if (!Array.isArray(limits) || limits.length === 0) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `limits must be a non-empty array; got ${describeValue(limits)}`,
+      {
+        option: 'limits',
+        value: limits,
+      },
+    );
+  }
+  const names = new Set<string>();
+  return limits.map((limit, i) => {
+    assertKnownOptions(`limits[${i}]`, limit, ['name', 'algorithm'] satisfies (keyof LimitDefinition)[]);
+    assertAlgorithm(`limits[${i}].algorithm`, limit.algorithm);
+    const name = limit.name ?? limit.algorithm.kind;
+    if (typeof name !== 'string' || name === '') {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        `limits[${i}].name must be a non-empty string; got ${describeValue(name)}`,
+        {
+          option: `limits[${i}].name`,
+          value: name,
+        },
+      );
+    }
+    if (names.has(name)) {
+      throw new SluiceError(
+        ErrorCode.DUPLICATE_LIMIT,
+        `limits[${i}].name ${JSON.stringify(name)} is used twice; give each limit its own name`,
+        {
+          option: `limits[${i}].name`,
+          value: name,
+        },
+      );
+    }
+    names.add(name);
+    return { name, algorithm: limit.algorithm };
+  });
+}
+
+/** Accepts the algorithms the factories make (`tokenBucket(...)`, `gcra(...)`, …). */
+export function assertAlgorithm(option: string, value: unknown): asserts value is Algorithm {
+  const candidate = value as Partial<Algorithm> | undefined;
+  if (
+    candidate === null ||
+    typeof candidate !== 'object' ||
+    typeof candidate.kind !== 'string' ||
+    typeof candidate.consume !== 'function' ||
+    typeof candidate.fingerprint !== 'string'
+  ) {
+    throw new SluiceError(
+      ErrorCode.UNKNOWN_ALGORITHM,
+      `${option} must be an algorithm made by tokenBucket(), gcra(), fixedWindow(), slidingWindowLog(), slidingWindowCounter() or leakyBucketQueue(); got ${describeValue(value)}`,
+      { option, value },
+    );
+  }
+}
+
+function storeFailure(error: unknown): SluiceError {
+  if (error instanceof SluiceError) return error;
+  return new SluiceError(
+    ErrorCode.STORE_FAILURE,
+    `the store failed: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,159 @@
+import type { Algorithm } from './algorithm.js';
+import type { Decision } from './decision.js';
+import { type LimitCall, type Store, settleBatch, UNCHANGED } from './store.js';
+import { assertKnownOptions, integerOption } from './validate.js';
+
+export interface MemoryStoreOptions {
+  /**
+   * Most keys held across all limits. Past it, expired entries go first, then the least recently
+   * written. Bounds memory under a flood of unique keys (≈100 bytes per token-bucket key).
+   * @default 100_000
+   */
+  maxKeys?: number;
+  /** The clock used when a call supplies no `now`: ms since the epoch. @default Date.now */
+  clock?: () => number;
+}
+
+const KNOWN = ['maxKeys', 'clock'] as const satisfies readonly (keyof MemoryStoreOptions)[];
+
+/** Entries looked at from the old end of a key space before falling back to plain LRU. */
+const EXPIRY_SCAN = 8;
+
+/**
+ * The zero-config store: one process, no I/O, answers synchronously. One `Map` per algorithm
+ * fingerprint (so keys need no prefixing on the hot path), ordered by last write for LRU eviction;
+ * no timer per key: expired entries are reclaimed as new keys arrive.
+ */
+export class MemoryStore implements Store {
+  readonly maxKeys: number;
+  readonly clock: () => number;
+  private readonly spaces = new Map<string, Map<string, unknown>>();
+  private size = 0;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    assertKnownOptions('MemoryStore', options, KNOWN);
+    this.maxKeys = integerOption('maxKeys', options.maxKeys ?? 100_000);
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /** Keys currently held, across all limits. */
+  get keyCount(): number {
+    return this.size;
+  }
+
+  consume(calls: readonly LimitCall[], now: number | undefined): Decision[] {
+    const at = now ?? this.clock();
+    if (calls.length === 1) {
+      // The common single-limit case, without the batch's arrays.
+      const call = calls[0]!;
+      const space = this.space(call.algorithm);
+      const state = space.get(call.key);
+      const step = call.algorithm.consume(state, at, call.cost, call.policy);
+      if (step.state !== state)
+        this.write(space, call.key, step.state, state !== undefined, call.algorithm, at);
+      return [step.decision];
+    }
+    const spaces = calls.map((call) => this.space(call.algorithm));
+    const states = calls.map((call, i) => spaces[i]!.get(call.key));
+    const { decisions, writes } = settleBatch(calls, states, at);
+    for (let i = 0; i < calls.length; i++) {
+      const next = writes[i];
+      if (next !== UNCHANGED)
+        this.write(spaces[i]!, calls[i]!.key, next, states[i] !== undefined, calls[i]!.algorithm, at);
+    }
+    return decisions;
+  }
+
+  peek(calls: readonly LimitCall[], now: number | undefined): Decision[] {
+    const at = now ?? this.clock();
+    return calls.map((call) =>
+      call.algorithm.peek(
+        this.spaces.get(call.algorithm.fingerprint)?.get(call.key),
+        at,
+        call.cost,
+        call.policy,
+      ),
+    );
+  }
+
+  reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): void {
+    for (const call of calls) {
+      const space = this.spaces.get(call.algorithm.fingerprint);
+      if (space?.delete(call.key)) this.size--;
+    }
+  }
+
+  shutdown(): void {
+    this.spaces.clear();
+    this.size = 0;
+  }
+
+  /** The stored state of one key, for tests and debugging. */
+  inspect(algorithm: Algorithm, key: string): unknown {
+    return this.spaces.get(algorithm.fingerprint)?.get(key);
+  }
+
+  private space(algorithm: Algorithm): Map<string, unknown> {
+    let space = this.spaces.get(algorithm.fingerprint);
+    if (space === undefined) {
+      space = new Map();
+      this.spaces.set(algorithm.fingerprint, space);
+    }
+    return space;
+  }
+
+  private write(
+    space: Map<string, unknown>,
+    key: string,
+    next: unknown,
+    existed: boolean,
+    algorithm: Algorithm,
+    now: number,
+  ): void {
+    if (next === undefined) {
+      if (space.delete(key)) this.size--;
+      return;
+    }
+    if (existed) {
+      // Re-insert so the Map's order is the order of last write: its first entry is the LRU.
+      space.delete(key);
+      space.set(key, next);
+      return;
+    }
+    space.set(key, next);
+    this.size++;
+    this.reclaimOldest(space, algorithm, now);
+    if (this.size > this.maxKeys) this.evict(space, algorithm, now);
+  }
+
+  /** One expired entry reclaimed per new key keeps idle state from piling up, with no timer. */
+  private reclaimOldest(space: Map<string, unknown>, algorithm: Algorithm, now: number): void {
+    const oldest = space.entries().next();
+    if (!oldest.done && oldest.value[0] !== undefined && algorithm.ttl(oldest.value[1], now) <= 0) {
+      space.delete(oldest.value[0]);
+      this.size--;
+    }
+  }
+
+  private evict(writing: Map<string, unknown>, algorithm: Algorithm, now: number): void {
+    // Expired first: look a few entries deep from the old end of the space being written.
+    let scanned = 0;
+    for (const [key, state] of writing) {
+      if (++scanned > EXPIRY_SCAN) break;
+      if (algorithm.ttl(state, now) <= 0) {
+        writing.delete(key);
+        this.size--;
+        return;
+      }
+    }
+    // Then least recently written, from the largest space: a flood of unique keys lands in one
+    // space and so evicts its own keys first.
+    let largest = writing;
+    for (const space of this.spaces.values()) if (space.size > largest.size) largest = space;
+    const lru = largest.keys().next();
+    if (!lru.done) {
+      largest.delete(lru.value);
+      this.size--;
+    }
+  }
+}

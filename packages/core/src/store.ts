@@ -1,0 +1,77 @@
+import type { Algorithm } from './algorithm.js';
+import type { Decision } from './decision.js';
+
+/** A value, or a promise of it: the memory store answers synchronously, so its hot path allocates no promise. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** One limit of one request: which algorithm, on which key, for how many units. */
+export interface LimitCall {
+  /** The algorithm and its validated parameters (`algorithm.fingerprint` names its key space). */
+  readonly algorithm: Algorithm;
+  /** The caller's key, unmodified: any string, braces, newlines and unicode included. */
+  readonly key: string;
+  /** Units this request takes: an integer ≥ 1 (validated by the limiter). */
+  readonly cost: number;
+  /** The limit's name, copied into its decision's `policy`. */
+  readonly policy: string;
+}
+
+/**
+ * Where limit state lives. A store is handed a batch of calls, one per layered limit of a request,
+ * and must treat the batch as one atomic step:
+ *
+ * - `consume`: every call is evaluated against state as of `now`. If every limit admits, every
+ *   limit's new state is written; if any refuses, no limit is consumed (a strict token bucket that
+ *   itself refused may still restart its refill clock). No other batch on the same keys may
+ *   interleave. Returns one per-limit decision per call, in order (`settleBatch` does all of this
+ *   for a store that can run TypeScript inside its own transaction).
+ * - `peek`: the per-limit decisions for the batch without writing anything.
+ * - `reset`: forget the state of each `(algorithm, key)`; the next call sees a fresh limit.
+ * - `shutdown`: release timers, connections the store owns, and memory. Idempotent.
+ *
+ * `now` is ms since the epoch when the caller supplied it (client timestamps, replays); when it is
+ * `undefined` the store reads its own clock (the memory store's injectable `clock`, the Redis
+ * store's client clock or Redis `TIME`).
+ *
+ * Timing: a store may answer synchronously. A store that does I/O must bound every call with a
+ * timeout and apply its failure policy rather than reject; when it does reject, the limiter
+ * reports `ERR_SLUICE_STORE_FAILURE`.
+ */
+export interface Store {
+  consume(calls: readonly LimitCall[], now: number | undefined): MaybePromise<Decision[]>;
+  peek(calls: readonly LimitCall[], now: number | undefined): MaybePromise<Decision[]>;
+  reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): MaybePromise<void>;
+  shutdown(): MaybePromise<void>;
+}
+
+/** Marks a batch position whose stored state must not change. */
+export const UNCHANGED: unique symbol = Symbol('sluice.unchanged');
+
+/** What a store should write after settling a batch: a state, `undefined` (delete), or `UNCHANGED`. */
+export type StateWrite = unknown | typeof UNCHANGED;
+
+/**
+ * The all-or-nothing rule over pure algorithms, for any store that holds the batch's states at
+ * once (in memory, or inside a transaction). Given the states read for each call, returns the
+ * per-limit decisions and the writes to make.
+ */
+export function settleBatch(
+  calls: readonly LimitCall[],
+  states: readonly unknown[],
+  now: number,
+): { decisions: Decision[]; writes: StateWrite[] } {
+  const transitions = calls.map((call, i) => call.algorithm.consume(states[i], now, call.cost, call.policy));
+  if (transitions.every((t) => t.decision.allowed)) {
+    return { decisions: transitions.map((t) => t.decision), writes: transitions.map((t) => t.state) };
+  }
+  // Refused: limits that would have admitted keep their state and report it as it stands; a
+  // limit that refused by itself keeps its refusal state (the strict-mode clock restart).
+  const decisions = transitions.map((t, i) => {
+    const call = calls[i]!;
+    return t.decision.allowed ? call.algorithm.peek(states[i], now, call.cost, call.policy) : t.decision;
+  });
+  const writes = transitions.map((t, i) =>
+    t.decision.allowed || t.state === states[i] ? UNCHANGED : t.state,
+  );
+  return { decisions, writes };
+}

@@ -1,0 +1,21 @@
+import { Limiter, MemoryStore, fixedWindow, tokenBucket } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+
+describe('Limiter', () => {
+  it('layered limits are all-or-nothing: a refusal by one consumes none', () => {
+    const store = new MemoryStore();
+    const wide = fixedWindow({ limit: 5, window: 1000 });
+    const narrow = fixedWindow({ limit: 2, window: 1000 });
+    const limiter = new Limiter({ store, limits: [{ name: 'wide', algorithm: wide }, { name: 'narrow', algorithm: narrow }] });
+    expect(limiter.check('k', { now: 0 })).toMatchObject({ allowed: true, policy: 'narrow', remaining: 1 });
+    expect(limiter.check('k', { now: 0 })).toMatchObject({ allowed: true, remaining: 0 });
+    const refused = limiter.check('k', { now: 0 });
+    expect(refused).toMatchObject({ allowed: false, policy: 'narrow', retryAfter: 1000, reason: 'rate-limited' });
+    expect(store.inspect(wide, 'k')).toEqual([2, 0]);
+  });
+
+  it('answers synchronously on the memory store', () => {
+    const limiter = new Limiter({ algorithm: tokenBucket({ capacity: 1, refillInterval: '1s' }) });
+    expect(limiter.check('k', { now: 0 })).not.toBeInstanceOf(Promise);
+  });
+});
