@@ -59,6 +59,12 @@ export interface Algorithm<S = unknown> {
    * is and may be deleted. Stores use it for expiry (Redis `PEXPIRE`) and eviction.
    */
   ttl(state: S, now: number): number;
+  /**
+   * Gives back `cost` units that `consume` admitted with a delay, for a request that never ran
+   * (its client went away while held). Optional: only queue algorithms implement it. Returns the
+   * new state, or `undefined` when nothing is left to keep.
+   */
+  refund?(state: S, now: number, cost: number): S | undefined;
 }
 
 /**

@@ -83,6 +83,18 @@ export class MemoryStore implements Store {
     }
   }
 
+  refund(calls: readonly LimitCall[], now: number | undefined): void {
+    const at = now ?? this.clock();
+    for (const call of calls) {
+      const space = this.spaces.get(call.algorithm.fingerprint);
+      const state = space?.get(call.key);
+      if (space === undefined || state === undefined || call.algorithm.refund === undefined) continue;
+      const next = call.algorithm.refund(state, at, call.cost);
+      if (next !== undefined) space.set(call.key, next);
+      else if (space.delete(call.key)) this.size--;
+    }
+  }
+
   shutdown(): void {
     this.spaces.clear();
     this.size = 0;

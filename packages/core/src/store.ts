@@ -42,6 +42,12 @@ export interface Store {
   peek(calls: readonly LimitCall[], now: number | undefined): MaybePromise<Decision[]>;
   reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): MaybePromise<void>;
   shutdown(): MaybePromise<void>;
+  /**
+   * Optional: gives back the units of calls admitted earlier with a delay whose request never ran
+   * (`Algorithm.refund`; calls whose algorithm has no `refund` are ignored). Adapters call it when
+   * a client disconnects while held; a store without it keeps the slot until the queue drains.
+   */
+  refund?(calls: readonly LimitCall[], now: number | undefined): MaybePromise<void>;
 }
 
 /** Marks a batch position whose stored state must not change. */

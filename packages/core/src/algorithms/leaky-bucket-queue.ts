@@ -156,5 +156,11 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     },
     peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false).decision,
     ttl: (state, now) => state - now,
+    // The held request's slot leaves the queue: everyone behind keeps their turn, the next
+    // arrival takes the freed place.
+    refund(state, now, cost) {
+      const drainAt = state - cost * interval;
+      return drainAt <= now ? undefined : drainAt;
+    },
   };
 }
