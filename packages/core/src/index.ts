@@ -20,6 +20,7 @@ export { ceilMs, combine, decide } from './decision.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
 export { ErrorCode, SluiceError } from './errors.js';
+export * from './http/index.js';
 export type { CheckOptions, LimitDefinition, LimiterOptions, LimitKeys, ResolvedLimit } from './limiter.js';
 export { assertAlgorithm, Limiter } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';

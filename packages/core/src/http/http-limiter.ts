@@ -1,0 +1,331 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Decision, decide } from '../decision.js';
+import { parseDuration } from '../duration.js';
+import { describeValue, ErrorCode, SluiceError } from '../errors.js';
+import { Limiter } from '../limiter.js';
+import { MemoryStore } from '../memory-store.js';
+import type { LimitCall, MaybePromise } from '../store.js';
+import { assertKnownOptions, integerOption, oneOfOption } from '../validate.js';
+import { HEADER_FORMATS, RateLimitHeaders } from './headers.js';
+import { type AddressList, addressList } from './ip.js';
+import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
+import { HTTP_OPTIONS, type HttpLimit, type HttpLimitOptions, type SluiceWarning } from './options.js';
+import { type ProblemDetails, problemDetails, refusalStatus, retryAfterSeconds } from './problem.js';
+
+/** What an adapter supplies about its request type; `warn` is added from the options. */
+export type RequestAccessBase<Req> = Omit<RequestAccess<Req>, 'warn'>;
+
+/** The adapter's defaults for the hooks the user left out. */
+export interface AdapterDefaults<Req> {
+  onError(error: Error, req: Req): void;
+  onWarning(warning: SluiceWarning): void;
+}
+
+/** How to answer a refused request. */
+export interface Refusal {
+  /** 429 (rate limit) or 503 (shed, or store down under `storeFailure: 'deny'`). */
+  readonly status: 429 | 503;
+  /** `Retry-After` in delay-seconds; `undefined` when no retry can succeed. */
+  readonly retryAfter: number | undefined;
+  /** The RFC 9457 body, sent as `application/problem+json`. */
+  readonly body: ProblemDetails;
+}
+
+/** The decision when the store failed and the policy is `'deny'`: 503, `Retry-After: 1`. */
+const STORE_DOWN: Decision = decide(false, 0, 0, 0, 1000, 0, '', 'store-unavailable');
+/** The decision when every limit was skipped for a request (no key). */
+const NOT_LIMITED: Decision = decide(true, 0, 0, 0, 0, 0, '', undefined);
+const SF_STRING = /^[\x20-\x7e]+$/;
+
+/**
+ * The request-to-decision logic both adapters share, compiled once from the options: keys, skip,
+ * allow-list, cost, one layered `Limiter.check` per request, the failure policy, the delay mode and
+ * the header strings. Adapters only move its answers into their response objects.
+ */
+export class HttpLimiter<Req> {
+  readonly limiter: Limiter;
+  readonly headers: RateLimitHeaders;
+  /** The options as given, for adapters that merge per-route options into global ones. */
+  readonly options: HttpLimitOptions<Req>;
+  readonly delayMode: boolean;
+  /** ms. */
+  readonly maxDelay: number;
+  private readonly access: RequestAccess<Req>;
+  private readonly keys: KeyFunction<Req>[];
+  /** `name:` per limit: the limit's name is part of its stored key. */
+  private readonly prefixes: string[];
+  private readonly skip: ((req: Req) => boolean) | undefined;
+  private readonly allow: AddressList | undefined;
+  private readonly cost: number;
+  private readonly costOf: ((req: Req) => number) | undefined;
+  private readonly failOpen: boolean;
+  private readonly onLimited: ((req: Req, decision: Decision) => void) | undefined;
+  private readonly onError: (error: Error, req: Req) => void;
+  private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
+
+  constructor(
+    where: string,
+    options: HttpLimitOptions<Req>,
+    access: RequestAccessBase<Req>,
+    defaults: AdapterDefaults<Req>,
+    adapterOptions: readonly string[] = [],
+  ) {
+    assertKnownOptions(where, options, [...HTTP_OPTIONS, ...adapterOptions]);
+    this.options = options;
+    const limits = httpLimits(options);
+    this.limiter = new Limiter({
+      limits: limits.map((limit) =>
+        limit.name === undefined
+          ? { algorithm: limit.algorithm }
+          : { name: limit.name, algorithm: limit.algorithm },
+      ),
+      store: options.store ?? new MemoryStore(),
+    });
+    for (const [i, limit] of this.limiter.limits.entries()) {
+      if (!SF_STRING.test(limit.name)) {
+        throw new SluiceError(
+          ErrorCode.INVALID_OPTION,
+          `limits[${i}].name must be printable ASCII (it is sent in RateLimit headers); got ${describeValue(limit.name)}`,
+          { option: `limits[${i}].name`, value: limit.name },
+        );
+      }
+    }
+    this.keys = limits.map((limit, i) => {
+      if (limit.key !== undefined && typeof limit.key !== 'function') {
+        throw new SluiceError(
+          ErrorCode.INVALID_OPTION,
+          `limits[${i}].key must be a key function such as byIp(); got ${describeValue(limit.key)}`,
+          { option: `limits[${i}].key`, value: limit.key },
+        );
+      }
+      return limit.key ?? byIp();
+    });
+    this.prefixes = this.limiter.limits.map((limit) => `${limit.name}:`);
+    const format = options.headers ?? 'ietf';
+    this.headers = new RateLimitHeaders(
+      format === false ? false : oneOfOption('headers', format, HEADER_FORMATS),
+      this.limiter.limits,
+    );
+    this.skip = optionalFunction('skip', options.skip);
+    this.allow =
+      options.allowList === undefined || options.allowList.length === 0
+        ? undefined
+        : addressList('allowList', options.allowList);
+    if (typeof options.cost === 'function') {
+      this.cost = 1;
+      this.costOf = options.cost;
+    } else {
+      this.cost = integerOption('cost', options.cost ?? 1);
+      this.costOf = undefined;
+    }
+    this.delayMode = oneOfOption('onLimit', options.onLimit ?? 'refuse', ['refuse', 'delay']) === 'delay';
+    this.maxDelay = parseDuration('maxDelay', options.maxDelay ?? '5s');
+    if (!this.delayMode) {
+      const queue = this.limiter.limits.findIndex((limit) => limit.algorithm.kind === 'leaky-bucket-queue');
+      if (queue !== -1) {
+        throw new SluiceError(
+          ErrorCode.INVALID_OPTION,
+          `limits[${queue}] uses leakyBucketQueue(), which asks requests to wait; set onLimit: 'delay' so the middleware holds them`,
+          { option: 'onLimit', value: options.onLimit },
+        );
+      }
+    }
+    this.failOpen =
+      oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
+    this.onLimited = optionalFunction('onLimited', options.onLimited);
+    this.onError = optionalFunction('onError', options.onError) ?? defaults.onError;
+    this.hold = optionalFunction('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
+    const onWarning = optionalFunction('onWarning', options.onWarning) ?? defaults.onWarning;
+    this.access = {
+      ip: access.ip,
+      method: access.method,
+      route: access.route,
+      header: access.header,
+      proxyTrust: access.proxyTrust,
+      warn: (code, message) => onWarning({ code, message: `sluice: ${message}` }),
+    };
+  }
+
+  /**
+   * Checks a request against every limit in one store call. `undefined` means "not limited":
+   * skipped, allow-listed, no key for any limit, or the store failed under `storeFailure: 'allow'`.
+   * Never throws or rejects: failures go to `onError` and the failure policy.
+   */
+  evaluate(req: Req): MaybePromise<Decision | undefined> {
+    let result: MaybePromise<Decision>;
+    try {
+      if (this.skip !== undefined && this.skip(req) === true) return undefined;
+      if (this.allow?.has(this.access.ip(req))) return undefined;
+      result = this.check(req, this.costOf === undefined ? this.cost : this.costOf(req));
+    } catch (error) {
+      return this.failed(error, req);
+    }
+    if (result instanceof Promise) return result.then(applied, (error: unknown) => this.failed(error, req));
+    return applied(result);
+  }
+
+  /** Whether the adapter must hold the request (`wait`) before acting on `decision`. */
+  mustWait(decision: Decision): boolean {
+    if (decision.allowed) return decision.delay > 0;
+    return (
+      this.delayMode &&
+      decision.reason === 'rate-limited' &&
+      decision.retryAfter > 0 &&
+      decision.retryAfter <= this.maxDelay
+    );
+  }
+
+  /**
+   * Holds a request that `mustWait`. Resolves to the decision to act on (`undefined`: not
+   * limited), or `null` when `signal` aborted (the client went away: its queue slot is given back
+   * and nothing must be sent).
+   */
+  async wait(req: Req, decision: Decision, signal: AbortSignal): Promise<Decision | undefined | null> {
+    if (decision.allowed) {
+      if (decision.delay > this.maxDelay) {
+        // The queue admitted it, but for longer than this middleware may hold a request.
+        await this.refund(req);
+        return { ...decision, allowed: false, retryAfter: decision.delay, delay: 0, reason: 'rate-limited' };
+      }
+      if (!(await this.held(decision.delay, signal, req))) {
+        await this.refund(req);
+        return null;
+      }
+      return decision;
+    }
+    // Not consumed: wait until a unit should be free, then ask once more.
+    if (!(await this.held(decision.retryAfter, signal, req))) return null;
+    const again = await this.evaluate(req);
+    if (again?.allowed && again.delay > 0) return this.wait(req, again, signal);
+    return again;
+  }
+
+  /** Status, `Retry-After` and body for a refused decision. */
+  refusal(decision: Decision): Refusal {
+    const retryAfter = retryAfterSeconds(decision);
+    return { status: refusalStatus(decision), retryAfter, body: problemDetails(decision, retryAfter) };
+  }
+
+  /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
+  limited(req: Req, decision: Decision): void {
+    if (this.onLimited === undefined) return;
+    try {
+      this.onLimited(req, decision);
+    } catch (error) {
+      this.report(error, req);
+    }
+  }
+
+  private check(req: Req, cost: number): MaybePromise<Decision> {
+    const options = cost === 1 ? undefined : { cost };
+    if (this.keys.length === 1) {
+      const key = this.key(0, req);
+      return key === undefined ? NOT_LIMITED : this.limiter.check(key, options);
+    }
+    const keys: (string | undefined)[] = new Array(this.keys.length);
+    for (let i = 0; i < keys.length; i++) keys[i] = this.key(i, req);
+    return this.limiter.check(keys, options);
+  }
+
+  private key(i: number, req: Req): string | undefined {
+    const key = this.keys[i]!(req, this.access);
+    if (key === undefined) return undefined;
+    if (typeof key !== 'string') {
+      throw new SluiceError(
+        ErrorCode.INVALID_KEY,
+        `limits[${i}].key must return a string or undefined; got ${describeValue(key)}`,
+        { option: `limits[${i}].key`, value: key },
+      );
+    }
+    return this.prefixes[i] + key;
+  }
+
+  private async held(ms: number, signal: AbortSignal, req: Req): Promise<boolean> {
+    if (signal.aborted) return false;
+    try {
+      await this.hold(ms, signal);
+      return !signal.aborted;
+    } catch (error) {
+      if (signal.aborted) return false;
+      this.report(error, req);
+      return true;
+    }
+  }
+
+  private async refund(req: Req): Promise<void> {
+    const store = this.limiter.store;
+    if (store.refund === undefined) return;
+    try {
+      const cost = this.costOf === undefined ? this.cost : this.costOf(req);
+      const calls: LimitCall[] = [];
+      for (let i = 0; i < this.keys.length; i++) {
+        const key = this.key(i, req);
+        const limit = this.limiter.limits[i]!;
+        if (key !== undefined) calls.push({ algorithm: limit.algorithm, key, cost, policy: limit.name });
+      }
+      await store.refund(calls, undefined);
+    } catch (error) {
+      this.report(error, req);
+    }
+  }
+
+  private failed(error: unknown, req: Req): Decision | undefined {
+    this.report(error, req);
+    return this.failOpen ? undefined : STORE_DOWN;
+  }
+
+  private report(error: unknown, req: Req): void {
+    try {
+      this.onError(error instanceof Error ? error : new Error(String(error)), req);
+    } catch {
+      // A failing error hook has nowhere left to report to; the request must still be answered.
+    }
+  }
+}
+
+function applied(decision: Decision): Decision | undefined {
+  return decision.limits.length === 0 && decision.allowed ? undefined : decision;
+}
+
+/** The limits of the options, from `limits` or from the single-limit shorthand. */
+export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLimit<Req>[] {
+  if (options === null || typeof options !== 'object') return [];
+  const shorthand = options.algorithm !== undefined;
+  if (shorthand === (options.limits !== undefined)) {
+    throw new SluiceError(
+      options.limits === undefined ? ErrorCode.MISSING_OPTION : ErrorCode.INVALID_OPTION,
+      'give either limits (one or several { name, key, algorithm }) or the single-limit algorithm (with key and name), not both',
+      { option: options.limits === undefined ? 'algorithm' : 'limits', value: options.limits },
+    );
+  }
+  if (!shorthand) {
+    if (options.key !== undefined || options.name !== undefined) {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        'key and name belong to each limit when limits is given: limits: [{ name, key, algorithm }]',
+        { option: options.key !== undefined ? 'key' : 'name' },
+      );
+    }
+    if (Array.isArray(options.limits)) {
+      options.limits.forEach((limit, i) => {
+        assertKnownOptions(`limits[${i}]`, limit, ['name', 'key', 'algorithm']);
+      });
+    }
+    return options.limits!;
+  }
+  const limit: HttpLimit<Req> = { algorithm: options.algorithm! };
+  if (options.key !== undefined) limit.key = options.key;
+  if (options.name !== undefined) limit.name = options.name;
+  return [limit];
+}
+
+function optionalFunction<F>(option: string, value: F | undefined): F | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `${option} must be a function; got ${describeValue(value)}`,
+      { option, value },
+    );
+  }
+  return value;
+}

@@ -1,0 +1,27 @@
+export type { HeaderFormat, SetHeader } from './headers.js';
+export { HEADER_FORMATS, RateLimitHeaders, seconds } from './headers.js';
+export type { AdapterDefaults, Refusal, RequestAccessBase } from './http-limiter.js';
+export { HttpLimiter, httpLimits } from './http-limiter.js';
+export type { AddressList } from './ip.js';
+export { addressList, clientAddress } from './ip.js';
+export type {
+  AnyKey,
+  ByIpOptions,
+  ByTokenOptions,
+  KeyFunction,
+  ProxyTrust,
+  RequestAccess,
+  WarningCode,
+} from './keys.js';
+export { byIp, byRoute, byToken, compose } from './keys.js';
+export type { HttpLimit, HttpLimitOptions, SluiceWarning } from './options.js';
+export { HTTP_OPTIONS } from './options.js';
+export type { ProblemDetails } from './problem.js';
+export {
+  PROBLEM_JSON,
+  problemDetails,
+  QUOTA_EXCEEDED,
+  refusalStatus,
+  retryAfterSeconds,
+  TEMPORARY_REDUCED_CAPACITY,
+} from './problem.js';

@@ -1,0 +1,133 @@
+import type { Algorithm } from '../algorithm.js';
+import type { Decision } from '../decision.js';
+import type { Duration } from '../duration.js';
+import type { Store } from '../store.js';
+import type { HeaderFormat } from './headers.js';
+import type { KeyFunction, WarningCode } from './keys.js';
+
+/** One named limit of an HTTP middleware. */
+export interface HttpLimit<Req> {
+  /**
+   * Shown in `RateLimit` headers and `decision.policy`, and part of the stored key: two
+   * middlewares with the same algorithm settings count separately unless they share a name.
+   * @default the algorithm's kind, e.g. `'token-bucket'`
+   */
+  name?: string;
+  /**
+   * What the limit counts against. Returning `undefined` skips this limit for the request.
+   * @default byIp()
+   */
+  key?: KeyFunction<Req>;
+  /** The algorithm and its parameters, e.g. `tokenBucket({ capacity: 20, refillInterval: '1s' })`. */
+  algorithm: Algorithm;
+}
+
+/** A warning about the app's configuration, given once. */
+export interface SluiceWarning {
+  readonly code: WarningCode;
+  readonly message: string;
+}
+
+/** Options both adapters share. Resolved once, when the middleware is created. */
+export interface HttpLimitOptions<Req> {
+  /**
+   * Several limits checked together in one store call, all-or-nothing: every limit admits and
+   * consumes, or none does. Use either `limits`, or the single-limit shorthand `algorithm` (with
+   * optional `key` and `name`).
+   * @example [{ name: 'burst', key: byIp(), algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) },
+   *           { name: 'daily', key: byToken(), algorithm: slidingWindowLog({ limit: 1000, window: '1d' }) }]
+   */
+  limits?: readonly HttpLimit<Req>[];
+  /** Single-limit shorthand: the algorithm. */
+  algorithm?: Algorithm;
+  /** Single-limit shorthand: the key. @default byIp() */
+  key?: KeyFunction<Req>;
+  /** Single-limit shorthand: the name. @default the algorithm's kind */
+  name?: string;
+  /** Where limit state lives. @default a new `MemoryStore()` per middleware */
+  store?: Store;
+  /**
+   * RateLimit header format on allowed and refused responses, or `false` for none.
+   * @default 'ietf'
+   */
+  headers?: HeaderFormat | false;
+  /** Requests for which this returns `true` are not limited and get no headers. Synchronous. */
+  skip?: (req: Req) => boolean;
+  /**
+   * Client addresses (the framework's `req.ip`) and CIDR ranges that are never limited, e.g.
+   * `['127.0.0.1', '10.0.0.0/8', '2001:db8::/32']`.
+   * @default []
+   */
+  allowList?: readonly string[];
+  /**
+   * Units a request takes from every limit: an integer ≥ 1, or a function of the request (a bulk
+   * endpoint that costs one unit per item).
+   * @default 1
+   */
+  cost?: number | ((req: Req) => number);
+  /**
+   * `'refuse'`: answer 429 at once. `'delay'`: hold the request instead, for the Decision's
+   * `delay` (queue algorithms such as `leakyBucketQueue`) or, for other algorithms, until its
+   * `retryAfter` and then check once more; refuse only when the wait would exceed `maxDelay`.
+   * A held request whose client disconnects gives its queue slot back (on stores with `refund`).
+   * @default 'refuse'
+   */
+  onLimit?: 'refuse' | 'delay';
+  /**
+   * Longest time a request is held in `'delay'` mode: ms or `'2s'`. Longer waits are refused.
+   * @default '5s'
+   */
+  maxDelay?: Duration;
+  /**
+   * When the store fails (or a key or cost function throws): `'allow'` lets the request through
+   * without headers (fail open), `'deny'` answers 503 with `Retry-After: 1` (fail closed). Either
+   * way `onError` is told; the error never becomes an unhandled rejection.
+   * @default 'allow'
+   */
+  storeFailure?: 'allow' | 'deny';
+  /** Called for every refused request (after headers are set, before the response). For metrics. */
+  onLimited?: (req: Req, decision: Decision) => void;
+  /**
+   * Called when the store or a key/cost/skip function fails.
+   * @default logs through the framework (Fastify `request.log.error`, Express `console.error`)
+   */
+  onError?: (error: Error, req: Req) => void;
+  /**
+   * Configuration warnings, each given once (`X-Forwarded-For` without trust proxy, trust proxy
+   * trusting everything, `byRoute()` before routing).
+   * @default Fastify `app.log.warn`, Express `process.emitWarning`
+   */
+  onWarning?: (warning: SluiceWarning) => void;
+  /**
+   * How a request is held in `'delay'` mode: resolve after `ms`, reject when `signal` aborts (the
+   * client disconnected). Replace it to use fake timers in tests.
+   * @default `setTimeout` from `node:timers/promises`
+   */
+  hold?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** The option names both adapters accept; each adapter adds its own. */
+export const HTTP_OPTIONS = [
+  'limits',
+  'algorithm',
+  'key',
+  'name',
+  'store',
+  'headers',
+  'skip',
+  'allowList',
+  'cost',
+  'onLimit',
+  'maxDelay',
+  'storeFailure',
+  'onLimited',
+  'onError',
+  'onWarning',
+  'hold',
+] as const satisfies readonly (keyof HttpLimitOptions<unknown>)[];
+
+/** Compile-time check: an option added to the interface but not to `HTTP_OPTIONS` is an error here. */
+type AssertNever<T extends never> = T;
+export type UnlistedHttpOptions = AssertNever<
+  Exclude<keyof HttpLimitOptions<unknown>, (typeof HTTP_OPTIONS)[number]>
+>;

@@ -1,0 +1,87 @@
+import type { Decision } from '../decision.js';
+import { seconds } from './headers.js';
+
+/** RFC 9457 problem type for a refusal by a rate limit (IETF RateLimit draft §5.1). */
+export const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+/** RFC 9457 problem type for a refusal to protect capacity (IETF RateLimit draft §5.2). */
+export const TEMPORARY_REDUCED_CAPACITY =
+  'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
+
+/** The media type of the refusal body. */
+export const PROBLEM_JSON = 'application/problem+json';
+
+/** An RFC 9457 problem body with the draft's `violated-policies` extension. */
+export interface ProblemDetails {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly 'violated-policies': readonly string[];
+}
+
+/**
+ * The status for a refusal: 503 when the service protects itself (a load shedder, or the limiter's
+ * store is down and the policy is to deny), 429 when the client used up its quota.
+ */
+export function refusalStatus(decision: Decision): 429 | 503 {
+  return decision.reason === 'shed' || decision.reason === 'store-unavailable' ? 503 : 429;
+}
+
+/**
+ * `Retry-After` in delay-seconds for a refusal: rounded up, at least 1, and never earlier than the
+ * RateLimit reset (`t`) of any limit that refused, as the draft asks (§6). `undefined` when no
+ * retry can succeed (`cost-exceeds-limit`, retryAfter -1): the header is then left out rather than
+ * inviting a retry that will be refused again.
+ */
+export function retryAfterSeconds(decision: Decision): number | undefined {
+  const limits = decision.limits.length === 0 ? [decision] : decision.limits;
+  let ms = 0;
+  for (const d of limits) {
+    if (d.allowed) continue;
+    if (d.retryAfter < 0) return undefined;
+    ms = Math.max(ms, d.retryAfter, d.resetAfter);
+  }
+  if (decision.retryAfter < 0) return undefined;
+  return Math.max(1, seconds(ms), seconds(decision.retryAfter));
+}
+
+/** The problem body for a refusal. */
+export function problemDetails(decision: Decision, retryAfter: number | undefined): ProblemDetails {
+  const status = refusalStatus(decision);
+  const violated = decision.limits.filter((d) => !d.allowed).map((d) => d.policy);
+  if (violated.length === 0 && decision.policy !== '') violated.push(decision.policy);
+  const names = violated.map((name) => JSON.stringify(name)).join(', ');
+  const retry = retryAfter === undefined ? '' : ` Retry in ${retryAfter} s.`;
+  let detail: string;
+  switch (decision.reason) {
+    case 'cost-exceeds-limit':
+      detail = `The request costs more than ${names} can ever admit (quota ${decision.limit}); retrying will not help.`;
+      break;
+    case 'concurrency':
+      detail = `Too many requests in flight for ${names}.${retry}`;
+      break;
+    case 'shed':
+      detail = `The service is shedding load to protect itself.${retry}`;
+      break;
+    case 'store-unavailable':
+      detail = `The rate limiter is unavailable, so the request was refused.${retry}`;
+      break;
+    default:
+      detail = `Too many requests for ${names}.${retry}`;
+  }
+  return status === 503
+    ? {
+        type: TEMPORARY_REDUCED_CAPACITY,
+        title: 'Request cannot be satisfied due to temporary server capacity constraints',
+        status,
+        detail,
+        'violated-policies': violated,
+      }
+    : {
+        type: QUOTA_EXCEEDED,
+        title: 'Request cannot be satisfied as assigned quota has been exceeded',
+        status,
+        detail,
+        'violated-policies': violated,
+      };
+}
