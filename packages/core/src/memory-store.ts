@@ -1,4 +1,5 @@
 import type { Algorithm } from './algorithm.js';
+import { MemoryLeases } from './concurrency/memory-leases.js';
 import type { Decision } from './decision.js';
 import { type LimitCall, type Store, settleBatch, UNCHANGED } from './store.js';
 import { assertKnownOptions, integerOption } from './validate.js';
@@ -27,6 +28,8 @@ const EXPIRY_SCAN = 8;
 export class MemoryStore implements Store {
   readonly maxKeys: number;
   readonly clock: () => number;
+  /** Concurrency leases, bounded by the same `maxKeys` (counted apart from limit keys). */
+  readonly leases: MemoryLeases;
   private readonly spaces = new Map<string, Map<string, unknown>>();
   private size = 0;
 
@@ -34,6 +37,7 @@ export class MemoryStore implements Store {
     assertKnownOptions('MemoryStore', options, KNOWN);
     this.maxKeys = integerOption('maxKeys', options.maxKeys ?? 100_000);
     this.clock = options.clock ?? Date.now;
+    this.leases = new MemoryLeases(this.maxKeys, this.clock);
   }
 
   /** Keys currently held, across all limits. */
@@ -98,6 +102,7 @@ export class MemoryStore implements Store {
   shutdown(): void {
     this.spaces.clear();
     this.size = 0;
+    this.leases.clear();
   }
 
   /** The stored state of one key, for tests and debugging. */

@@ -1,4 +1,5 @@
 import type { Algorithm } from './algorithm.js';
+import type { LeaseStore } from './concurrency/lease-store.js';
 import type { Decision } from './decision.js';
 
 /** A value, or a promise of it: the memory store answers synchronously, so its hot path allocates no promise. */
@@ -48,6 +49,11 @@ export interface Store {
    * a client disconnects while held; a store without it keeps the slot until the queue drains.
    */
   refund?(calls: readonly LimitCall[], now: number | undefined): MaybePromise<void>;
+  /**
+   * Optional: concurrency leases (the concurrent requests limiter and the fleet usage load
+   * shedder). See `LeaseStore` for the exact state and steps a store must implement.
+   */
+  readonly leases?: LeaseStore;
 }
 
 /** Marks a batch position whose stored state must not change. */
