@@ -15,6 +15,13 @@ export type { SlidingWindowLogOptions, SlidingWindowLogState } from './algorithm
 export { slidingWindowLog } from './algorithms/sliding-window-log.js';
 export type { TokenBucketOptions, TokenBucketState } from './algorithms/token-bucket.js';
 export { tokenBucket } from './algorithms/token-bucket.js';
+export type { AcquireOptions, ConcurrencyLimiterOptions } from './concurrency/concurrency-limiter.js';
+export { ConcurrencyLimiter } from './concurrency/concurrency-limiter.js';
+export type { Lease } from './concurrency/lease.js';
+export { leaseDecision } from './concurrency/lease-decision.js';
+export { leaseId } from './concurrency/lease-id.js';
+export type { LeaseAcquire, LeaseCall, LeaseStore } from './concurrency/lease-store.js';
+export { MemoryLeases } from './concurrency/memory-leases.js';
 export type { Decision, RefusalReason } from './decision.js';
 export { ceilMs, combine, decide } from './decision.js';
 export type { Duration } from './duration.js';
@@ -25,6 +32,22 @@ export type { CheckOptions, LimitDefinition, LimiterOptions, LimitKeys, Resolved
 export { assertAlgorithm, Limiter } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { MemoryStore } from './memory-store.js';
+export type { FleetShedderOptions } from './shedding/fleet-shedder.js';
+export { FleetShedder } from './shedding/fleet-shedder.js';
+export { DEFAULT_PRIORITIES } from './shedding/priorities.js';
+export type { ResolvedRetryRange, RetryRange } from './shedding/retry-hint.js';
+export { retryHint } from './shedding/retry-hint.js';
+export type { ClosableSignal, EventLoopDelayOptions } from './shedding/signals.js';
+export { eventLoopDelaySignal, eventLoopUtilizationSignal } from './shedding/signals.js';
+export type { ControllerParams, ControllerState } from './shedding/utilization-controller.js';
+export {
+  controlStep,
+  dropProbabilities,
+  restingState,
+  shedLevel,
+} from './shedding/utilization-controller.js';
+export type { UtilizationShedderOptions } from './shedding/utilization-shedder.js';
+export { UtilizationShedder } from './shedding/utilization-shedder.js';
 export type { LimitCall, MaybePromise, StateWrite, Store } from './store.js';
 export { settleBatch, UNCHANGED } from './store.js';
 export {
