@@ -1,0 +1,81 @@
+/**
+ * One in-process group, in its own Node process: every subject of the group is built fresh, warmed
+ * up for the same time, then measured in interleaved rounds (ABCABC…) on the hot key and on 10,000
+ * keys. Prints one JSON line: ops/s per round, per subject and scenario.
+ *
+ * usage: child.ts <roundMs> <rounds> <warmupMs> <subjectId,subjectId,…>
+ */
+import { performance } from 'node:perf_hooks';
+import { type Op, subject } from './subjects.js';
+
+export const SCENARIOS = { hot: 1, '10k': 10_000 } as const;
+export type ScenarioName = keyof typeof SCENARIOS;
+
+export interface GroupResult {
+  /** scenario → subject id → ops/s of each round, and refusals seen (should be 0). */
+  readonly [scenario: string]: Record<string, { rounds: number[]; refused: number }>;
+}
+
+const BATCH = 1000;
+
+function keysFor(count: number): string[] {
+  return count === 1 ? ['hot'] : Array.from({ length: count }, (_, i) => `user:${i}`);
+}
+
+/** Runs `op` in batches for about `ms`, cycling through `keys`. Returns [ops, seconds, refused]. */
+async function drive(op: Op, isAsync: boolean, keys: readonly string[], ms: number, cursor: { i: number }) {
+  let ops = 0;
+  let refused = 0;
+  let i = cursor.i;
+  const n = keys.length;
+  const start = performance.now();
+  let elapsed = 0;
+  while (elapsed < ms) {
+    if (isAsync) {
+      for (let b = 0; b < BATCH; b++) {
+        if (!(await op(keys[i]!))) refused++;
+        if (++i === n) i = 0;
+      }
+    } else {
+      for (let b = 0; b < BATCH; b++) {
+        if (!(op(keys[i]!) as boolean)) refused++;
+        if (++i === n) i = 0;
+      }
+    }
+    ops += BATCH;
+    elapsed = performance.now() - start;
+  }
+  cursor.i = i;
+  return { perSecond: ops / (elapsed / 1000), refused };
+}
+
+async function main(): Promise<void> {
+  const [roundMs, rounds, warmupMs] = process.argv.slice(2, 5).map(Number) as [number, number, number];
+  const ids = process.argv[5]!.split(',');
+  const result: Record<string, Record<string, { rounds: number[]; refused: number }>> = {};
+  for (const [scenario, count] of Object.entries(SCENARIOS)) {
+    const keys = keysFor(count);
+    const subjects = ids.map((id) => {
+      const s = subject(id);
+      return { s, ...s.make(count), cursor: { i: 0 }, rounds: [] as number[], refused: 0 };
+    });
+    // Same warm-up for every subject, interleaved too.
+    for (let w = 0; w < 2; w++)
+      for (const x of subjects)
+        x.refused += (await drive(x.op, x.s.async, keys, warmupMs / 2, x.cursor)).refused;
+    for (let r = 0; r < rounds; r++) {
+      for (const x of subjects) {
+        const { perSecond, refused } = await drive(x.op, x.s.async, keys, roundMs, x.cursor);
+        x.rounds.push(perSecond);
+        x.refused += refused;
+      }
+    }
+    result[scenario] = Object.fromEntries(
+      subjects.map((x) => [x.s.id, { rounds: x.rounds, refused: x.refused }]),
+    );
+    for (const x of subjects) x.close?.();
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+await main();

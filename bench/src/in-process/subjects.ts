@@ -1,0 +1,211 @@
+import {
+  type Algorithm,
+  type Decision,
+  fixedWindow,
+  gcra,
+  Limiter,
+  leakyBucketQueue,
+  MemoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
+import { MemoryStore as ErlMemoryStore, type Options as ErlOptions } from 'express-rate-limit';
+import { RateLimiter } from 'limiter';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { inlineTokenBucket } from './floor.js';
+
+/** One decision for `key`: true when allowed. Async for the peers whose API returns promises. */
+export type Op = (key: string) => boolean | Promise<boolean>;
+
+export interface Subject {
+  readonly id: string;
+  readonly label: string;
+  /** The exact configuration, printed in the report. */
+  readonly config: string;
+  readonly async: boolean;
+  /** Fresh state: a new limiter and store. `keys` is the most keys it will see. */
+  make(keys: number): { op: Op; close?: () => void };
+}
+
+/**
+ * Limits high enough that no scenario is ever refused: a quota of 10⁹ (a whole run puts well under
+ * 10⁸ decisions on the hot key), refilled slowly (1 unit per hour, or 10⁹ per hour for window
+ * counters), so that every key's state lives for the whole run: the 10,000-key scenario measures a
+ * returning key with live state, for every subject. (With a fast refill, sluice's memory store
+ * rightly reclaims a bucket that is full again between two visits, and the scenario would measure
+ * insertions instead.) Every subject reads the clock once per decision: the peers read it
+ * themselves; sluice and the floor are handed `Date.now()`.
+ */
+export const HIGH = 1_000_000_000;
+const HOUR = 3_600_000;
+
+/**
+ * The sluice algorithms. The sliding window log holds every admitted request of its window, so its
+ * window is 1 ms here (a one-hour window at millions of requests per second would hold billions of
+ * entries per key): it never refuses, but its state is fresh again at each visit of a 10k-key
+ * scenario.
+ */
+export const ALGORITHMS: Record<
+  string,
+  { config: string; make: () => Algorithm; memoryConfig?: string; memoryMake?: () => Algorithm }
+> = {
+  'token-bucket': {
+    config: `tokenBucket({ capacity: ${HIGH}, refillAmount: 1, refillInterval: ${HOUR} })`,
+    make: () => tokenBucket({ capacity: HIGH, refillAmount: 1, refillInterval: HOUR }),
+  },
+  gcra: {
+    config: `gcra({ rate: 1, period: ${HOUR}, burst: ${HIGH} })`,
+    make: () => gcra({ rate: 1, period: HOUR, burst: HIGH }),
+  },
+  'fixed-window': {
+    config: `fixedWindow({ limit: ${HIGH}, window: ${HOUR} })`,
+    make: () => fixedWindow({ limit: HIGH, window: HOUR }),
+  },
+  'sliding-window-counter': {
+    config: `slidingWindowCounter({ limit: ${HIGH}, window: ${HOUR} })`,
+    make: () => slidingWindowCounter({ limit: HIGH, window: HOUR }),
+  },
+  'sliding-window-log': {
+    config: `slidingWindowLog({ limit: ${HIGH}, window: 1 })`,
+    make: () => slidingWindowLog({ limit: HIGH, window: 1 }),
+    // For the memory table each key's one entry must live, as in real use: an hour's window.
+    memoryConfig: `slidingWindowLog({ limit: ${HIGH}, window: ${HOUR} })`,
+    memoryMake: () => slidingWindowLog({ limit: HIGH, window: HOUR }),
+  },
+  'leaky-bucket-queue': {
+    config: `leakyBucketQueue({ rate: 1, period: ${HOUR}, burst: ${HIGH}, queue: 0 })`,
+    make: () => leakyBucketQueue({ rate: 1, period: HOUR, burst: HIGH, queue: 0 }),
+  },
+};
+
+/** `new Limiter({ algorithm, store: new MemoryStore({ maxKeys }) })`, `check(key, { now })`. */
+function sluice(name: string, awaited: boolean, forMemory: boolean): Subject {
+  const entry = ALGORITHMS[name]!;
+  const algorithm =
+    forMemory && entry.memoryMake !== undefined
+      ? { config: entry.memoryConfig!, make: entry.memoryMake }
+      : entry;
+  return {
+    id: `${awaited ? 'sluice-await' : 'sluice'}:${name}`,
+    label: `sluice ${name}${awaited ? ' (awaited)' : ''}`,
+    config: `new Limiter({ algorithm: ${algorithm.config}, store: new MemoryStore({ maxKeys }) }).check(key, { now: Date.now() })${awaited ? ', awaited' : ''}`,
+    async: awaited,
+    make(keys) {
+      const store = new MemoryStore({ maxKeys: Math.max(100_000, keys) });
+      const limiter = new Limiter({ algorithm: algorithm.make(), store });
+      // One options object, re-stamped per call, so the harness allocates nothing of its own.
+      const options = { now: 0 };
+      const op: Op = awaited
+        ? async (key) => {
+            options.now = Date.now();
+            return (await limiter.check(key, options)).allowed;
+          }
+        : (key) => {
+            options.now = Date.now();
+            return (limiter.check(key, options) as Decision).allowed;
+          };
+      return { op, close: () => store.shutdown() };
+    },
+  };
+}
+
+/** The pure algorithm over a bare `Map`, without the limiter or the store: for diagnosis. */
+function raw(name: string): Subject {
+  const algorithm = ALGORITHMS[name]!;
+  return {
+    id: `raw:${name}`,
+    label: `raw ${name} + Map (diagnosis)`,
+    config: `${algorithm.config}.consume(map.get(key), Date.now(), 1, name), then map.set(key, state)`,
+    async: false,
+    make() {
+      const a = algorithm.make();
+      const map = new Map<string, unknown>();
+      return {
+        op: (key) => {
+          const step = a.consume(map.get(key), Date.now(), 1, 'raw');
+          map.set(key, step.state);
+          return step.decision.allowed;
+        },
+      };
+    },
+  };
+}
+
+const floor: Subject = {
+  id: 'floor',
+  label: 'inline Map token bucket (floor)',
+  config: `15-line token bucket: Map<key, { tokens, last }> mutated in place, capacity ${HIGH}, 1 token/hour, Date.now()`,
+  async: false,
+  make() {
+    const take = inlineTokenBucket(HIGH, 1 / HOUR);
+    return { op: (key) => take(key, Date.now()) };
+  },
+};
+
+const rlf: Subject = {
+  id: 'rate-limiter-flexible',
+  label: 'rate-limiter-flexible RateLimiterMemory',
+  config: `new RateLimiterMemory({ points: ${HIGH}, duration: 3600 }).consume(key) (promise; rejects when refused)`,
+  async: true,
+  make() {
+    const limiter = new RateLimiterMemory({ points: HIGH, duration: 3600 });
+    return {
+      op: (key) =>
+        limiter.consume(key).then(
+          () => true,
+          () => false,
+        ),
+    };
+  },
+};
+
+const erl: Subject = {
+  id: 'express-rate-limit',
+  label: 'express-rate-limit MemoryStore',
+  config: `new MemoryStore(), init({ windowMs: ${HOUR} }), (await increment(key)).totalHits <= ${HIGH}`,
+  async: true,
+  make() {
+    const store = new ErlMemoryStore();
+    store.init({ windowMs: HOUR } as ErlOptions);
+    return {
+      op: async (key) => (await store.increment(key)).totalHits <= HIGH,
+      close: () => store.shutdown(),
+    };
+  },
+};
+
+const limiterPeer: Subject = {
+  id: 'limiter',
+  label: 'limiter RateLimiter (one per key)',
+  config: `Map<key, new RateLimiter({ tokensPerInterval: ${HIGH}, interval: 'hour' })>, tryRemoveTokens(1)`,
+  async: false,
+  make() {
+    const limiters = new Map<string, RateLimiter>();
+    return {
+      op: (key) => {
+        let limiter = limiters.get(key);
+        if (limiter === undefined) {
+          limiter = new RateLimiter({ tokensPerInterval: HIGH, interval: 'hour' });
+          limiters.set(key, limiter);
+        }
+        return limiter.tryRemoveTokens(1);
+      },
+    };
+  },
+};
+
+export const PEERS: readonly Subject[] = [rlf, erl, limiterPeer];
+
+/** `forMemory`: the configuration of the memory table, where it differs (the log's window). */
+export function subject(id: string, forMemory = false): Subject {
+  if (id === 'floor') return floor;
+  const peer = PEERS.find((p) => p.id === id);
+  if (peer !== undefined) return peer;
+  const [kind, name] = id.split(':') as [string, string];
+  if (!(name in ALGORITHMS)) throw new Error(`unknown subject ${id}`);
+  if (kind === 'sluice') return sluice(name, false, forMemory);
+  if (kind === 'sluice-await') return sluice(name, true, forMemory);
+  if (kind === 'raw') return raw(name);
+  throw new Error(`unknown subject ${id}`);
+}

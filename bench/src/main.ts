@@ -1,0 +1,241 @@
+/**
+ * `pnpm bench` (full) and `pnpm bench:quick` (CI: under a minute, so the benchmark cannot rot).
+ * Runs every section in one go, interleaving subjects and reporting medians and ratios, then writes
+ * bench/results/latest.md, latest.json and ratios.svg. Exits non-zero only when the benchmark itself
+ * breaks: there are no performance assertions here, the targets are reported, not enforced.
+ *
+ * Runs against the BUILT packages (packages/<name>/dist, resolved through node_modules as users
+ * resolve them): run `pnpm build` first. A stale build is reported at the top of the results.
+ *
+ * usage: main.ts [--quick] [--only=in-process,memory,redis,http]
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { type HttpResult, http } from './http/section.js';
+import { type InProcessResult, inProcess } from './in-process/section.js';
+import { ALGORITHMS, PEERS, subject } from './in-process/subjects.js';
+import { machine, staleBuilds } from './lib/machine.js';
+import { type MemoryResult, memory } from './memory/section.js';
+import { type RedisResult, redis } from './redis/section.js';
+import {
+  configList,
+  formatRatio,
+  inProcessTable,
+  machineLine,
+  memoryTable,
+  type Section,
+  type Verdict,
+  verdictTable,
+} from './report/markdown.js';
+import { type Bar, barCharts, type Chart } from './report/svg.js';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
+const wanted = (section: string) => only === undefined || only.includes(section);
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+const MODE = quick
+  ? {
+      throughput: { roundMs: 40, rounds: 3, warmupMs: 40 },
+      memoryKeys: 100_000,
+      redisMs: 300,
+      redisRounds: 2,
+      httpSeconds: 1,
+      httpRounds: 1,
+    }
+  : {
+      throughput: { roundMs: 250, rounds: 5, warmupMs: 300 },
+      memoryKeys: 1_000_000,
+      redisMs: 1000,
+      redisRounds: 3,
+      httpSeconds: 3,
+      httpRounds: 3,
+    };
+
+const RESULTS = fileURLToPath(new URL('../results/', import.meta.url));
+
+async function section<T>(name: string, run: () => Promise<Section<T>>): Promise<Section<T>> {
+  if (!wanted(name)) return { status: 'skipped', reason: 'not selected (--only)' };
+  const started = Date.now();
+  log(`\n== ${name}`);
+  const result = await run();
+  log(
+    `   ${name}: ${result.status === 'measured' ? 'done' : `skipped: ${result.reason}`} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  return result;
+}
+
+function verdicts(throughput: Section<InProcessResult>, heap: Section<MemoryResult>): Verdict[] {
+  const out: Verdict[] = [];
+  if (throughput.status === 'measured') {
+    const rows = throughput.result.rows;
+    for (const name of ['token-bucket', 'gcra']) {
+      const row = rows.find((r) => r.id === `sluice:${name}`)!;
+      for (const s of throughput.result.scenarios) {
+        const ratio = row.scenarios[s]!.ratioToFloor;
+        out.push({
+          target: `${name} ≥ 0.9× the inline floor (${s})`,
+          met: ratio >= 0.9,
+          figure: formatRatio(ratio),
+        });
+      }
+    }
+    for (const name of Object.keys(ALGORITHMS)) {
+      const row = rows.find((r) => r.id === `sluice:${name}`)!;
+      const ratios = throughput.result.scenarios.map((s) => row.ratioToRateLimiterFlexible![s]!);
+      out.push({
+        target: `${name} ahead of rate-limiter-flexible (hot / 10k)`,
+        met: ratios.every((r) => r > 1),
+        figure: ratios.map(formatRatio).join(' / '),
+      });
+    }
+  }
+  if (heap.status === 'measured') {
+    const row = heap.result.rows.find((r) => r.id === 'sluice:token-bucket')!;
+    out.push({
+      target: `token-bucket ≤ 120 heap bytes per key (${heap.result.keys.toLocaleString('en')} keys)`,
+      met: row.bytesPerKey <= 120,
+      figure: `${row.bytesPerKey.toFixed(0)} bytes`,
+    });
+  }
+  return out;
+}
+
+function charts(
+  throughput: Section<InProcessResult>,
+  httpSection: Section<HttpResult>,
+  redisSection: Section<RedisResult>,
+): Chart[] {
+  const out: Chart[] = [];
+  if (throughput.status === 'measured') {
+    for (const s of throughput.result.scenarios) {
+      const bars: Bar[] = throughput.result.rows
+        .filter((r) => !r.id.startsWith('raw:') && !r.id.startsWith('sluice-await'))
+        .map((r) => ({
+          label: r.label.replace(' (floor)', ''),
+          value: r.scenarios[s]!.ratioToFloor,
+          kind: r.id === 'floor' ? 'reference' : r.id.startsWith('sluice') ? 'sluice' : 'peer',
+        }));
+      out.push({
+        title: `In-process decisions/s, ${s === 'hot' ? 'hot key' : '10,000 keys'}: ratio to the inline Map token bucket`,
+        subtitle: 'higher is better; medians of interleaved rounds; 1× = the floor',
+        bars,
+      });
+    }
+  }
+  if (redisSection.status === 'measured') out.push(...redisSection.result.charts);
+  if (httpSection.status === 'measured') out.push(...httpSection.result.charts);
+  return out;
+}
+
+async function main(): Promise<void> {
+  const m = machine();
+  const stale = await staleBuilds(['core', 'redis', 'express', 'fastify']);
+  log(`sluice bench (${quick ? 'quick' : 'full'}) · ${machineLine(m)}`);
+  log(`@sluice/core resolves to ${import.meta.resolve('@sluice/core')}`);
+  if (stale.length > 0)
+    log(`WARNING: sources newer than the build for ${stale.join(', ')}: run pnpm build first`);
+
+  const throughput = await section('in-process', async () => ({
+    status: 'measured' as const,
+    result: await inProcess(MODE.throughput, log),
+  }));
+  const heap = await section('memory', async () => ({
+    status: 'measured' as const,
+    result: await memory(MODE.memoryKeys, log),
+  }));
+  const redisSection = await section('redis', () =>
+    redis({ ms: MODE.redisMs, rounds: MODE.redisRounds }, log),
+  );
+  const httpSection = await section('http', () =>
+    http({ seconds: MODE.httpSeconds, rounds: MODE.httpRounds }, log),
+  );
+
+  const checks = verdicts(throughput, heap);
+  const md: string[] = [
+    `# sluice benchmarks (${quick ? 'quick mode: short rounds, figures are rough' : 'full run'})`,
+    '',
+    `**Machine**: ${machineLine(m)}.  `,
+    `${m.note}`,
+    '',
+    `Command: \`pnpm bench${quick ? ':quick' : ''}\` (bench/src/main.ts), against the built packages (\`packages/*/dist\`, after \`pnpm build\`).${stale.length > 0 ? ` **Warning: the build was older than the sources of ${stale.join(', ')}.**` : ''}`,
+    '',
+    '## Targets',
+    '',
+    checks.length > 0 ? verdictTable(checks) : '_No in-process or memory section was run._',
+    '',
+  ];
+  if (throughput.status === 'measured') {
+    const t = throughput.result;
+    md.push(
+      '## In-process decisions per second (memory stores)',
+      '',
+      `Medians of ${t.settings.rounds} interleaved rounds of ${t.settings.roundMs} ms after ${t.settings.warmupMs} ms of warm-up for every subject. One process per sluice algorithm, holding that algorithm, the floor and every peer (so each sluice figure is compared with a floor measured beside it); the floor and peer rows are medians over those ${Object.keys(ALGORITHMS).length} processes. "raw" rows run the pure algorithm over a bare \`Map\`, without the limiter and the store, to show where time goes. Peers whose API returns a promise are awaited, as their users must; "(awaited)" shows what \`await\` alone costs sluice.`,
+      '',
+      inProcessTable(t),
+      '',
+      `Refused decisions during the run (must be 0): ${t.rows.reduce((n, r) => n + r.refused, 0)}.`,
+      '',
+    );
+  }
+  if (heap.status === 'measured') {
+    md.push(
+      '## Memory: heap bytes per key',
+      '',
+      `${heap.result.keys.toLocaleString('en')} keys, one decision each, each subject in a fresh \`node --expose-gc\` process: \`heapUsed\` after \`gc()\` minus before, divided by the key count. The key strings are created before the first measurement (they are the caller's), so what is counted is what the limiter adds: its map entries, state, copies of keys and timers.`,
+      '',
+      memoryTable(heap.result),
+      '',
+    );
+  }
+  for (const [name, s] of [
+    ['Redis decisions per second', redisSection],
+    ['HTTP throughput and latency', httpSection],
+  ] as const) {
+    md.push(`## ${name}`, '');
+    if (s.status === 'measured') md.push(s.result.markdown, '');
+    else md.push(`_Not measured: ${s.reason}._`, '');
+  }
+  const configs = [subject('floor'), ...Object.keys(ALGORITHMS).map((n) => subject(`sluice:${n}`)), ...PEERS];
+  md.push(
+    '## Exact configuration of each subject',
+    '',
+    configList(configs),
+    `- **memory table only**: ${Object.values(ALGORITHMS)
+      .filter((a) => a.memoryConfig !== undefined)
+      .map((a) => `\`${a.memoryConfig}\``)
+      .join(', ')} (one live entry per key)`,
+    '',
+  );
+  if (redisSection.status === 'measured') md.push(redisSection.result.configs, '');
+  if (httpSection.status === 'measured') md.push(httpSection.result.configs, '');
+
+  await mkdir(RESULTS, { recursive: true });
+  const chartList = charts(throughput, httpSection, redisSection);
+  const json = {
+    mode: quick ? 'quick' : 'full',
+    machine: m,
+    staleBuilds: stale,
+    targets: checks,
+    inProcess: throughput,
+    memory: heap,
+    redis: redisSection,
+    http: httpSection,
+  };
+  const outputs: [string, string][] = [
+    ['latest.md', md.join('\n')],
+    ['latest.json', `${JSON.stringify(json, null, 2)}\n`],
+  ];
+  if (chartList.length > 0) outputs.push(['ratios.svg', barCharts(chartList)]);
+  // Quick runs (CI) write beside the full results, never over them.
+  for (const [file, text] of outputs)
+    await writeFile(RESULTS + (quick ? file.replace(/^latest|^ratios/, (x) => `quick-${x}`) : file), text);
+  log(`\nwrote ${outputs.map(([f]) => (quick ? `quick-${f}` : f)).join(', ')} in bench/results/`);
+  process.stdout.write(`${md.join('\n')}\n`);
+}
+
+await main();
