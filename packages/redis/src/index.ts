@@ -1,2 +1,7 @@
-// Filled by its own issue; the package exists so the workspace and its exports map are in place.
-export const PACKAGE = '@sluice/redis';
+export type { BreakerOptions, BreakerState } from './breaker.js';
+export { escapeKey } from './keys.js';
+export type { FailurePolicy, RedisStoreErrorEvent, RedisStoreOptions } from './options.js';
+export { RedisStore } from './redis-store.js';
+export { BATCH_SCRIPT } from './scripts/batch-script.js';
+export { ROLLBACK_SCRIPT } from './scripts/rollback-script.js';
+export { hashSlot } from './slot.js';

@@ -1,0 +1,76 @@
+import { ceilMs, type Decision, decide, type LimitCall } from '@sluice/core';
+
+interface Entry {
+  /** Local time until which the limit refuses `cost` or more. */
+  readonly until: number;
+  readonly cost: number;
+  readonly at: number;
+  readonly decision: Decision;
+}
+
+/**
+ * Remembers limits that refused: a `(limit, key)` refused for cost c until T refuses any cost ≥ c
+ * until T (every algorithm only gets more permissive with time, and a larger cost never fits
+ * sooner), so those requests are refused locally without a round trip. Bounded: the least recently
+ * refused entry goes first.
+ */
+export class DenyCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly maxKeys: number) {}
+
+  /** The local refusal of `call` at `now`, or undefined when Redis must decide. */
+  lookup(call: LimitCall, now: number): Decision | undefined {
+    const id = idOf(call);
+    const entry = this.entries.get(id);
+    if (entry === undefined) return undefined;
+    if (now >= entry.until || now < entry.at) {
+      this.entries.delete(id);
+      return undefined;
+    }
+    if (call.cost < entry.cost) return undefined;
+    const d = entry.decision;
+    return decide(
+      false,
+      d.limit,
+      d.remaining,
+      Math.max(0, ceilMs(d.resetAfter - (now - entry.at))),
+      ceilMs(entry.until - now),
+      0,
+      call.policy,
+      'rate-limited',
+    );
+  }
+
+  /** Remembers a refusal Redis gave, when caching it is sound. */
+  remember(call: LimitCall, now: number, decision: Decision): void {
+    // Only a plain rate-limited refusal with a finite wait. A strict token bucket restarts its clock
+    // on every refusal, so answering locally would let the caller in earlier than Redis would.
+    if (decision.reason !== 'rate-limited' || decision.retryAfter <= 0) return;
+    if (call.algorithm.kind === 'token-bucket' && call.algorithm.params.strict === 1) return;
+    const id = idOf(call);
+    this.entries.delete(id);
+    this.entries.set(id, { until: now + decision.retryAfter, cost: call.cost, at: now, decision });
+    if (this.entries.size > this.maxKeys) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+  }
+
+  forget(call: Pick<LimitCall, 'algorithm' | 'key'>): void {
+    this.entries.delete(idOf(call));
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+// The fingerprint is base 36 (no ':'), so this id is injective.
+function idOf(call: Pick<LimitCall, 'algorithm' | 'key'>): string {
+  return `${call.algorithm.fingerprint}:${call.key}`;
+}

@@ -1,0 +1,111 @@
+import type { AlgorithmKind } from '@sluice/core';
+import { FIXED_WINDOW_LUA } from './fixed-window.js';
+import { GCRA_LUA } from './gcra.js';
+import { LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
+import { PRELUDE_LUA } from './prelude.js';
+import { SLIDING_WINDOW_COUNTER_LUA } from './sliding-window-counter.js';
+import { SLIDING_WINDOW_LOG_LUA } from './sliding-window-log.js';
+import { TOKEN_BUCKET_LUA } from './token-bucket.js';
+
+/** One algorithm as the scripts know it: its Lua table and the order its params travel in. */
+interface LuaAlgorithm {
+  readonly kind: AlgorithmKind;
+  /** Name of the Lua table the fragment defines. */
+  readonly table: string;
+  /** `algorithm.params` names, in the ARGV order the fragment reads them. */
+  readonly params: readonly string[];
+  readonly lua: string;
+}
+
+/**
+ * The algorithms the scripts run. A call's ARGV names its algorithm by position in this list
+ * (1-based, Lua's `ALGORITHMS[code]`), so the list is the one place the code numbers come from.
+ */
+export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
+  {
+    kind: 'token-bucket',
+    table: 'token_bucket',
+    params: ['capacity', 'refillAmount', 'refillInterval', 'stepped', 'strict'],
+    lua: TOKEN_BUCKET_LUA,
+  },
+  { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA },
+  { kind: 'fixed-window', table: 'fixed_window', params: ['limit', 'window'], lua: FIXED_WINDOW_LUA },
+  {
+    kind: 'sliding-window-log',
+    table: 'sliding_window_log',
+    params: ['limit', 'window'],
+    lua: SLIDING_WINDOW_LOG_LUA,
+  },
+  {
+    kind: 'sliding-window-counter',
+    table: 'sliding_window_counter',
+    params: ['limit', 'window', 'precision'],
+    lua: SLIDING_WINDOW_COUNTER_LUA,
+  },
+  {
+    kind: 'leaky-bucket-queue',
+    table: 'leaky_bucket_queue',
+    params: ['rate', 'period', 'burst', 'queue', 'maxDelay'],
+    lua: LEAKY_BUCKET_QUEUE_LUA,
+  },
+];
+
+/**
+ * The prelude, every algorithm fragment, and the shared call machinery every script uses:
+ *
+ * - `read_now(arg)`: the caller's time, or Redis `TIME` (µs precision) when `arg` is empty.
+ * - `read_calls(first)`: parses KEYS[i] with its ARGV group `kind code, cost, params…` starting at
+ *   ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
+ *   the index of the first ARGV after them.
+ * - `write(key, call, state, now)`: stores a state with `PX` = the algorithm's ttl rounded up,
+ *   or deletes the key when there is no state or its ttl is ≤ 0 (it is as good as fresh).
+ * - `push_decision(out, d)`: appends a decision as 7 integers.
+ */
+export const LIBRARY_LUA = [
+  PRELUDE_LUA,
+  ...LUA_ALGORITHMS.map((a) => a.lua),
+  `
+local ALGORITHMS = { ${LUA_ALGORITHMS.map((a) => a.table).join(', ')} }
+
+local function read_now(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+
+local function read_calls(first)
+  local calls, a = {}, first
+  for i = 1, #KEYS do
+    local algorithm = ALGORITHMS[tonumber(ARGV[a])]
+    local params = {}
+    for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 1 + j]) end
+    local raw = redis.call('GET', KEYS[i])
+    local state = nil
+    if raw then state = decode(raw) end
+    calls[i] = { algorithm = algorithm, cost = tonumber(ARGV[a + 1]), c = algorithm.prepare(params), raw = raw, state = state }
+    a = a + 2 + algorithm.nparams
+  end
+  return calls, a
+end
+
+local function write(key, call, state, now)
+  if state ~= nil then
+    local ttl = call.algorithm.ttl(state, now, call.c)
+    if ttl > 0 then
+      local raw = encode(state)
+      redis.call('SET', key, raw, 'PX', fmt(math.ceil(ttl)))
+      return raw
+    end
+  end
+  redis.call('DEL', key)
+  return false
+end
+
+local function push_decision(out, d)
+  local allowed = 0
+  if d[1] then allowed = 1 end
+  out[#out + 1] = allowed
+  for i = 2, 7 do out[#out + 1] = d[i] end
+end
+`,
+].join('\n');

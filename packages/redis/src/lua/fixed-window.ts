@@ -1,0 +1,43 @@
+/**
+ * Lua twin of `@sluice/core` `algorithms/fixed-window.ts`, expression for expression.
+ *
+ * Params (ARGV order): limit, window. State `{ count, windowStart }`.
+ */
+export const FIXED_WINDOW_LUA = `
+local fixed_window = { nparams = 2 }
+
+function fixed_window.prepare(p) return { limit = p[1], window = p[2] } end
+
+local function current(state, now, c)
+  local start = math.floor(now / c.window) * c.window
+  if state ~= nil and state[2] == start then return state[1] end
+  return 0
+end
+
+local function evaluate(count, now, cost, c, consuming)
+  local reset_after = ceil_ms(math.floor(now / c.window) * c.window + c.window - now)
+  if cost > c.limit then
+    local reset = 0
+    if count > 0 then reset = reset_after end
+    return decide(false, c.limit, math.max(0, c.limit - count), reset, -1, 0, COST)
+  end
+  if count + cost <= c.limit then
+    local taken, reset = 0, 0
+    if consuming then taken = cost end
+    if count > 0 or consuming then reset = reset_after end
+    return decide(true, c.limit, c.limit - count - taken, reset, 0, 0, NONE)
+  end
+  return decide(false, c.limit, math.max(0, c.limit - count), reset_after, reset_after, 0, RATE)
+end
+
+function fixed_window.consume(state, now, cost, c)
+  local count = current(state, now, c)
+  local decision = evaluate(count, now, cost, c, true)
+  if not decision[1] then return decision, state, false end
+  return decision, { count + cost, math.floor(now / c.window) * c.window }, true
+end
+
+function fixed_window.peek(state, now, cost, c) return evaluate(current(state, now, c), now, cost, c, false) end
+
+function fixed_window.ttl(state, now, c) return state[2] + c.window - now end
+`;

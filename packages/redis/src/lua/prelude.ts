@@ -1,0 +1,47 @@
+import { EPSILON } from '@sluice/core';
+
+/**
+ * Lua shared by every script: the constants and helpers of `@sluice/core`'s `decision.ts` and
+ * `algorithm.ts`, and the state codec. Numbers cross the boundary as strings written with
+ * `%.17g`, which round-trips every double, so Lua and TypeScript compute on the same bits.
+ *
+ * A decision is `{ allowed, limit, remaining, resetAfter, retryAfter, delay, reason }` with
+ * `reason` one of `NONE`, `RATE` ('rate-limited'), `COST` ('cost-exceeds-limit').
+ */
+export const PRELUDE_LUA = `
+local EPSILON = ${EPSILON.toExponential()}
+local NONE, RATE, COST = 0, 1, 2
+
+local function fmt(x)
+  return string.format('%.17g', x)
+end
+
+-- decision.ts ceilMs: ms to whole ms, rounded up, never negative.
+local function ceil_ms(ms)
+  if ms <= 0 then return 0 end
+  return math.ceil(ms - 1e-9)
+end
+
+local function decide(allowed, limit, remaining, reset_after, retry_after, delay, reason)
+  return { allowed, limit, remaining, reset_after, retry_after, delay, reason }
+end
+
+-- A state is a list of numbers, stored as one string: '12.5' or '3,1700000000000'.
+local function decode(raw)
+  local state = {}
+  for token in string.gmatch(raw, '[^,]+') do state[#state + 1] = tonumber(token) end
+  return state
+end
+
+local function encode(state)
+  local parts = {}
+  for i = 1, #state do parts[i] = fmt(state[i]) end
+  return table.concat(parts, ',')
+end
+
+local function copy(list)
+  local out = {}
+  for i = 1, #list do out[i] = list[i] end
+  return out
+end
+`;

@@ -1,0 +1,113 @@
+/**
+ * Lua twin of `@sluice/core` `algorithms/sliding-window-counter.ts`, expression for expression.
+ *
+ * Params (ARGV order): limit, window, precision. State `{ subWindowIndex, count0, …, countN }`,
+ * counts newest first (N = precision).
+ */
+export const SLIDING_WINDOW_COUNTER_LUA = `
+local sliding_window_counter = { nparams = 3 }
+
+function sliding_window_counter.prepare(p)
+  local c = { limit = p[1], window = p[2], precision = p[3] }
+  c.size = c.window / c.precision
+  return c
+end
+
+-- Counts aligned to the sub-window containing now, newest first (length precision + 1).
+local function align(state, index, c)
+  local counts = {}
+  for i = 1, c.precision + 1 do counts[i] = 0 end
+  if state == nil then return counts end
+  -- Replayed times may go backwards: count them in the newest sub-window we have.
+  local shift = math.max(0, index - state[1])
+  local i = 0
+  while i + shift <= c.precision do
+    counts[i + shift + 1] = state[i + 2]
+    i = i + 1
+  end
+  return counts
+end
+
+local function estimate(counts, elapsed, c)
+  local total = 0
+  for i = 1, c.precision do total = total + counts[i] end
+  return total + (counts[c.precision + 1] * (c.size - elapsed)) / c.size
+end
+
+-- Earliest offset from now at which estimate + cost <= limit, walking sub-window boundaries.
+local function wait_for(counts, elapsed, cost, c)
+  local shifted = copy(counts)
+  local offset, at = 0, elapsed
+  for _ = 0, c.precision + 1 do
+    local full = 0
+    for i = 1, c.precision do full = full + shifted[i] end
+    local oldest = shifted[c.precision + 1]
+    local room = c.limit - cost - full
+    if room >= -EPSILON then
+      if oldest * (c.size - at) <= room * c.size + EPSILON then return offset end
+      return offset + c.size * (1 - room / oldest) - at
+    end
+    offset = offset + (c.size - at)
+    at = 0
+    local next = { 0 }
+    for i = 1, c.precision do next[i + 1] = shifted[i] end
+    shifted = next
+  end
+  return offset
+end
+
+-- Time until every count has left the window (weight of the oldest sub-window reaches 0).
+local function reset_after(counts, index, now, c)
+  for i = 0, c.precision do
+    if counts[i + 1] > 0 then return ceil_ms((index - i + c.precision + 1) * c.size - now) end
+  end
+  return 0
+end
+
+local function evaluate(counts, index, now, cost, c, consuming)
+  local elapsed = now - index * c.size
+  local used = estimate(counts, elapsed, c)
+  if cost > c.limit then
+    return decide(false, c.limit, math.max(0, math.floor(c.limit - used + EPSILON)),
+      reset_after(counts, index, now, c), -1, 0, COST)
+  end
+  if used + cost <= c.limit + EPSILON then
+    if not consuming then
+      return decide(true, c.limit, math.max(0, math.floor(c.limit - used + EPSILON)),
+        reset_after(counts, index, now, c), 0, 0, NONE)
+    end
+    local after = copy(counts)
+    after[1] = after[1] + cost
+    return decide(true, c.limit, math.max(0, math.floor(c.limit - used - cost + EPSILON)),
+      reset_after(after, index, now, c), 0, 0, NONE)
+  end
+  return decide(false, c.limit, math.max(0, math.floor(c.limit - used + EPSILON)),
+    reset_after(counts, index, now, c), ceil_ms(wait_for(counts, elapsed, cost, c)), 0, RATE)
+end
+
+function sliding_window_counter.consume(state, now, cost, c)
+  local index = math.floor(now / c.size)
+  local counts = align(state, index, c)
+  local decision = evaluate(counts, index, now, cost, c, true)
+  if not decision[1] then return decision, state, false end
+  counts[1] = counts[1] + cost
+  local stored = index
+  if state ~= nil then stored = math.max(index, state[1]) end
+  local next = { stored }
+  for i = 1, #counts do next[i + 1] = counts[i] end
+  return decision, next, true
+end
+
+function sliding_window_counter.peek(state, now, cost, c)
+  local index = math.floor(now / c.size)
+  return evaluate(align(state, index, c), index, now, cost, c, false)
+end
+
+function sliding_window_counter.ttl(state, now, c)
+  local index = state[1]
+  for i = 0, c.precision do
+    if state[i + 2] > 0 then return (index - i + c.precision + 1) * c.size - now end
+  end
+  return 0
+end
+`;

@@ -1,0 +1,390 @@
+import {
+  type Algorithm,
+  type Decision,
+  decide,
+  ErrorCode,
+  type LimitCall,
+  SluiceError,
+  type Store,
+} from '@sluice/core';
+import type { Cluster, Redis } from 'ioredis';
+import { type BreakerState, CircuitBreaker } from './breaker.js';
+import { DenyCache } from './deny-cache.js';
+import { escapeKey } from './keys.js';
+import {
+  type FailurePolicy,
+  type RedisStoreErrorEvent,
+  type RedisStoreOptions,
+  type ResolvedOptions,
+  resolveOptions,
+} from './options.js';
+import { BATCH_SCRIPT } from './scripts/batch-script.js';
+import { ROLLBACK_SCRIPT } from './scripts/rollback-script.js';
+import { hashSlot } from './slot.js';
+import { withTimeout } from './timeout.js';
+import { DECISION_WIDTH, pushCallArgs, readDecision } from './wire.js';
+
+/** ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL fallback). */
+const BATCH_COMMAND = 'sluiceBatch';
+const ROLLBACK_COMMAND = 'sluiceRollback';
+
+type ScriptCommand = (numberOfKeys: number, ...args: (string | number)[]) => Promise<unknown[]>;
+type Operation = RedisStoreErrorEvent['operation'];
+
+/** A batch's calls that share one hash slot, with their positions in the batch. */
+interface SlotGroup {
+  readonly indices: number[];
+  readonly keys: string[];
+}
+
+/**
+ * Limit state in Redis: every algorithm runs as a Lua twin of its TypeScript reference, one round
+ * trip per decision including layered limits (all-or-nothing inside one script). On a Cluster,
+ * limits whose keys share a slot still take one script; limits across slots are evaluated per slot
+ * and a refused request's consumption is rolled back (see the README for the exact guarantee).
+ * Every call is bounded by `timeout`; failures go to the failure policy, never to the caller.
+ *
+ * @example
+ * const client = new Redis({ enableOfflineQueue: false });
+ * const limiter = new Limiter({
+ *   algorithm: gcra({ rate: 10, period: '1s' }),
+ *   store: new RedisStore({ client, failurePolicy: new MemoryStore() }),
+ * });
+ */
+export class RedisStore implements Store {
+  readonly prefix: string;
+  private readonly options: ResolvedOptions;
+  private readonly isCluster: boolean;
+  private readonly batch: ScriptCommand;
+  private readonly rollback: ScriptCommand;
+  private readonly breaker: CircuitBreaker | undefined;
+  private readonly denied: DenyCache | undefined;
+  private readonly keyBases = new WeakMap<Algorithm, string>();
+
+  constructor(options: RedisStoreOptions) {
+    this.options = resolveOptions(options);
+    const { client, breaker } = this.options;
+    this.prefix = this.options.prefix;
+    this.isCluster = client.isCluster;
+    if (typeof (client as unknown as Record<string, unknown>)[BATCH_COMMAND] !== 'function') {
+      client.defineCommand(BATCH_COMMAND, { lua: BATCH_SCRIPT });
+      client.defineCommand(ROLLBACK_COMMAND, { lua: ROLLBACK_SCRIPT });
+    }
+    this.batch = command(client, BATCH_COMMAND);
+    this.rollback = command(client, ROLLBACK_COMMAND);
+    this.breaker =
+      breaker === undefined
+        ? undefined
+        : new CircuitBreaker(breaker.failures, breaker.cooldown, this.options.clock, (state, previous) =>
+            this.options.onBreakerChange?.(state, previous),
+          );
+    this.denied = this.options.denyCache > 0 ? new DenyCache(this.options.denyCache) : undefined;
+  }
+
+  /** The circuit breaker's state (`'closed'` when there is no breaker). */
+  get breakerState(): BreakerState {
+    return this.breaker?.state ?? 'closed';
+  }
+
+  /** The Redis key holding the state of `key` under `algorithm` (what `redis-cli` shows). */
+  keyFor(algorithm: Algorithm, key: string): string {
+    let base = this.keyBases.get(algorithm);
+    if (base === undefined) {
+      base = `${this.prefix}${algorithm.fingerprint}:{`;
+      this.keyBases.set(algorithm, base);
+    }
+    return `${base}${escapeKey(key)}}`;
+  }
+
+  consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
+    if (this.denied !== undefined) {
+      const local = this.refuseLocally(calls, now ?? this.options.clock());
+      if (local !== undefined) return Promise.resolve(local);
+    }
+    const args = this.callArgs(calls, now, 'consume');
+    return this.guard(
+      'consume',
+      calls.length,
+      () => this.consumeInRedis(calls, args, now),
+      () => this.failConsume(calls, now),
+    );
+  }
+
+  peek(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
+    const args = this.callArgs(calls, now, 'peek');
+    return this.guard(
+      'peek',
+      calls.length,
+      () => this.perSlot(calls, args, now, 'peek').then((groups) => groups.decisions),
+      () => this.failPeek(calls, now),
+    );
+  }
+
+  /** Deletes the keys (and forgets local refusals). Rejects with `ERR_SLUICE_STORE_FAILURE` when Redis fails. */
+  async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
+    for (const call of calls) this.denied?.forget(call);
+    const policy = this.options.failurePolicy;
+    if (typeof policy === 'object') await policy.reset(calls);
+    if (calls.length === 0) return;
+    const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
+    const groups = this.isCluster ? [...groupBySlot(keys).values()].map((g) => g.keys) : [keys];
+    const run = (): Promise<unknown> =>
+      withTimeout(
+        Promise.all(groups.map((group) => this.options.client.del(...group))),
+        this.options.timeout,
+        'reset',
+      );
+    if (this.breaker !== undefined && !this.breaker.admit()) {
+      throw new SluiceError(
+        ErrorCode.STORE_FAILURE,
+        'RedisStore: the circuit breaker is open; reset not applied',
+      );
+    }
+    try {
+      await run();
+      this.breaker?.success();
+    } catch (error) {
+      this.breaker?.failure();
+      this.report('reset', calls.length, error);
+      throw new SluiceError(ErrorCode.STORE_FAILURE, `RedisStore: reset failed: ${messageOf(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** Forgets local refusals and shuts down the fallback store. The ioredis client is the caller's to close. */
+  async shutdown(): Promise<void> {
+    this.denied?.clear();
+    const policy = this.options.failurePolicy;
+    if (typeof policy === 'object') await policy.shutdown();
+  }
+
+  // Redis ------------------------------------------------------------------------------------------
+
+  /** ARGV after the keys: now ('' = Redis TIME), mode, then each call's group. */
+  private callArgs(calls: readonly LimitCall[], now: number | undefined, mode: string): (string | number)[] {
+    const at = now ?? (this.options.redisTime ? undefined : this.options.clock());
+    const args: (string | number)[] = [at === undefined ? '' : String(at), mode];
+    for (const call of calls) pushCallArgs(args, call);
+    return args;
+  }
+
+  private async consumeInRedis(
+    calls: readonly LimitCall[],
+    args: (string | number)[],
+    now: number | undefined,
+  ): Promise<Decision[]> {
+    const result = await this.perSlot(calls, args, now, 'consume');
+    const decisions = result.decisions;
+    if (this.denied !== undefined) {
+      const at = now ?? this.options.clock();
+      for (let i = 0; i < calls.length; i++)
+        if (!decisions[i]!.allowed) this.denied.remember(calls[i]!, at, decisions[i]!);
+    }
+    return decisions;
+  }
+
+  /**
+   * Runs the batch script once when every key shares a slot (always on a standalone server), else
+   * once per slot; a refused cross-slot consume rolls back the slots that admitted.
+   */
+  private async perSlot(
+    calls: readonly LimitCall[],
+    args: (string | number)[],
+    now: number | undefined,
+    mode: 'consume' | 'peek',
+  ): Promise<{ decisions: Decision[] }> {
+    const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
+    const groups = this.isCluster && calls.length > 1 ? groupBySlot(keys) : undefined;
+    if (groups === undefined || groups.size === 1) {
+      const reply = await this.batch(keys.length, ...keys, ...args);
+      return { decisions: calls.map((call, i) => readDecision(reply, 1 + i * DECISION_WIDTH, call)) };
+    }
+    const decisions = new Array<Decision>(calls.length);
+    const journaled = mode === 'consume';
+    const runs = [...groups.values()].map(async (group) => {
+      const groupCalls = group.indices.map((i) => calls[i]!);
+      const groupArgs = this.callArgs(groupCalls, now, journaled ? 'journal' : 'peek');
+      const reply = await this.batch(group.keys.length, ...group.keys, ...groupArgs);
+      let admitted = true;
+      group.indices.forEach((index, j) => {
+        const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
+        decisions[index] = decision;
+        if (!decision.allowed) admitted = false;
+      });
+      return { group, groupCalls, reply, admitted };
+    });
+    const settled = await Promise.all(runs);
+    if (!journaled || settled.every((run) => run.admitted)) return { decisions };
+    // Some slot refused: undo what the admitting slots wrote, and report them as they now stand.
+    await Promise.all(
+      settled
+        .filter((run) => run.admitted)
+        .map(async ({ group, groupCalls, reply }) => {
+          try {
+            const undone = await this.undo(group, groupCalls, reply);
+            group.indices.forEach((index, j) => {
+              decisions[index] = undone[j]!;
+            });
+          } catch (error) {
+            // The request is refused either way; its consumption in this slot may remain.
+            this.report('rollback', group.keys.length, error);
+          }
+        }),
+    );
+    return { decisions };
+  }
+
+  private async undo(
+    group: SlotGroup,
+    calls: readonly LimitCall[],
+    reply: readonly unknown[],
+  ): Promise<Decision[]> {
+    const args: (string | number)[] = [reply[0] as string];
+    for (const call of calls) pushCallArgs(args, call);
+    const journal = 1 + calls.length * DECISION_WIDTH;
+    for (let j = 0; j < calls.length; j++) {
+      const at = journal + j * 3;
+      const written = reply[at] === 1;
+      const previous = reply[at + 1];
+      const next = reply[at + 2];
+      if (!written) {
+        args.push(0, 0, '', 0, '');
+        continue;
+      }
+      args.push(1, typeof previous === 'string' ? 1 : 0, typeof previous === 'string' ? previous : '');
+      args.push(typeof next === 'string' ? 1 : 0, typeof next === 'string' ? next : '');
+    }
+    const undone = await this.rollback(group.keys.length, ...group.keys, ...args);
+    return calls.map((call, j) => readDecision(undone, j * DECISION_WIDTH, call));
+  }
+
+  // Failure ----------------------------------------------------------------------------------------
+
+  /** Runs `attempt` under the breaker and the timeout; any failure is reported and answered by `fail`. */
+  private async guard(
+    operation: Operation,
+    keys: number,
+    attempt: () => Promise<Decision[]>,
+    fail: () => Decision[] | Promise<Decision[]>,
+  ): Promise<Decision[]> {
+    if (this.breaker !== undefined && !this.breaker.admit()) return fail();
+    try {
+      const decisions = await withTimeout(attempt(), this.options.timeout, operation);
+      this.breaker?.success();
+      return decisions;
+    } catch (error) {
+      this.breaker?.failure();
+      this.report(operation, keys, error);
+      return fail();
+    }
+  }
+
+  private failConsume(
+    calls: readonly LimitCall[],
+    now: number | undefined,
+  ): Decision[] | Promise<Decision[]> {
+    const policy = this.options.failurePolicy;
+    if (typeof policy === 'object') return this.fallback(calls, () => policy.consume(calls, now), true);
+    return this.policyDecisions(policy, calls, true);
+  }
+
+  private failPeek(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
+    const policy = this.options.failurePolicy;
+    if (typeof policy === 'object') return this.fallback(calls, () => policy.peek(calls, now), false);
+    return this.policyDecisions(policy, calls, false);
+  }
+
+  private async fallback(
+    calls: readonly LimitCall[],
+    run: () => Decision[] | Promise<Decision[]>,
+    consuming: boolean,
+  ): Promise<Decision[]> {
+    try {
+      return await run();
+    } catch (error) {
+      this.report('fallback', calls.length, error);
+      return this.policyDecisions('allow', calls, consuming);
+    }
+  }
+
+  /**
+   * Fail open: allowed, reported as a fresh limit would be after (consume) or before (peek) this
+   * request; nothing is counted anywhere. Fail closed: refused with `'store-unavailable'`, to retry
+   * when the breaker next probes Redis.
+   */
+  private policyDecisions(
+    policy: Exclude<FailurePolicy, Store>,
+    calls: readonly LimitCall[],
+    consuming: boolean,
+  ): Decision[] {
+    if (policy === 'allow') {
+      return calls.map((call) => {
+        const limit = call.algorithm.limit;
+        return decide(
+          true,
+          limit,
+          Math.max(0, limit - (consuming ? call.cost : 0)),
+          0,
+          0,
+          0,
+          call.policy,
+          undefined,
+        );
+      });
+    }
+    const retryAfter = this.breaker?.retryAfter() ?? 1000;
+    return calls.map((call) =>
+      decide(false, call.algorithm.limit, 0, 0, retryAfter, 0, call.policy, 'store-unavailable'),
+    );
+  }
+
+  private refuseLocally(calls: readonly LimitCall[], now: number): Decision[] | undefined {
+    let refused = false;
+    const decisions = calls.map((call) => {
+      const decision = this.denied!.lookup(call, now);
+      if (decision !== undefined) refused = true;
+      return decision;
+    });
+    if (!refused) return undefined;
+    // Limits not consulted are reported as allowed with nothing known left (remaining 0).
+    return decisions.map(
+      (decision, i) =>
+        decision ?? decide(true, calls[i]!.algorithm.limit, 0, 0, 0, 0, calls[i]!.policy, undefined),
+    );
+  }
+
+  private report(operation: Operation, keys: number, error: unknown): void {
+    const onError = this.options.onError;
+    if (onError === undefined) return;
+    try {
+      onError({ operation, keys, error, breaker: this.breakerState });
+    } catch {
+      // A throwing hook must not turn a handled failure into a crash.
+    }
+  }
+}
+
+function command(client: Redis | Cluster, name: string): ScriptCommand {
+  const fn = (client as unknown as Record<string, ScriptCommand>)[name]!;
+  return fn.bind(client);
+}
+
+function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {
+  const groups = new Map<number, SlotGroup>();
+  keys.forEach((key, i) => {
+    const slot = hashSlot(key);
+    let group = groups.get(slot);
+    if (group === undefined) {
+      group = { indices: [], keys: [] };
+      groups.set(slot, group);
+    }
+    group.indices.push(i);
+    group.keys.push(key);
+  });
+  return groups;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,66 @@
+import { LIBRARY_LUA } from '../lua/algorithms.js';
+
+/**
+ * Evaluates one batch of layered limits, all-or-nothing, as `settleBatch` in `@sluice/core`
+ * does: if every limit admits, every new state is written; if any refuses, nothing is consumed,
+ * limits that would have admitted report their current state (`peek`), and a limit that refused
+ * by itself keeps its refusal state (a strict token bucket restarts its clock).
+ *
+ * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
+ * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[2]  mode: 'consume', 'peek' (no writes), or 'journal' (consume and also return, per call,
+ *          what was written, for a rollback across slots)
+ * ARGV[3…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
+ *
+ * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string; each decision as 7 integers
+ * (allowed 0/1, limit, remaining, resetAfter, retryAfter, delay, reason 0 none / 1 rate-limited /
+ * 2 cost-exceeds-limit); in 'journal' mode, then per call `written 0/1, previous value or nil,
+ * new value or nil`.
+ */
+export const BATCH_SCRIPT = `${LIBRARY_LUA}
+local now = read_now(ARGV[1])
+local mode = ARGV[2]
+local calls = read_calls(3)
+local out = { fmt(now) }
+
+if mode == 'peek' then
+  for i = 1, #calls do
+    local call = calls[i]
+    push_decision(out, call.algorithm.peek(call.state, now, call.cost, call.c))
+  end
+  return out
+end
+
+local decisions, nexts, changed, all = {}, {}, {}, true
+for i = 1, #calls do
+  local call = calls[i]
+  decisions[i], nexts[i], changed[i] = call.algorithm.consume(call.state, now, call.cost, call.c)
+  if not decisions[i][1] then all = false end
+end
+
+local written = {}
+for i = 1, #calls do
+  local call = calls[i]
+  if all or not decisions[i][1] then
+    if changed[i] then written[i] = write(KEYS[i], call, nexts[i], now) end
+  else
+    decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
+  end
+  push_decision(out, decisions[i])
+end
+
+if mode == 'journal' then
+  for i = 1, #calls do
+    if written[i] == nil then
+      out[#out + 1] = 0
+      out[#out + 1] = false
+      out[#out + 1] = false
+    else
+      out[#out + 1] = 1
+      out[#out + 1] = calls[i].raw
+      out[#out + 1] = written[i]
+    end
+  end
+end
+return out
+`;

@@ -1,0 +1,70 @@
+import {
+  type Algorithm,
+  type Decision,
+  decide,
+  ErrorCode,
+  type LimitCall,
+  type RefusalReason,
+  SluiceError,
+} from '@sluice/core';
+import { LUA_ALGORITHMS } from './lua/algorithms.js';
+
+const CODES = new Map(LUA_ALGORITHMS.map((entry, i) => [entry.kind, { code: String(i + 1), entry }]));
+const ARGS = new WeakMap<Algorithm, readonly string[]>();
+
+/** Per-decision reply width: allowed, limit, remaining, resetAfter, retryAfter, delay, reason. */
+export const DECISION_WIDTH = 7;
+
+const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'rate-limited', 'cost-exceeds-limit'];
+
+/**
+ * An algorithm's ARGV group without the cost: `[code, ...params]`, params as exact decimal
+ * strings (`String` of a double round-trips). Cached per algorithm object.
+ */
+export function algorithmArgs(algorithm: Algorithm): readonly string[] {
+  const cached = ARGS.get(algorithm);
+  if (cached !== undefined) return cached;
+  const known = CODES.get(algorithm.kind);
+  if (known === undefined) {
+    throw new SluiceError(
+      ErrorCode.UNSUPPORTED,
+      `RedisStore has no Lua twin for the algorithm kind ${JSON.stringify(algorithm.kind)}; supported: ${LUA_ALGORITHMS.map((a) => a.kind).join(', ')}`,
+      { option: 'algorithm', value: algorithm.kind },
+    );
+  }
+  const args = [known.code];
+  for (const name of known.entry.params) {
+    const value = algorithm.params[name];
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      throw new SluiceError(
+        ErrorCode.UNSUPPORTED,
+        `RedisStore: ${algorithm.kind} param ${name} must be a finite number; got ${String(value)}`,
+        { option: `params.${name}`, value },
+      );
+    }
+    args.push(String(value));
+  }
+  ARGS.set(algorithm, args);
+  return args;
+}
+
+/** Appends one call's ARGV group: code, cost, params. */
+export function pushCallArgs(args: (string | number)[], call: LimitCall): void {
+  const group = algorithmArgs(call.algorithm);
+  args.push(group[0]!, call.cost);
+  for (let i = 1; i < group.length; i++) args.push(group[i]!);
+}
+
+/** Reads the decision of `call` from a script reply at `offset`. */
+export function readDecision(reply: readonly unknown[], offset: number, call: LimitCall): Decision {
+  return decide(
+    reply[offset] === 1,
+    reply[offset + 1] as number,
+    reply[offset + 2] as number,
+    reply[offset + 3] as number,
+    reply[offset + 4] as number,
+    reply[offset + 5] as number,
+    call.policy,
+    REASONS[reply[offset + 6] as number],
+  );
+}
