@@ -60,6 +60,8 @@ export class Limiter {
   readonly limits: readonly ResolvedLimit[];
   readonly store: Store;
   private readonly single: boolean;
+  /** A plain `MemoryStore` behind a single limit: `check` takes its direct path (no batch arrays). */
+  private readonly memory: MemoryStore | undefined;
 
   constructor(options: LimiterOptions) {
     assertKnownOptions('Limiter', options, KNOWN);
@@ -71,20 +73,49 @@ export class Limiter {
     this.limits = resolveLimits(options.limits ?? [{ algorithm: options.algorithm! }]);
     this.single = this.limits.length === 1;
     this.store = options.store ?? new MemoryStore();
+    this.memory =
+      this.single && Object.getPrototypeOf(this.store) === MemoryStore.prototype
+        ? (this.store as MemoryStore)
+        : undefined;
   }
 
   /** Consumes `cost` from every limit, or from none. Smyte's `reduce`. */
   check(keys: LimitKeys, options?: CheckOptions): MaybePromise<Decision> {
+    const memory = this.memory;
+    // The direct path does what `store.consume([call])` does, unless that method was replaced (a spy).
+    if (memory !== undefined && typeof keys === 'string' && memory.consume === MEMORY_CONSUME) {
+      const cost = this.cost(options);
+      const limit = this.limits[0]!;
+      let decision: Decision;
+      try {
+        decision = memory.consumeOne(limit.algorithm, keys, cost, limit.name, options?.now ?? memory.clock());
+      } catch (error) {
+        return Promise.reject(storeFailure(error));
+      }
+      return combine([decision]);
+    }
     const calls = this.calls(keys, options);
     if (calls.length === 0) return UNLIMITED;
-    return this.settle(() => this.store.consume(calls, options?.now));
+    let result: MaybePromise<Decision[]>;
+    try {
+      result = this.store.consume(calls, options?.now);
+    } catch (error) {
+      return Promise.reject(storeFailure(error));
+    }
+    return settle(result);
   }
 
   /** Reports every limit without consuming anything. Smyte's `get`. */
   peek(keys: LimitKeys, options?: CheckOptions): MaybePromise<Decision> {
     const calls = this.calls(keys, options);
     if (calls.length === 0) return UNLIMITED;
-    return this.settle(() => this.store.peek(calls, options?.now));
+    let result: MaybePromise<Decision[]>;
+    try {
+      result = this.store.peek(calls, options?.now);
+    } catch (error) {
+      return Promise.reject(storeFailure(error));
+    }
+    return settle(result);
   }
 
   /** Forgets the state of every limit for these keys. */
@@ -93,16 +124,22 @@ export class Limiter {
     return this.store.reset(calls);
   }
 
-  private calls(keys: LimitKeys, options: CheckOptions | undefined): LimitCall[] {
+  /** Validates the per-call options; returns the cost. */
+  private cost(options: CheckOptions | undefined): number {
     let cost = 1;
     if (options !== undefined) {
-      assertKnownOptions('check', options, CHECK_KNOWN);
+      assertCheckOptions(options);
       if (options.cost !== undefined) {
         assertCost(options.cost);
         cost = options.cost;
       }
       if (options.now !== undefined) assertTime(options.now);
     }
+    return cost;
+  }
+
+  private calls(keys: LimitKeys, options: CheckOptions | undefined): LimitCall[] {
+    const cost = this.cost(options);
     if (typeof keys === 'string') {
       if (this.single)
         return [{ algorithm: this.limits[0]!.algorithm, key: keys, cost, policy: this.limits[0]!.name }];
@@ -129,18 +166,25 @@ export class Limiter {
     }
     return calls;
   }
+}
 
-  private settle(run: () => MaybePromise<Decision[]>): MaybePromise<Decision> {
-    let result: MaybePromise<Decision[]>;
-    try {
-      result = run();
-    } catch (error) {
-      return Promise.reject(storeFailure(error));
-    }
-    if (Array.isArray(result)) return combine(result);
-    return (result as Promise<Decision[]>).then(combine, (error: unknown) =>
-      Promise.reject(storeFailure(error)),
-    );
+const MEMORY_CONSUME = MemoryStore.prototype.consume;
+
+function settle(result: MaybePromise<Decision[]>): MaybePromise<Decision> {
+  if (Array.isArray(result)) return combine(result);
+  return (result as Promise<Decision[]>).then(combine, (error: unknown) =>
+    Promise.reject(storeFailure(error)),
+  );
+}
+
+/** `assertKnownOptions` for the per-call options, without its `Object.keys` array on the hot path. */
+function assertCheckOptions(options: CheckOptions): void {
+  if (typeof options !== 'object' || options === null) {
+    assertKnownOptions('check', options, CHECK_KNOWN);
+    return;
+  }
+  for (const name in options) {
+    if (name !== 'cost' && name !== 'now') assertKnownOptions('check', options, CHECK_KNOWN);
   }
 }
 

@@ -32,6 +32,15 @@ export class MemoryStore implements Store {
   readonly leases: MemoryLeases;
   private readonly spaces = new Map<string, Map<string, unknown>>();
   private size = 0;
+  /** The space of the last algorithm seen (spaces are never removed except by `shutdown`). */
+  private lastAlgorithm: Algorithm | undefined;
+  private lastSpace: Map<string, unknown> | undefined;
+  /**
+   * The key appended last to `newestSpace`, i.e. its newest entry: rewriting it needs no
+   * delete-and-reinsert to stay last. Every append to a space goes through `write`, which sets it.
+   */
+  private newestSpace: Map<string, unknown> | undefined;
+  private newestKey: string | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     assertKnownOptions('MemoryStore', options, KNOWN);
@@ -48,14 +57,8 @@ export class MemoryStore implements Store {
   consume(calls: readonly LimitCall[], now: number | undefined): Decision[] {
     const at = now ?? this.clock();
     if (calls.length === 1) {
-      // The common single-limit case, without the batch's arrays.
       const call = calls[0]!;
-      const space = this.space(call.algorithm);
-      const state = space.get(call.key);
-      const step = call.algorithm.consume(state, at, call.cost, call.policy);
-      if (step.state !== state)
-        this.write(space, call.key, step.state, state !== undefined, call.algorithm, at);
-      return [step.decision];
+      return [this.consumeOne(call.algorithm, call.key, call.cost, call.policy, at)];
     }
     const spaces = calls.map((call) => this.space(call.algorithm));
     const states = calls.map((call, i) => spaces[i]!.get(call.key));
@@ -66,6 +69,20 @@ export class MemoryStore implements Store {
         this.write(spaces[i]!, calls[i]!.key, next, states[i] !== undefined, calls[i]!.algorithm, at);
     }
     return decisions;
+  }
+
+  /**
+   * The common single-limit case, without the batch's arrays: what `consume([call], now)` does.
+   * `Limiter` calls it directly for a single limit on a memory store (the hot path of the
+   * benchmark), so it allocates nothing beyond the algorithm's own decision.
+   * @internal
+   */
+  consumeOne(algorithm: Algorithm, key: string, cost: number, policy: string, now: number): Decision {
+    const space = this.space(algorithm);
+    const state = space.get(key);
+    const step = algorithm.consume(state, now, cost, policy);
+    if (step.state !== state) this.write(space, key, step.state, state !== undefined, algorithm, now);
+    return step.decision;
   }
 
   peek(calls: readonly LimitCall[], now: number | undefined): Decision[] {
@@ -101,6 +118,7 @@ export class MemoryStore implements Store {
 
   shutdown(): void {
     this.spaces.clear();
+    this.lastAlgorithm = this.lastSpace = this.newestSpace = this.newestKey = undefined;
     this.size = 0;
     this.leases.clear();
   }
@@ -111,11 +129,15 @@ export class MemoryStore implements Store {
   }
 
   private space(algorithm: Algorithm): Map<string, unknown> {
+    // One limiter per store is the common case: skip the lookup by fingerprint when it repeats.
+    if (algorithm === this.lastAlgorithm) return this.lastSpace!;
     let space = this.spaces.get(algorithm.fingerprint);
     if (space === undefined) {
       space = new Map();
       this.spaces.set(algorithm.fingerprint, space);
     }
+    this.lastAlgorithm = algorithm;
+    this.lastSpace = space;
     return space;
   }
 
@@ -133,11 +155,18 @@ export class MemoryStore implements Store {
     }
     if (existed) {
       // Re-insert so the Map's order is the order of last write: its first entry is the LRU.
-      space.delete(key);
+      // The newest entry is already last, so a hot key is updated in place.
+      if (key !== this.newestKey || space !== this.newestSpace) {
+        space.delete(key);
+        this.newestSpace = space;
+        this.newestKey = key;
+      }
       space.set(key, next);
       return;
     }
     space.set(key, next);
+    this.newestSpace = space;
+    this.newestKey = key;
     this.size++;
     this.reclaimOldest(space, algorithm, now);
     if (this.size > this.maxKeys) this.evict(space, algorithm, now);
