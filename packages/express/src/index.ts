@@ -1,2 +1,20 @@
-// Filled by its own issue; the package exists so the workspace and its exports map are in place.
-export const PACKAGE = '@sluice/express';
+import './types.js';
+
+// The keys and algorithms, so an Express app needs one import.
+export {
+  byIp,
+  byRoute,
+  byToken,
+  compose,
+  type Decision,
+  fixedWindow,
+  gcra,
+  type HeaderFormat,
+  leakyBucketQueue,
+  MemoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
+export type { RateLimitOptions } from './rate-limit.js';
+export { rateLimit } from './rate-limit.js';

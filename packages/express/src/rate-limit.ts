@@ -1,0 +1,99 @@
+import {
+  type Decision,
+  ErrorCode,
+  HttpLimiter,
+  type HttpLimitOptions,
+  PROBLEM_JSON,
+  type SetHeader,
+  SluiceError,
+  type SluiceWarning,
+} from '@sluice/core';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { expressAccess } from './access.js';
+
+/** Options of `rateLimit()`: the shared options plus the Express response hook. */
+export interface RateLimitOptions extends HttpLimitOptions<Request> {
+  /**
+   * Answers a refused request instead of the default RFC 9457 problem body. Called after the
+   * status-independent headers (`RateLimit*`, `Retry-After`) are set; `req.rateLimit` holds the
+   * Decision. It must end the response (or call `next`).
+   * @default a 429 or 503 `application/problem+json` response
+   */
+  handler?: (req: Request, res: Response, next: NextFunction, decision: Decision) => void;
+}
+
+const setHeader: SetHeader<Response> = (res, name, value) => {
+  res.setHeader(name, value);
+};
+
+const defaults = {
+  onError(error: Error): void {
+    console.error('[sluice] rate limiter error, request handled by the storeFailure policy:', error);
+  },
+  onWarning(warning: SluiceWarning): void {
+    process.emitWarning(warning.message, { code: warning.code });
+  },
+};
+
+/**
+ * Express middleware (Express 4 and 5) limiting requests with one or several layered limits.
+ * @example
+ * app.use(rateLimit({ limits: [
+ *   { name: 'burst', key: byIp(), algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) },
+ * ] }));
+ * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
+ */
+export function rateLimit(options: RateLimitOptions): RequestHandler {
+  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, defaults, ['handler']);
+  const handler = options.handler;
+  if (handler !== undefined && typeof handler !== 'function') {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'handler must be a function', {
+      option: 'handler',
+      value: handler,
+    });
+  }
+
+  const respond = (req: Request, res: Response, next: NextFunction, decision: Decision | undefined) => {
+    if (decision === undefined) return next();
+    req.rateLimit = decision;
+    limiter.headers.write(decision, res, setHeader);
+    if (decision.allowed) return next();
+    limiter.limited(req, decision);
+    const refusal = limiter.refusal(decision);
+    if (refusal.retryAfter !== undefined) res.setHeader('Retry-After', String(refusal.retryAfter));
+    if (handler !== undefined) return handler(req, res, next, decision);
+    res.statusCode = refusal.status;
+    res.setHeader('Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
+    res.end(JSON.stringify(refusal.body));
+  };
+
+  const hold = (req: Request, res: Response, next: NextFunction, decision: Decision) => {
+    const controller = new AbortController();
+    // 'close' before the response ended means the client went away while held.
+    const gone = () => {
+      if (!res.writableEnded) controller.abort();
+    };
+    res.once('close', gone);
+    limiter
+      .wait(req, decision, controller.signal)
+      .then((final) => {
+        res.removeListener('close', gone);
+        if (final !== null) respond(req, res, next, final);
+      })
+      .catch(next);
+  };
+
+  const settle = (req: Request, res: Response, next: NextFunction, decision: Decision | undefined) => {
+    if (decision !== undefined && limiter.mustWait(decision)) hold(req, res, next, decision);
+    else respond(req, res, next, decision);
+  };
+
+  return function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
+    const result = limiter.evaluate(req);
+    if (result instanceof Promise) {
+      result.then((decision) => settle(req, res, next, decision)).catch(next);
+    } else {
+      settle(req, res, next, result);
+    }
+  };
+}
