@@ -1,0 +1,325 @@
+import {
+  type Algorithm,
+  ErrorCode,
+  fixedWindow,
+  gcra,
+  Limiter,
+  leakyBucketQueue,
+  MemoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
+import { escapeKey, hashSlot, RedisStore } from '@sluice/redis';
+import type { Cluster, Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startRedis } from '../setup/redis-server.js';
+import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+
+const client = await connectRedis();
+const cluster = await connectCluster();
+afterAll(() => {
+  client.disconnect();
+  cluster.disconnect();
+});
+
+const ALGORITHMS: readonly [string, Algorithm][] = [
+  ['token bucket', tokenBucket({ capacity: 5, refillAmount: 2, refillInterval: 7_000 })],
+  [
+    'token bucket, stepped',
+    tokenBucket({ capacity: 5, refillAmount: 2, refillInterval: 6_000, refill: 'stepped' }),
+  ],
+  ['gcra', gcra({ rate: 3, period: 10_000, burst: 4 })],
+  ['fixed window', fixedWindow({ limit: 4, window: 12_000 })],
+  ['sliding window log', slidingWindowLog({ limit: 5, window: 15_000 })],
+  ['sliding window counter', slidingWindowCounter({ limit: 6, window: 12_000, precision: 3 })],
+  ['leaky bucket queue', leakyBucketQueue({ rate: 2, period: 6_000, burst: 2, queue: 3 })],
+];
+
+describe('keys', () => {
+  it('escapes braces and backslashes injectively, leaving no } inside the tag', () => {
+    const keys = ['a', '{a}', '\\(a', '\\{a', '{', '}', '\\', '\\\\', '(', '\\(', 'x}y{z', ''];
+    const escaped = keys.map(escapeKey);
+    expect(new Set(escaped).size).toBe(keys.length);
+    for (const e of escaped) expect(e).not.toContain('}');
+  });
+
+  it('lays keys out as <prefix><fingerprint>:{<escaped key>}', () => {
+    const algorithm = gcra({ rate: 1, period: 1000 });
+    const store = new RedisStore({ client, prefix: 'app:' });
+    expect(store.keyFor(algorithm, 'user:{42}')).toBe(`app:${algorithm.fingerprint}:{user:\\(42\\)}`);
+  });
+
+  it('computes the slot Redis Cluster computes (CLUSTER KEYSLOT), braces and unicode included', async () => {
+    const store = new RedisStore({ client: cluster });
+    const algorithm = gcra({ rate: 1, period: 1000 });
+    const samples = ['a', 'user:{42}', '}{', '', 'ünï©ødé', 'x'.repeat(300), '{}', 'a{b}c'];
+    for (const sample of samples) {
+      for (const key of [sample, store.keyFor(algorithm, sample)]) {
+        expect(hashSlot(key), key).toBe(await cluster.cluster('KEYSLOT', key));
+      }
+    }
+  });
+
+  it('a brace in a user key does not move it to the slot of another key, nor share its state', async () => {
+    const algorithm = fixedWindow({ limit: 1, window: 60_000 });
+    const limiter = new Limiter({
+      algorithm,
+      store: new RedisStore({ client: cluster, prefix: uniquePrefix('brace') }),
+    });
+    expect(await limiter.check('{victim}x', { now: 0 })).toMatchObject({ allowed: true });
+    expect(await limiter.check('victim', { now: 0 })).toMatchObject({ allowed: true });
+    expect(await limiter.check('{victim}y', { now: 0 })).toMatchObject({ allowed: true });
+  });
+});
+
+describe.each([
+  ['standalone', client],
+  ['cluster', cluster],
+] as [string, Redis | Cluster][])('TTL (%s)', (_name, redis) => {
+  it.each(ALGORITHMS)(
+    '%s: every key written has PTTL = the algorithm ttl, rounded up',
+    async (_label, algorithm) => {
+      const prefix = uniquePrefix('ttl');
+      const store = new RedisStore({ client: redis, prefix, timeout: 5_000 });
+      const memory = new MemoryStore();
+      const redisLimiter = new Limiter({ algorithm, store });
+      const memoryLimiter = new Limiter({ algorithm, store: memory });
+      const key = 'k';
+      const redisKey = store.keyFor(algorithm, key);
+      let now = Date.now();
+      let writes = 0;
+      for (const [gap, cost] of [
+        [0, 1],
+        [0, 2],
+        [1_234.5, 1],
+        [0, 3],
+        [2_000, 1],
+        [0, 9],
+        [60_000, 1],
+      ] as const) {
+        now += gap;
+        const previous = memory.inspect(algorithm, key);
+        const before = Date.now();
+        await redisLimiter.check(key, { now, cost });
+        memoryLimiter.check(key, { now, cost });
+        const pttl = await redis.pttl(redisKey);
+        const elapsed = Date.now() - before;
+        const state = memory.inspect(algorithm, key);
+        if (state === undefined) {
+          expect(pttl).toBe(-2);
+          continue;
+        }
+        // Never without a TTL, written or not.
+        expect(pttl).toBeGreaterThan(0);
+        if (state === previous) continue; // nothing written: the TTL of the last write runs on
+        writes++;
+        const expected = Math.ceil(algorithm.ttl(state, now));
+        expect(pttl).toBeLessThanOrEqual(expected);
+        expect(pttl).toBeGreaterThanOrEqual(expected - elapsed - 1);
+      }
+      expect(writes).toBeGreaterThanOrEqual(3);
+    },
+  );
+
+  it('a key whose state is as good as fresh is deleted, never kept without TTL', async () => {
+    const prefix = uniquePrefix('ttl-fresh');
+    const algorithm = tokenBucket({ capacity: 3, refillInterval: 3_000, refill: 'stepped' });
+    const store = new RedisStore({ client: redis, prefix, timeout: 5_000 });
+    const limiter = new Limiter({ algorithm, store });
+    await limiter.check('k', { now: 0 });
+    expect(await redis.pttl(store.keyFor(algorithm, 'k'))).toBeGreaterThan(0);
+    // A refused request at a time the bucket is full again would store a full bucket: ttl 0.
+    const strict = tokenBucket({ capacity: 1, refillInterval: 1_000, refill: 'stepped', strict: true });
+    const strictLimiter = new Limiter({ algorithm: strict, store });
+    expect(await strictLimiter.check('s', { now: 0, cost: 2 })).toMatchObject({
+      allowed: false,
+      retryAfter: -1,
+    });
+    expect(await redis.exists(store.keyFor(strict, 's'))).toBe(0);
+  });
+});
+
+describe('Cluster: layered limits across slots', () => {
+  const limits = [
+    { name: 'per-ip', algorithm: fixedWindow({ limit: 3, window: 60_000 }) },
+    { name: 'per-token', algorithm: fixedWindow({ limit: 5, window: 60_000 }) },
+  ];
+  // Keys chosen to land in different slots (and on different nodes).
+  const ip = 'ip:1';
+  const token = 'token:zz';
+
+  it('the two keys are in different slots', () => {
+    const store = new RedisStore({ client: cluster });
+    expect(hashSlot(store.keyFor(limits[0]!.algorithm, ip))).not.toBe(
+      hashSlot(store.keyFor(limits[1]!.algorithm, token)),
+    );
+  });
+
+  it('a refused request leaves no consumption behind in the slot that admitted it', async () => {
+    const store = new RedisStore({ client: cluster, prefix: uniquePrefix('xslot'), timeout: 5_000 });
+    const limiter = new Limiter({ limits, store });
+    const narrow = new Limiter({ limits: [limits[1]!], store });
+    for (let i = 0; i < 3; i++)
+      expect(await limiter.check([ip, token], { now: 1_000 })).toMatchObject({ allowed: true });
+    // per-ip is used up: these are refused and per-token must stay at 3 used.
+    for (let i = 0; i < 5; i++) {
+      const refused = await limiter.check([ip, token], { now: 1_000 });
+      expect(refused).toMatchObject({ allowed: false, policy: 'per-ip' });
+      expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 2 });
+    }
+    expect(await cluster.get(store.keyFor(limits[1]!.algorithm, token))).toBe('3,0');
+    expect(await narrow.peek([token], { now: 1_000 })).toMatchObject({ remaining: 2 });
+  });
+
+  it('concurrent cross-slot requests never over-admit and no CROSSSLOT error escapes', async () => {
+    const errors: unknown[] = [];
+    const store = new RedisStore({
+      client: cluster,
+      prefix: uniquePrefix('xslot-race'),
+      timeout: 5_000,
+      failurePolicy: 'deny',
+      onError: (event) => errors.push(event.error),
+    });
+    const limiter = new Limiter({ limits, store });
+    const decisions = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => limiter.check([`ip:${i % 2}`, token], { now: 1_000 })),
+    );
+    expect(errors).toEqual([]);
+    const allowed = decisions.filter((d) => d.allowed).length;
+    expect(allowed).toBeLessThanOrEqual(5);
+    const used = Number((await cluster.get(store.keyFor(limits[1]!.algorithm, token)))?.split(',')[0] ?? 0);
+    // Never more consumed than admitted, and every admitted request is counted.
+    expect(used).toBeGreaterThanOrEqual(allowed);
+    expect(used).toBeLessThanOrEqual(5);
+  });
+
+  it('peek and reset work across slots', async () => {
+    const store = new RedisStore({ client: cluster, prefix: uniquePrefix('xslot-reset'), timeout: 5_000 });
+    const limiter = new Limiter({ limits, store });
+    await limiter.check([ip, token], { now: 1_000 });
+    expect(await limiter.peek([ip, token], { now: 1_000 })).toMatchObject({ allowed: true, remaining: 2 });
+    await limiter.reset([ip, token]);
+    expect(await limiter.peek([ip, token], { now: 1_000 })).toMatchObject({ remaining: 3 });
+  });
+});
+
+describe('time', () => {
+  it("time: 'redis' reads Redis TIME with sub-ms precision", async () => {
+    const algorithm = gcra({ rate: 1, period: 60_000 });
+    const store = new RedisStore({
+      client,
+      prefix: uniquePrefix('time'),
+      time: 'redis',
+      clock: () => 0, // a wildly wrong app clock must not matter
+    });
+    const limiter = new Limiter({ algorithm, store });
+    const before = Date.now();
+    expect(await limiter.check('k')).toMatchObject({ allowed: true, resetAfter: 60_000 });
+    const tat = Number(await client.get(store.keyFor(algorithm, 'k')));
+    const after = Date.now();
+    expect(tat - 60_000).toBeGreaterThanOrEqual(before - 5);
+    expect(tat - 60_000).toBeLessThanOrEqual(after + 5);
+    expect(Number.isInteger(tat)).toBe(false);
+    // An explicit now still wins (replays).
+    expect(await limiter.check('r', { now: 5_000 })).toMatchObject({ allowed: true });
+    expect(await client.get(store.keyFor(algorithm, 'r'))).toBe('65000');
+  });
+
+  it("time: 'client' uses the injected clock when no now is passed", async () => {
+    const algorithm = fixedWindow({ limit: 1, window: 1_000 });
+    const store = new RedisStore({ client, prefix: uniquePrefix('clock'), clock: () => 123_456.25 });
+    await new Limiter({ algorithm, store }).check('k');
+    expect(await client.get(store.keyFor(algorithm, 'k'))).toBe('1,123000');
+  });
+});
+
+describe('scripts', () => {
+  it('recovers from NOSCRIPT after SCRIPT FLUSH', async () => {
+    const server = await startRedis();
+    const redis = await connectRedis(server.port);
+    try {
+      const algorithm = fixedWindow({ limit: 2, window: 60_000 });
+      const limiter = new Limiter({ algorithm, store: new RedisStore({ client: redis, timeout: 5_000 }) });
+      expect(await limiter.check('k', { now: 0 })).toMatchObject({ allowed: true, remaining: 1 });
+      await redis.script('FLUSH');
+      expect(await limiter.check('k', { now: 0 })).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await limiter.check('k', { now: 0 })).toMatchObject({ allowed: false });
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('refuses an algorithm it has no Lua twin for, with a coded error', async () => {
+    const store = new RedisStore({ client });
+    const fake = { ...gcra({ rate: 1, period: 1 }), kind: 'concurrency' } as Algorithm;
+    expect(() => store.consume([{ algorithm: fake, key: 'k', cost: 1, policy: 'p' }], 0)).toThrow(
+      expect.objectContaining({ code: ErrorCode.UNSUPPORTED }),
+    );
+  });
+});
+
+describe('deny cache', () => {
+  it('refuses a refused key locally until its retryAfter, then asks Redis again', async () => {
+    let now = 1_000_000;
+    const algorithm = fixedWindow({ limit: 2, window: 10_000 });
+    const store = new RedisStore({ client, prefix: uniquePrefix('deny'), denyCache: 2, clock: () => now });
+    const limiter = new Limiter({ algorithm, store });
+    const monitor = await connectRedis();
+    const commands = await monitor.monitor();
+    let scripts = 0;
+    let synced: () => void = () => {};
+    commands.on('monitor', (_time: string, args: string[]) => {
+      const name = (args[0] ?? '').toLowerCase();
+      if ((name === 'evalsha' || name === 'eval') && args.some((a) => a.includes(':{k}'))) scripts++;
+      if (name === 'echo' && args[1] === 'deny-cache-sync') synced();
+    });
+    try {
+      await limiter.check('k');
+      await limiter.check('k');
+      expect(await limiter.check('k')).toMatchObject({ allowed: false, retryAfter: 10_000 });
+      now += 4_000;
+      expect(await limiter.check('k')).toMatchObject({
+        allowed: false,
+        retryAfter: 6_000,
+        reason: 'rate-limited',
+      });
+      expect(await limiter.check('k', { cost: 2 })).toMatchObject({ allowed: false, retryAfter: 6_000 });
+      now += 6_000;
+      expect(await limiter.check('k')).toMatchObject({ allowed: true });
+      // Wait until MONITOR has shown everything sent before this marker.
+      const seen = new Promise<void>((resolve) => {
+        synced = resolve;
+      });
+      await client.echo('deny-cache-sync');
+      await seen;
+      // Three scripts before the refusal was cached, none while cached, one after it expired.
+      expect(scripts).toBe(4);
+    } finally {
+      commands.disconnect();
+      monitor.disconnect();
+    }
+  });
+});
+
+describe('options', () => {
+  it.each([
+    ['a prefix with a brace', { client, prefix: 'a{b' }, ErrorCode.INVALID_OPTION],
+    ['a zero timeout', { client, timeout: 0 }, ErrorCode.INVALID_OPTION],
+    ['a negative deny cache', { client, denyCache: -1 }, ErrorCode.INVALID_OPTION],
+    ['a breaker opening after 0 failures', { client, breaker: { failures: 0 } }, ErrorCode.INVALID_OPTION],
+    [
+      'a breaker cooldown that is not a number',
+      { client, breaker: { cooldown: 'soon' } },
+      ErrorCode.INVALID_OPTION,
+    ],
+    ['an unknown failure policy', { client, failurePolicy: 'maybe' }, ErrorCode.INVALID_OPTION],
+    ['an unknown time source', { client, time: 'server' }, ErrorCode.INVALID_OPTION],
+    ['a misspelt option', { client, timeuot: 5 }, ErrorCode.UNKNOWN_OPTION],
+    ['a client that is not ioredis', { client: {} }, ErrorCode.INVALID_OPTION],
+    ['no client', {}, ErrorCode.MISSING_OPTION],
+  ])('rejects %s', (_label, options, code) => {
+    expect(() => new RedisStore(options as never)).toThrow(expect.objectContaining({ code }));
+  });
+});
