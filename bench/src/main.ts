@@ -132,9 +132,53 @@ function charts(
   return out;
 }
 
+/** The block `update-readme.ts` puts between the README's bench markers. */
+function readmeBlock(
+  m: ReturnType<typeof machine>,
+  quick: boolean,
+  checks: readonly Verdict[],
+  throughput: Section<InProcessResult>,
+  heap: Section<MemoryResult>,
+  redisSection: Section<RedisResult>,
+  httpSection: Section<HttpResult>,
+): string {
+  const lines = [
+    `Measured ${m.date.slice(0, 10)} on ${m.cpu}, ${m.cores} cores, Node ${m.node}${quick ? ' (quick mode)' : ''}: a shared 2-core VM, so read the ratios, not the absolute figures. Rerun with \`pnpm build && pnpm bench\`; full tables, every subject's exact configuration and the method are in [bench/results/latest.md](bench/results/latest.md).`,
+    '',
+    '![Decisions per second as a ratio to an inline Map token bucket](bench/results/ratios.svg)',
+    '',
+  ];
+  if (throughput.status === 'measured') {
+    const t = throughput.result;
+    const rows = t.rows.filter((r) => !r.id.startsWith('raw:'));
+    lines.push(
+      `In-process decisions per second (memory stores; median of ${t.settings.rounds} interleaved rounds, ratio to the floor measured beside it):`,
+      '',
+      inProcessTable({ ...t, rows }),
+      '',
+    );
+  }
+  if (heap.status === 'measured')
+    lines.push(
+      `Heap bytes per key at ${heap.result.keys.toLocaleString('en')} keys:`,
+      '',
+      memoryTable(heap.result),
+      '',
+    );
+  for (const [name, s] of [
+    ['Redis', redisSection],
+    ['HTTP', httpSection],
+  ] as const) {
+    if (s.status === 'measured') lines.push(s.result.markdown, '');
+    else lines.push(`${name}: not measured yet (${s.reason}).`, '');
+  }
+  if (checks.length > 0) lines.push('Targets:', '', verdictTable(checks), '');
+  return lines.join('\n');
+}
+
 async function main(): Promise<void> {
   const m = machine();
-  const stale = await staleBuilds(['core', 'redis', 'express', 'fastify']);
+  const stale = await staleBuilds(['core', 'redis']);
   log(`sluice bench (${quick ? 'quick' : 'full'}) · ${machineLine(m)}`);
   log(`@sluice/core resolves to ${import.meta.resolve('@sluice/core')}`);
   if (stale.length > 0)
@@ -214,6 +258,7 @@ async function main(): Promise<void> {
   if (redisSection.status === 'measured') md.push(redisSection.result.configs, '');
   if (httpSection.status === 'measured') md.push(httpSection.result.configs, '');
 
+  const readme = readmeBlock(m, quick, checks, throughput, heap, redisSection, httpSection);
   await mkdir(RESULTS, { recursive: true });
   const chartList = charts(throughput, httpSection, redisSection);
   const json = {
@@ -229,11 +274,11 @@ async function main(): Promise<void> {
   const outputs: [string, string][] = [
     ['latest.md', md.join('\n')],
     ['latest.json', `${JSON.stringify(json, null, 2)}\n`],
+    ['readme.md', readme],
   ];
   if (chartList.length > 0) outputs.push(['ratios.svg', barCharts(chartList)]);
   // Quick runs (CI) write beside the full results, never over them.
-  for (const [file, text] of outputs)
-    await writeFile(RESULTS + (quick ? file.replace(/^latest|^ratios/, (x) => `quick-${x}`) : file), text);
+  for (const [file, text] of outputs) await writeFile(RESULTS + (quick ? `quick-${file}` : file), text);
   log(`\nwrote ${outputs.map(([f]) => (quick ? `quick-${f}` : f)).join(', ')} in bench/results/`);
   process.stdout.write(`${md.join('\n')}\n`);
 }

@@ -11,5 +11,9 @@ export async function http(
   _settings: { seconds: number; rounds: number },
   _log: (line: string) => void,
 ): Promise<Section<HttpResult>> {
-  return { status: 'skipped', reason: 'TODO: not yet available' };
+  return {
+    status: 'skipped',
+    reason:
+      'not yet available (TODO: autocannon against Fastify and Express, bare / + @fastify/rate-limit or express-rate-limit / + sluice, in a separate server process)',
+  };
 }

@@ -1,15 +1,294 @@
-import type { Section } from '../report/markdown.js';
+import {
+  type Decision,
+  fixedWindow,
+  gcra,
+  Limiter,
+  type Store,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
+import type { Options as ErlOptions } from 'express-rate-limit';
+import { Redis } from 'ioredis';
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { startRedis } from '../lib/redis-server.js';
+import { formatRate, formatRatio, median } from '../lib/stats.js';
+import { type Section, table } from '../report/markdown.js';
 import type { Chart } from '../report/svg.js';
 
 export interface RedisResult {
   readonly markdown: string;
   readonly configs: string;
   readonly charts: readonly Chart[];
+  readonly rows: readonly { id: string; pipelining: boolean; opsPerSecond: number; ratioToFloor: number }[];
+}
+
+const CONCURRENCY = 32;
+const KEYS = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
+const HIGH = 1_000_000_000;
+const HOUR = 3_600_000;
+
+/**
+ * The floor: the least Lua that is a token bucket (one hash per key, HMGET + HSET + PEXPIRE),
+ * called by EVALSHA through ioredis `defineCommand`, without a decision object.
+ */
+const FLOOR_LUA = `
+local capacity, perMs, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local b = redis.call('HMGET', KEYS[1], 't', 'l')
+local tokens = tonumber(b[1]) or capacity
+local last = tonumber(b[2]) or now
+tokens = math.min(capacity, tokens + (now - last) * perMs)
+local ok = 0
+if tokens >= 1 then tokens = tokens - 1; ok = 1 end
+redis.call('HSET', KEYS[1], 't', tokens, 'l', now)
+redis.call('PEXPIRE', KEYS[1], 3600000)
+return ok`;
+
+type RedisOp = (i: number) => Promise<boolean>;
+interface RedisSubject {
+  readonly id: string;
+  readonly label: string;
+  readonly config: string;
+  make(client: Redis): RedisOp;
+}
+
+type RedisStoreCtor = new (options: { client: Redis; prefix?: string; denyCache?: number }) => Store;
+
+function sluice(
+  RedisStore: RedisStoreCtor,
+  id: string,
+  label: string,
+  config: string,
+  build: (store: Store) => Limiter,
+  keyOf: (i: number) => string,
+  denyCache = 0,
+): RedisSubject {
+  return {
+    id,
+    label,
+    config,
+    make(client) {
+      const limiter = build(new RedisStore({ client, prefix: `sluice-${id}:`, denyCache }));
+      return async (i) => ((await limiter.check(keyOf(i))) as Decision).allowed;
+    },
+  };
+}
+
+/** 90% of requests from one abusive key far over its limit, 10% spread over 10,000 keys. */
+const abusive = (i: number) => (i % 10 === 0 ? KEYS[i % KEYS.length]! : 'abuser');
+
+function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[] {
+  const list: RedisSubject[] = [
+    {
+      id: 'ping',
+      label: 'PING round trip (scale)',
+      config: 'client.ping()',
+      make: (c) => async () => (await c.ping()) === 'PONG',
+    },
+    {
+      id: 'floor',
+      label: 'EVALSHA minimal token bucket (floor)',
+      config: `defineCommand of a 9-line Lua token bucket (HMGET/HSET/PEXPIRE), capacity ${HIGH}, 1 token/hour`,
+      make(client) {
+        client.defineCommand('benchFloor', { numberOfKeys: 1, lua: FLOOR_LUA });
+        const call = (
+          client as unknown as Record<string, (...a: unknown[]) => Promise<number>>
+        ).benchFloor!.bind(client);
+        return async (i) => (await call(`floor:${KEYS[i % KEYS.length]}`, HIGH, 1 / HOUR, Date.now())) === 1;
+      },
+    },
+  ];
+  if (RedisStore !== undefined) {
+    const key = (i: number) => KEYS[i % KEYS.length]!;
+    list.push(
+      sluice(
+        RedisStore,
+        'sluice:token-bucket',
+        'sluice token-bucket',
+        `tokenBucket({ capacity: ${HIGH}, refillAmount: 1, refillInterval: ${HOUR} }) on new RedisStore({ client })`,
+        (store) =>
+          new Limiter({
+            algorithm: tokenBucket({ capacity: HIGH, refillAmount: 1, refillInterval: HOUR }),
+            store,
+          }),
+        key,
+      ),
+      sluice(
+        RedisStore,
+        'sluice:gcra',
+        'sluice gcra',
+        `gcra({ rate: 1, period: ${HOUR}, burst: ${HIGH} })`,
+        (store) => new Limiter({ algorithm: gcra({ rate: 1, period: HOUR, burst: HIGH }), store }),
+        key,
+      ),
+      sluice(
+        RedisStore,
+        'sluice:sliding-window-log',
+        'sluice sliding-window-log',
+        `slidingWindowLog({ limit: ${HIGH}, window: 1000 })`,
+        (store) => new Limiter({ algorithm: slidingWindowLog({ limit: HIGH, window: 1000 }), store }),
+        key,
+      ),
+      sluice(
+        RedisStore,
+        'sluice:layered',
+        'sluice 3 layered limits',
+        `limits: tokenBucket(${HIGH}, 1/hour) + gcra(1/hour, burst ${HIGH}) + fixedWindow(${HIGH}/hour)`,
+        (store) =>
+          new Limiter({
+            limits: [
+              {
+                name: 'burst',
+                algorithm: tokenBucket({ capacity: HIGH, refillAmount: 1, refillInterval: HOUR }),
+              },
+              { name: 'meter', algorithm: gcra({ rate: 1, period: HOUR, burst: HIGH }) },
+              { name: 'hourly', algorithm: fixedWindow({ limit: HIGH, window: HOUR }) },
+            ],
+            store,
+          }),
+        key,
+      ),
+      sluice(
+        RedisStore,
+        'sluice:abusive',
+        'sluice, 90% abusive, deny cache off',
+        'tokenBucket({ capacity: 10, refillInterval: 3600000 }); 90% of requests on one key',
+        (store) => new Limiter({ algorithm: tokenBucket({ capacity: 10, refillInterval: HOUR }), store }),
+        abusive,
+      ),
+      sluice(
+        RedisStore,
+        'sluice:abusive-deny-cache',
+        'sluice, 90% abusive, deny cache on',
+        'same, new RedisStore({ client, denyCache: 10000 })',
+        (store) => new Limiter({ algorithm: tokenBucket({ capacity: 10, refillInterval: HOUR }), store }),
+        abusive,
+        10_000,
+      ),
+    );
+  }
+  list.push(
+    {
+      id: 'rate-limiter-flexible',
+      label: 'rate-limiter-flexible RateLimiterRedis',
+      config: `new RateLimiterRedis({ storeClient: client, points: ${HIGH}, duration: 3600 }).consume(key)`,
+      make(client) {
+        const limiter = new RateLimiterRedis({
+          storeClient: client,
+          points: HIGH,
+          duration: 3600,
+          keyPrefix: 'rlf',
+        });
+        return (i) =>
+          limiter.consume(KEYS[i % KEYS.length]!).then(
+            () => true,
+            () => false,
+          );
+      },
+    },
+    {
+      id: 'rate-limit-redis',
+      label: 'rate-limit-redis (express-rate-limit store)',
+      config: `new RedisStore({ sendCommand: (...args) => client.call(...args) }), init({ windowMs: ${HOUR} }), increment(key)`,
+      make(client) {
+        const store = new RateLimitRedisStore({
+          sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as never,
+          prefix: 'rlr:',
+        });
+        store.init({ windowMs: HOUR } as ErlOptions);
+        return async (i) => (await store.increment(KEYS[i % KEYS.length]!)).totalHits <= HIGH;
+      },
+    },
+  );
+  return list;
+}
+
+/** `CONCURRENCY` loops each awaiting one decision at a time, for `ms`. */
+async function drive(op: RedisOp, ms: number): Promise<number> {
+  let next = 0;
+  let done = 0;
+  const end = performance.now() + ms;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        await op(next++);
+        done++;
+      }
+    }),
+  );
+  return done / ((performance.now() - start) / 1000);
 }
 
 export async function redis(
-  _settings: { ms: number; rounds: number },
-  _log: (line: string) => void,
+  settings: { ms: number; rounds: number },
+  log: (line: string) => void,
 ): Promise<Section<RedisResult>> {
-  return { status: 'skipped', reason: 'TODO: not yet available' };
+  let RedisStore: RedisStoreCtor | undefined;
+  try {
+    const mod = (await import('@sluice/redis')) as { RedisStore?: RedisStoreCtor };
+    RedisStore = typeof mod.RedisStore === 'function' ? mod.RedisStore : undefined;
+  } catch {
+    RedisStore = undefined;
+  }
+  if (RedisStore === undefined)
+    log('  @sluice/redis exports no RedisStore (build it first): sluice rows not yet available');
+  const server = await startRedis();
+  const rows: RedisResult['rows'][number][] = [];
+  try {
+    for (const pipelining of [false, true]) {
+      const client = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: pipelining });
+      const list = subjects(RedisStore).map((s) => ({ s, op: s.make(client), rounds: [] as number[] }));
+      for (const x of list) await drive(x.op, Math.min(300, settings.ms)); // same warm-up for each
+      for (let r = 0; r < settings.rounds; r++)
+        for (const x of list) x.rounds.push(await drive(x.op, settings.ms));
+      const floor = median(list.find((x) => x.s.id === 'floor')!.rounds);
+      for (const x of list) {
+        const ops = median(x.rounds);
+        rows.push({ id: x.s.id, pipelining, opsPerSecond: ops, ratioToFloor: ops / floor });
+        log(
+          `  ${pipelining ? 'pipelined ' : ''}${x.s.label}: ${formatRate(ops)}/s (${formatRatio(ops / floor)})`,
+        );
+      }
+      client.disconnect();
+    }
+  } finally {
+    await server.stop();
+  }
+  const list = subjects(RedisStore);
+  const cell = (id: string, pipelining: boolean) =>
+    rows.find((r) => r.id === id && r.pipelining === pipelining)!;
+  const markdown = [
+    `One local \`redis-server\` (loopback, no persistence), one ioredis client, ${CONCURRENCY} requests in flight, 10,000 keys; medians of ${settings.rounds} interleaved rounds of ${settings.ms} ms. Ratios are to the raw EVALSHA token bucket measured in the same run.${RedisStore === undefined ? ' **sluice rows: not yet available** (@sluice/redis exports no RedisStore in its build).' : ''}`,
+    '',
+    table(
+      ['subject', 'decisions/s', '× floor', 'with auto-pipelining', '× floor'],
+      list.map((s) => {
+        const a = cell(s.id, false);
+        const b = cell(s.id, true);
+        return [
+          s.label,
+          formatRate(a.opsPerSecond),
+          formatRatio(a.ratioToFloor),
+          formatRate(b.opsPerSecond),
+          formatRatio(b.ratioToFloor),
+        ];
+      }),
+    ),
+  ].join('\n');
+  const configs = ['Redis subjects:', '', ...list.map((s) => `- **${s.label}**: \`${s.config}\``)].join('\n');
+  const charts: Chart[] = [
+    {
+      title: 'Redis decisions/s (auto-pipelining on): ratio to a raw EVALSHA token bucket',
+      subtitle: `one ioredis client, ${CONCURRENCY} in flight, 10,000 keys; higher is better`,
+      bars: list
+        .filter((s) => s.id !== 'ping')
+        .map((s) => ({
+          label: s.label.replace(' (floor)', ''),
+          value: cell(s.id, true).ratioToFloor,
+          kind: s.id === 'floor' ? 'reference' : s.id.startsWith('sluice') ? 'sluice' : 'peer',
+        })),
+    },
+  ];
+  return { status: 'measured', result: { markdown, configs, charts, rows } };
 }
