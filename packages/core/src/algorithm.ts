@@ -1,11 +1,15 @@
 import type { Decision } from './decision.js';
 
 /**
- * Floating-point slack for comparisons in time or token units. Continuous refill divides by
- * rates such as 1000/3 ms per token; without slack, the third of three tokens could be refused
- * by one ulp. The Lua twins use the same constant, so both stores agree to the bit.
+ * Floating-point slack, in milliseconds, for "is it time yet" comparisons; every algorithm compares
+ * in time units (never in tokens, where the slack would scale with the refill rate). Times are
+ * epoch-scale (1.7e12 ms, one ulp = 2.4e-4 ms) and refill steps such as 1000/7 ms are inexact,
+ * so a state built by a burst of additions drifts by about 1.2e-4 ms per addition; 0.01 ms
+ * absorbs that for bursts of ~80 and more, and is far below the whole milliseconds that
+ * `ceilMs` reports (it subtracts the same slack, so `retryAfter` stays exact). The Lua twins
+ * use the same constant, so both stores agree to the bit.
  */
-export const EPSILON = 1e-6;
+export const EPSILON = 0.01;
 
 /** The names of the built-in algorithms (also the `kind` on each algorithm object). */
 export type AlgorithmKind =

@@ -1,3 +1,5 @@
+import { EPSILON } from './algorithm.js';
+
 /** Why a request was refused. `undefined` when it was allowed. */
 export type RefusalReason =
   /** The limit is used up for now; `retryAfter` says when a request of this cost fits. */
@@ -21,7 +23,7 @@ export interface Decision {
   readonly allowed: boolean;
   /** The quota of the limit that decided: capacity, burst or requests per window. */
   readonly limit: number;
-  /** Whole units left after this request (0 when refused). */
+  /** Whole units left after this request; a refused request consumes nothing, so it reports the units left now. */
   readonly remaining: number;
   /** ms until the limit's state is as fresh as if it had never been used (0 when it is). */
   readonly resetAfter: number;
@@ -93,7 +95,11 @@ function moreRestrictive(a: Decision, b: Decision): boolean {
   return a.resetAfter > b.resetAfter;
 }
 
-/** ms → whole ms, rounded up, never negative. */
+/**
+ * ms → whole ms, rounded up, never negative. Values within `EPSILON` above a whole ms round down
+ * to it: the algorithms admit a request `EPSILON` early, so a caller who waits exactly
+ * `retryAfter` is admitted, and one who waits 1 ms less is not.
+ */
 export function ceilMs(ms: number): number {
-  return ms <= 0 ? 0 : Math.ceil(ms - 1e-9);
+  return ms <= EPSILON ? 0 : Math.ceil(ms - EPSILON);
 }

@@ -1,4 +1,4 @@
-import { type Algorithm, fingerprint } from '../algorithm.js';
+import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import { ceilMs, decide } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -26,12 +26,15 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   const window = parseDuration('window', requireOption('window', options.window));
   const params = { limit, window };
 
+  // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
+  // much): a window boundary EPSILON away is already crossed.
+  const windowStart = (now: number): number => Math.floor((now + EPSILON) / window) * window;
   const current = (state: FixedWindowState | undefined, now: number): number => {
-    const start = Math.floor(now / window) * window;
+    const start = windowStart(now);
     return state !== undefined && state[1] === start ? state[0] : 0;
   };
   const evaluate = (count: number, now: number, cost: number, policy: string, consuming: boolean) => {
-    const resetAfter = ceilMs(Math.floor(now / window) * window + window - now);
+    const resetAfter = ceilMs(windowStart(now) + window - now);
     if (cost > limit)
       return decide(
         false,
@@ -76,7 +79,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
       const count = current(state, now);
       const decision = evaluate(count, now, cost, policy, true);
       return {
-        state: decision.allowed ? [count + cost, Math.floor(now / window) * window] : state,
+        state: decision.allowed ? [count + cost, windowStart(now)] : state,
         decision,
       };
     },

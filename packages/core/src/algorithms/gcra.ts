@@ -50,7 +50,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     const allowed = wait <= EPSILON;
     const ttl = (allowed && consuming ? newTat : tat) - now;
     const headroom = tolerance - ttl;
-    const remaining = headroom > -emission ? Math.max(0, Math.floor(headroom / emission + EPSILON)) : 0;
+    const remaining = Math.max(0, Math.floor((headroom + EPSILON) / emission));
     if (allowed)
       return { tat: newTat, decision: decide(true, burst, remaining, ceilMs(ttl), 0, 0, policy, undefined) };
     const never = increment > tolerance + EPSILON;

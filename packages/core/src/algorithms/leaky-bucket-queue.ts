@@ -59,7 +59,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     options.maxDelay === undefined ? Number.POSITIVE_INFINITY : parseDuration('maxDelay', options.maxDelay);
   const queue =
     options.queue === undefined
-      ? Math.floor(maxDelay / interval + EPSILON)
+      ? Math.floor((maxDelay + EPSILON) / interval)
       : integerOption('queue', options.queue, 0);
   const capacity = burst + queue;
   const params = { rate, period, burst, queue, maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0 };
@@ -73,44 +73,36 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
   ) => {
     const drainAt = state === undefined || state < now ? now : state;
     const newDrainAt = drainAt + cost * interval;
-    // Units queued ahead of and including this request; the first `burst` of them go at once.
-    const depth = (newDrainAt - now) / interval;
-    const delay = Math.max(0, (depth - burst) * interval);
-    const allowed = depth <= capacity + EPSILON && delay <= maxDelay + EPSILON;
+    // The queue ahead of and including this request, in ms (compared in ms, so the slack does not
+    // scale with the rate); the first `burst` units go at once.
+    const backlog = newDrainAt - now;
+    const delay = Math.max(0, backlog - burst * interval);
+    const allowed = backlog <= capacity * interval + EPSILON && delay <= maxDelay + EPSILON;
+    // Whole free places when the queue drains at `drain`.
+    const free = (drain: number) =>
+      Math.max(0, Math.min(capacity, Math.floor((capacity * interval - (drain - now) + EPSILON) / interval)));
     if (allowed && !consuming) {
-      const queued = (drainAt - now) / interval;
       return {
         drainAt: state,
-        decision: decide(
-          true,
-          capacity,
-          Math.max(0, Math.floor(capacity - queued + EPSILON)),
-          ceilMs(drainAt - now),
-          0,
-          0,
-          policy,
-          undefined,
-        ),
+        decision: decide(true, capacity, free(drainAt), ceilMs(drainAt - now), 0, 0, policy, undefined),
       };
     }
     if (allowed) {
-      const remaining = Math.max(0, Math.floor(capacity - depth + EPSILON));
       return {
         drainAt: newDrainAt,
         decision: decide(
           true,
           capacity,
-          remaining,
+          free(newDrainAt),
           ceilMs(newDrainAt - now),
           0,
-          ceilMs(delay - EPSILON),
+          ceilMs(delay),
           policy,
           undefined,
         ),
       };
     }
-    const queued = (drainAt - now) / interval;
-    const remaining = Math.max(0, Math.floor(capacity - queued + EPSILON));
+    const remaining = free(drainAt);
     if (cost > capacity) {
       return {
         drainAt: state,

@@ -54,10 +54,16 @@ export function slidingWindowCounter(
     for (let i = 0; i + shift <= precision; i++) counts[i + shift] = state[i + 1]!;
     return counts;
   };
+  // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
+  // much): a sub-window boundary EPSILON away is already crossed, and the oldest sub-window's
+  // weight is the one EPSILON later.
+  const subWindow = (now: number): number => Math.floor((now + EPSILON) / size);
+  const weighted = (oldest: number, elapsed: number): number =>
+    oldest * Math.max(0, size - elapsed - EPSILON);
   const estimate = (counts: readonly number[], elapsed: number): number => {
     let total = 0;
     for (let i = 0; i < precision; i++) total += counts[i]!;
-    return total + (counts[precision]! * (size - elapsed)) / size;
+    return total + weighted(counts[precision]!, elapsed) / size;
   };
   // Earliest offset from now at which `estimate + cost <= limit`, walking sub-window boundaries.
   const waitFor = (counts: readonly number[], elapsed: number, cost: number): number => {
@@ -69,8 +75,8 @@ export function slidingWindowCounter(
       for (let i = 0; i < precision; i++) full += shifted[i]!;
       const oldest = shifted[precision]!;
       const room = limit - cost - full;
-      if (room >= -EPSILON) {
-        if (oldest * (size - at) <= room * size + EPSILON) return offset;
+      if (room >= 0) {
+        if (weighted(oldest, at) <= room * size) return offset;
         return offset + size * (1 - room / oldest) - at;
       }
       offset += size - at;
@@ -100,7 +106,7 @@ export function slidingWindowCounter(
       return decide(
         false,
         limit,
-        Math.max(0, Math.floor(limit - used + EPSILON)),
+        Math.max(0, Math.floor(limit - used)),
         resetAfter(counts, index, now),
         -1,
         0,
@@ -108,12 +114,12 @@ export function slidingWindowCounter(
         'cost-exceeds-limit',
       );
     }
-    if (used + cost <= limit + EPSILON) {
+    if (used + cost <= limit) {
       if (!consuming)
         return decide(
           true,
           limit,
-          Math.max(0, Math.floor(limit - used + EPSILON)),
+          Math.max(0, Math.floor(limit - used)),
           resetAfter(counts, index, now),
           0,
           0,
@@ -125,7 +131,7 @@ export function slidingWindowCounter(
       return decide(
         true,
         limit,
-        Math.max(0, Math.floor(limit - used - cost + EPSILON)),
+        Math.max(0, Math.floor(limit - used - cost)),
         resetAfter(after, index, now),
         0,
         0,
@@ -136,7 +142,7 @@ export function slidingWindowCounter(
     return decide(
       false,
       limit,
-      Math.max(0, Math.floor(limit - used + EPSILON)),
+      Math.max(0, Math.floor(limit - used)),
       resetAfter(counts, index, now),
       ceilMs(waitFor(counts, elapsed, cost)),
       0,
@@ -152,7 +158,7 @@ export function slidingWindowCounter(
     limit,
     window,
     consume(state, now, cost, policy) {
-      const index = Math.floor(now / size);
+      const index = subWindow(now);
       const counts = align(state, index);
       const decision = evaluate(counts, index, now, cost, policy, true);
       if (!decision.allowed) return { state, decision };
@@ -160,7 +166,7 @@ export function slidingWindowCounter(
       return { state: [Math.max(index, state?.[0] ?? index), ...counts], decision };
     },
     peek(state, now, cost, policy) {
-      const index = Math.floor(now / size);
+      const index = subWindow(now);
       return evaluate(align(state, index), index, now, cost, policy, false);
     },
     ttl(state, now) {

@@ -1,4 +1,4 @@
-import { type Algorithm, fingerprint } from '../algorithm.js';
+import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import { ceilMs, decide } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -29,7 +29,9 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   // Index of the first entry still inside (now - window, now], and the units those entries hold.
   const live = (log: SlidingWindowLogState, now: number): [first: number, used: number] => {
     let first = 0;
-    while (first < log.length && log[first]! <= now - window) first += 2;
+    // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by
+    // as much): an entry that leaves the window EPSILON from now has left.
+    while (first < log.length && log[first]! <= now + EPSILON - window) first += 2;
     let used = 0;
     for (let i = first + 1; i < log.length; i += 2) used += log[i]!;
     return [first, used];

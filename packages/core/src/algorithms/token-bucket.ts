@@ -82,28 +82,23 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
     const floor = now - fullSpan;
     return state === undefined || (state as number) < floor ? floor : (state as number);
   };
+  // Whole tokens in `accrued` ms of refill. Compared in ms, not tokens: a slack in tokens would
+  // grow with msPerToken (1e-6 token is 3.6 ms at one token per hour).
+  const whole = (accrued: number) =>
+    Math.max(0, Math.min(capacity, Math.floor((accrued + EPSILON) / msPerToken)));
   const peek = (state: TokenBucketState | undefined, now: number, cost: number, policy: string) => {
     const empty = emptyAt(state, now);
-    const tokens = (now - empty) / msPerToken;
+    const accrued = now - empty;
+    const resetAfter = ceilMs(empty + fullSpan - now);
     if (cost > capacity)
-      return decide(false, capacity, 0, ceilMs(empty + fullSpan - now), -1, 0, policy, 'cost-exceeds-limit');
-    if (tokens + EPSILON >= cost) {
-      return decide(
-        true,
-        capacity,
-        Math.floor(tokens + EPSILON),
-        ceilMs(empty + fullSpan - now),
-        0,
-        0,
-        policy,
-        undefined,
-      );
-    }
+      return decide(false, capacity, whole(accrued), resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+    if (accrued + EPSILON >= cost * msPerToken)
+      return decide(true, capacity, whole(accrued), resetAfter, 0, 0, policy, undefined);
     return decide(
       false,
       capacity,
-      Math.max(0, Math.floor(tokens + EPSILON)),
-      ceilMs(empty + fullSpan - now),
+      whole(accrued),
+      resetAfter,
       ceilMs(empty + cost * msPerToken - now),
       0,
       policy,
@@ -114,15 +109,15 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
     peek,
     consume(state, now, cost, policy) {
       const empty = emptyAt(state, now);
-      const tokens = (now - empty) / msPerToken;
-      if (cost <= capacity && tokens + EPSILON >= cost) {
+      const accrued = now - empty;
+      if (cost <= capacity && accrued + EPSILON >= cost * msPerToken) {
         const next = empty + cost * msPerToken;
         return {
           state: next,
           decision: decide(
             true,
             capacity,
-            Math.floor(tokens - cost + EPSILON),
+            whole(now - next),
             ceilMs(next + fullSpan - now),
             0,
             0,
@@ -133,7 +128,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
       }
       if (!strict || cost > capacity) return { state, decision: peek(state, now, cost, policy) };
       // Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
-      const next = now - Math.max(0, Math.floor(tokens + EPSILON)) * msPerToken;
+      const next = now - whole(accrued) * msPerToken;
       return { state: next, decision: peek(next, now, cost, policy) };
     },
     ttl: (state, now) => (state as number) + fullSpan - now,
@@ -151,7 +146,7 @@ function steppedBucket(
   const refill = (state: TokenBucketState | undefined, now: number): readonly [number, number] => {
     if (state === undefined) return [capacity, now];
     const [tokens, last] = state as readonly [number, number];
-    const steps = now > last ? Math.floor((now - last) / interval) : 0;
+    const steps = now > last ? Math.floor((now - last + EPSILON) / interval) : 0;
     const refilled = tokens + steps * amount;
     return refilled >= capacity ? [capacity, now] : [refilled, last + steps * interval];
   };
@@ -159,7 +154,8 @@ function steppedBucket(
     tokens >= want ? 0 : ceilMs(last + Math.ceil((want - tokens) / amount) * interval - now);
   const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
     const resetAfter = timeToHold(tokens, last, capacity, now);
-    if (cost > capacity) return decide(false, capacity, 0, resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+    if (cost > capacity)
+      return decide(false, capacity, tokens, resetAfter, -1, 0, policy, 'cost-exceeds-limit');
     if (tokens >= cost) return decide(true, capacity, tokens, resetAfter, 0, 0, policy, undefined);
     return decide(
       false,
@@ -195,11 +191,10 @@ function steppedBucket(
           ),
         };
       }
-      const after: readonly [number, number] = strict && cost <= capacity ? [tokens, now] : [tokens, last];
-      return {
-        state: state === undefined && !strict ? state : after,
-        decision: report(after[0], after[1], now, cost, policy),
-      };
+      // A refusal writes nothing, except that a strict bucket restarts its refill clock (keeping
+      // the tokens in hand) when the cost could fit.
+      if (!strict || cost > capacity) return { state, decision: report(tokens, last, now, cost, policy) };
+      return { state: [tokens, now], decision: report(tokens, now, now, cost, policy) };
     },
     ttl(state, now) {
       const [tokens, last] = state as readonly [number, number];
