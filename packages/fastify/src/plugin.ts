@@ -37,10 +37,10 @@ async function sluicePlugin(app: FastifyInstance, options: SluiceOptions): Promi
     ),
     at: oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS),
   });
-  const everywhere =
-    options.limits !== undefined || options.algorithm !== undefined
-      ? compile('@sluice/fastify', global)
-      : undefined;
+  // Without limits the plugin only serves routes' `config.rateLimit` and the decorator; a key or
+  // name without an algorithm is a mistake, reported by compiling.
+  const limited = ['limits', 'algorithm', 'key', 'name'].some((option) => option in options);
+  const everywhere = limited ? compile('@sluice/fastify', global) : undefined;
 
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
   app.decorate(

@@ -1,0 +1,638 @@
+import { createHash } from 'node:crypto';
+import { Agent, request as httpRequest } from 'node:http';
+import {
+  byIp,
+  byRoute,
+  byToken,
+  type Decision,
+  fixedWindow,
+  type LimitCall,
+  leakyBucketQueue,
+  QUOTA_EXCEEDED,
+  type SluiceWarning,
+  type Store,
+  TEMPORARY_REDUCED_CAPACITY,
+  tokenBucket,
+} from '@sluice/core';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AppSpec, Options, StoreFactory, Subject, TestApp } from './harness.js';
+
+/** A store that fails every call, synchronously or by rejecting: the failure-policy tests. */
+function failingStore(mode: 'throw' | 'reject'): Store {
+  const fail = () => {
+    if (mode === 'throw') throw new Error('store down');
+    return Promise.reject(new Error('store down'));
+  };
+  return { consume: fail, peek: fail, reset: fail, shutdown: () => undefined };
+}
+
+/** Wraps a store to record the keys it is asked about (to check what reaches the store). */
+function recording(store: Store, keys: string[]): Store {
+  return {
+    consume: (calls: readonly LimitCall[], now) => {
+      for (const call of calls) keys.push(call.key);
+      return store.consume(calls, now);
+    },
+    peek: (calls, now) => store.peek(calls, now),
+    reset: (calls) => store.reset(calls),
+    shutdown: () => store.shutdown(),
+  };
+}
+
+/**
+ * One behaviour suite for every adapter and store: exact statuses and header values over request
+ * sequences, with the store on a fake clock (no sleeping).
+ */
+export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
+  describe(subject.name, () => {
+    let now: number;
+    let store: Store;
+    let app: TestApp | undefined;
+    const clock = () => now;
+
+    beforeEach(async () => {
+      now = 0;
+      store = await makeStore(clock);
+    });
+    afterEach(async () => {
+      await app?.close();
+      app = undefined;
+      await store.shutdown();
+    });
+
+    const build = async (spec: AppSpec) => {
+      app = await subject.build(spec);
+      return app;
+    };
+    const get = (path: string, headers?: Record<string, string>) => app!.request('GET', path, headers);
+    const window = (limit: number, ms: number | `${number}s` = '10s') => fixedWindow({ limit, window: ms });
+
+    it('counts down, refuses with 429, Retry-After and a problem body, and recovers with the window', async () => {
+      await build({
+        options: { name: 'burst', algorithm: window(3), store },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      const remaining: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const reply = await get('/');
+        expect(reply.status).toBe(200);
+        expect(reply.headers['ratelimit-policy']).toBe('"burst";q=3;w=10');
+        remaining.push(reply.headers.ratelimit!);
+      }
+      expect(remaining).toEqual(['"burst";r=2;t=10', '"burst";r=1;t=10', '"burst";r=0;t=10']);
+      const refused = await get('/');
+      expect(refused.status).toBe(429);
+      expect(refused.headers.ratelimit).toBe('"burst";r=0;t=10');
+      expect(refused.headers['retry-after']).toBe('10');
+      expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(refused.body).toEqual({
+        type: QUOTA_EXCEEDED,
+        title: 'Request cannot be satisfied as assigned quota has been exceeded',
+        status: 429,
+        detail: 'Too many requests for "burst". Retry in 10 s.',
+        'violated-policies': ['burst'],
+      });
+      now = 4_500;
+      const later = await get('/');
+      expect([later.status, later.headers.ratelimit, later.headers['retry-after']]).toEqual([
+        429,
+        '"burst";r=0;t=6',
+        '6',
+      ]);
+      now = 10_000;
+      const fresh = await get('/');
+      expect([fresh.status, fresh.headers.ratelimit]).toEqual([200, '"burst";r=2;t=10']);
+    });
+
+    it("never sends a Retry-After earlier than the refusing limit's reset (token bucket)", async () => {
+      const algorithm = tokenBucket({ capacity: 2, refillInterval: '2s' });
+      await build({ options: { name: 'tb', algorithm, store }, routes: [{ method: 'GET', path: '/' }] });
+      expect((await get('/')).headers.ratelimit).toBe('"tb";r=1;t=1');
+      expect((await get('/')).headers.ratelimit).toBe('"tb";r=0;t=2');
+      const refused = await get('/');
+      // The next token is 1 s away but the bucket resets in 2 s: Retry-After follows the reset.
+      expect([refused.status, refused.headers.ratelimit, refused.headers['retry-after']]).toEqual([
+        429,
+        '"tb";r=0;t=2',
+        '2',
+      ]);
+      expect(refused.headers['ratelimit-policy']).toBe('"tb";q=2;w=2');
+      now = 1_000;
+      expect((await get('/')).status).toBe(200);
+    });
+
+    it.each([
+      [
+        'draft-7',
+        { 'ratelimit-policy': '2;w=10', ratelimit: 'limit=2, remaining=1, reset=10' },
+        { ratelimit: 'limit=2, remaining=0, reset=10' },
+      ],
+      [
+        'draft-6',
+        {
+          'ratelimit-policy': '2;w=10',
+          'ratelimit-limit': '2',
+          'ratelimit-remaining': '1',
+          'ratelimit-reset': '10',
+          ratelimit: undefined,
+        },
+        { 'ratelimit-remaining': '0', 'ratelimit-reset': '10' },
+      ],
+      [
+        'legacy',
+        {
+          'x-ratelimit-limit': '2',
+          'x-ratelimit-remaining': '1',
+          'x-ratelimit-reset': '10',
+          ratelimit: undefined,
+          'ratelimit-policy': undefined,
+        },
+        { 'x-ratelimit-remaining': '0' },
+      ],
+      [false, { ratelimit: undefined, 'ratelimit-policy': undefined, 'x-ratelimit-limit': undefined }, {}],
+    ] as const)('header format %s', async (headers, first, refusedHeaders) => {
+      await build({
+        options: { name: 'w', algorithm: window(2), headers, store },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      // Picks the named headers, so that an absent header must be absent (undefined).
+      const pick = (reply: { headers: Record<string, string | undefined> }, names: object) =>
+        Object.fromEntries(Object.keys(names).map((name) => [name, reply.headers[name]]));
+      const allowed = await get('/');
+      expect(pick(allowed, first)).toEqual(first);
+      await get('/');
+      const refused = await get('/');
+      expect(refused.status).toBe(429);
+      const expected = { ...refusedHeaders, 'retry-after': '10' };
+      expect(pick(refused, expected)).toEqual(expected);
+    });
+
+    it('layered limits: one list member per limit, all-or-nothing, a limit without key is skipped', async () => {
+      const options: Options = {
+        limits: [
+          { name: 'burst', key: byIp(), algorithm: window(2) },
+          { name: 'daily', key: byToken(), algorithm: fixedWindow({ limit: 3, window: '1d' }) },
+        ],
+        store,
+      };
+      await build({ options, routes: [{ method: 'GET', path: '/' }] });
+      const token = { authorization: 'Bearer s3cret' };
+      const first = await get('/', token);
+      expect(first.headers['ratelimit-policy']).toBe('"burst";q=2;w=10, "daily";q=3;w=86400');
+      expect(first.headers.ratelimit).toBe('"burst";r=1;t=10, "daily";r=2;t=86400');
+      expect((await get('/', token)).headers.ratelimit).toBe('"burst";r=0;t=10, "daily";r=1;t=86400');
+      const refused = await get('/', token);
+      expect(refused.status).toBe(429);
+      // The daily limit was not consumed by the refused request.
+      expect(refused.headers.ratelimit).toBe('"burst";r=0;t=10, "daily";r=1;t=86400');
+      expect(refused.headers['retry-after']).toBe('10');
+      expect(refused.body).toMatchObject({ 'violated-policies': ['burst'] });
+      // Anonymous: only the per-IP limit applies and is reported.
+      const anonymous = await get('/');
+      expect([anonymous.status, anonymous.headers.ratelimit, anonymous.headers['ratelimit-policy']]).toEqual([
+        429,
+        '"burst";r=0;t=10',
+        '"burst";q=2;w=10',
+      ]);
+      now = 10_000;
+      expect((await get('/', token)).headers.ratelimit).toBe('"burst";r=1;t=10, "daily";r=0;t=86390');
+      const daily = await get('/', token);
+      expect([daily.status, daily.headers['retry-after']]).toEqual([429, '86390']);
+      expect(daily.body).toMatchObject({ 'violated-policies': ['daily'] });
+      // The daily refusal consumed nothing from the burst limit.
+      expect((await get('/')).headers.ratelimit).toBe('"burst";r=0;t=10');
+    });
+
+    it('byToken hashes the secret before it reaches the store', async () => {
+      const keys: string[] = [];
+      const options: Options = {
+        name: 'api',
+        key: byToken(),
+        algorithm: window(5),
+        store: recording(store, keys),
+      };
+      await build({ options, routes: [{ method: 'GET', path: '/' }] });
+      await get('/', { authorization: 'Bearer s3cret' });
+      await get('/', { authorization: 'Basic s3cret' });
+      const hash = createHash('sha256').update('s3cret').digest('base64url').slice(0, 22);
+      expect(keys).toEqual([`api:token:${hash}`]);
+    });
+
+    it('byRoute counts per route pattern, never per raw URL', async () => {
+      const limit: Options = { name: 'route', key: byRoute(), algorithm: window(2), store };
+      await build({
+        routes: [
+          { method: 'GET', path: '/users/:id', limit },
+          { method: 'GET', path: '/items/:id', limit },
+        ],
+      });
+      expect((await get('/users/1')).headers.ratelimit).toBe('"route";r=1;t=10');
+      expect((await get('/users/2')).headers.ratelimit).toBe('"route";r=0;t=10');
+      expect((await get('/users/3?page=2')).status).toBe(429);
+      expect((await get('/items/1')).headers.ratelimit).toBe('"route";r=1;t=10');
+    });
+
+    describe('client address', () => {
+      const warnings: SluiceWarning[] = [];
+      beforeEach(() => {
+        warnings.length = 0;
+      });
+      const perIp = (extra: Partial<Options> = {}): Options => ({
+        name: 'ip',
+        algorithm: window(1),
+        store,
+        onWarning: (warning) => warnings.push(warning),
+        ...extra,
+      });
+
+      it('ignores X-Forwarded-For when no proxy is trusted, and warns once', async () => {
+        await build({ options: perIp(), routes: [{ method: 'GET', path: '/' }] });
+        expect((await get('/', { 'x-forwarded-for': '203.0.113.1' })).status).toBe(200);
+        expect((await get('/', { 'x-forwarded-for': '203.0.113.2' })).status).toBe(429);
+        expect(warnings.map((w) => w.code)).toEqual(['SLUICE_FORWARDED_UNTRUSTED']);
+      });
+
+      it('with a trusted proxy: IPv6 grouped by /56, IPv4-mapped IPv6 is IPv4, no warning', async () => {
+        await build({ options: perIp(), trustProxy: 'loopback', routes: [{ method: 'GET', path: '/' }] });
+        const from = (ip: string) => get('/', { 'x-forwarded-for': ip });
+        expect((await from('2001:db8:0:100::1')).status).toBe(200);
+        expect((await from('2001:db8:0:1ff:abcd::2')).status).toBe(429);
+        expect((await from('2001:db8:0:200::1')).status).toBe(200);
+        expect((await from('::ffff:203.0.113.9')).status).toBe(200);
+        expect((await from('203.0.113.9')).status).toBe(429);
+        expect((await from('203.0.113.10')).status).toBe(200);
+        expect(warnings).toEqual([]);
+      });
+
+      it('ipv6Subnet: 64 separates what /56 groups', async () => {
+        await build({
+          options: perIp({ key: byIp({ ipv6Subnet: 64 }) }),
+          trustProxy: 'loopback',
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        expect((await get('/', { 'x-forwarded-for': '2001:db8:0:100::1' })).status).toBe(200);
+        expect((await get('/', { 'x-forwarded-for': '2001:db8:0:1ff::2' })).status).toBe(200);
+        expect((await get('/', { 'x-forwarded-for': '2001:db8:0:100::ffff' })).status).toBe(429);
+      });
+
+      it('warns once when the app trusts every proxy', async () => {
+        await build({ options: perIp(), trustProxy: true, routes: [{ method: 'GET', path: '/' }] });
+        expect((await get('/', { 'x-forwarded-for': '203.0.113.1' })).status).toBe(200);
+        expect((await get('/', { 'x-forwarded-for': '203.0.113.2' })).status).toBe(200);
+        expect(warnings.map((w) => w.code)).toEqual(['SLUICE_TRUST_ALL_PROXIES']);
+      });
+    });
+
+    it('skip and allowList: not limited, no headers', async () => {
+      const skip = (req: unknown) =>
+        (req as { headers: Record<string, unknown> }).headers['x-internal'] === '1';
+      await build({
+        options: { name: 'w', algorithm: window(1), store, skip },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      for (let i = 0; i < 3; i++) {
+        const reply = await get('/', { 'x-internal': '1' });
+        expect([reply.status, reply.headers.ratelimit]).toEqual([200, undefined]);
+      }
+      expect((await get('/')).status).toBe(200);
+      expect((await get('/')).status).toBe(429);
+      await app!.close();
+      await build({
+        options: { name: 'allowed', algorithm: window(1), store, allowList: ['10.0.0.0/8', '127.0.0.1'] },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      for (let i = 0; i < 3; i++) expect((await get('/')).headers.ratelimit).toBeUndefined();
+      await app!.close();
+      await build({
+        options: { name: 'others', algorithm: window(1), store, allowList: ['10.0.0.0/8', '::1'] },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      expect((await get('/')).status).toBe(200);
+      expect((await get('/')).status).toBe(429);
+    });
+
+    it('cost as a number and as a function; a cost above the quota gets no Retry-After', async () => {
+      await build({
+        options: { name: 'w', algorithm: window(5), store, cost: 2 },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      expect((await get('/')).headers.ratelimit).toBe('"w";r=3;t=10');
+      expect((await get('/')).headers.ratelimit).toBe('"w";r=1;t=10');
+      expect((await get('/')).status).toBe(429);
+      await app!.close();
+      const errors: Error[] = [];
+      const cost = (req: unknown) =>
+        Number((req as { headers: Record<string, string> }).headers['x-cost'] ?? 1);
+      await build({
+        options: { name: 'items', algorithm: window(5), store, cost, onError: (e) => errors.push(e) },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      expect((await get('/', { 'x-cost': '4' })).headers.ratelimit).toBe('"items";r=1;t=10');
+      const tooBig = await get('/', { 'x-cost': '6' });
+      expect(tooBig.status).toBe(429);
+      expect(tooBig.headers['retry-after']).toBeUndefined();
+      expect(tooBig.body).toMatchObject({ detail: expect.stringContaining('retrying will not help') });
+      // A cost function returning 0 is a bug: reported, and the failure policy (allow) applies.
+      const zero = await get('/', { 'x-cost': '0' });
+      expect([zero.status, zero.headers.ratelimit]).toEqual([200, undefined]);
+      expect(errors.map((e) => (e as { code?: string }).code)).toEqual(['ERR_SLUICE_INVALID_COST']);
+    });
+
+    it('onLimited sees every refusal; a custom handler replaces the body, headers stay', async () => {
+      const limited: Decision[] = [];
+      await build({
+        options: { name: 'w', algorithm: window(1), store, onLimited: (_req, d) => limited.push(d) },
+        customHandler: true,
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      expect((await get('/')).body).toEqual({ ok: true, remaining: 0 });
+      const refused = await get('/');
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ custom: true, policy: 'w' });
+      expect(refused.headers['retry-after']).toBe('10');
+      expect(refused.headers.ratelimit).toBe('"w";r=0;t=10');
+      expect(limited.map((d) => [d.allowed, d.policy, d.reason])).toEqual([[false, 'w', 'rate-limited']]);
+    });
+
+    it('routes with their own limits on one store count separately unless they share a name', async () => {
+      const per = (name: string): Options => ({ name, algorithm: window(2), store });
+      await build({
+        routes: [
+          { method: 'GET', path: '/a', limit: per('a') },
+          { method: 'GET', path: '/b', limit: per('b') },
+          { method: 'POST', path: '/a-too', limit: per('a') },
+        ],
+      });
+      expect((await get('/a')).headers.ratelimit).toBe('"a";r=1;t=10');
+      expect((await get('/a')).headers.ratelimit).toBe('"a";r=0;t=10');
+      expect((await get('/b')).headers.ratelimit).toBe('"b";r=1;t=10');
+      expect((await app!.request('POST', '/a-too')).status).toBe(429);
+    });
+
+    describe('store failure', () => {
+      it.each(['throw', 'reject'] as const)(
+        'store that %ss, storeFailure allow: served, reported',
+        async (mode) => {
+          const errors: Error[] = [];
+          await build({
+            options: {
+              name: 'w',
+              algorithm: window(1),
+              store: failingStore(mode),
+              onError: (e) => errors.push(e),
+            },
+            routes: [{ method: 'GET', path: '/' }],
+          });
+          const reply = await get('/');
+          expect([reply.status, reply.headers.ratelimit]).toEqual([200, undefined]);
+          expect(errors.map((e) => (e as { code?: string }).code)).toEqual(['ERR_SLUICE_STORE_FAILURE']);
+        },
+      );
+
+      it.each(['throw', 'reject'] as const)('store that %ss, storeFailure deny: 503', async (mode) => {
+        const errors: Error[] = [];
+        await build({
+          options: {
+            name: 'w',
+            algorithm: window(1),
+            store: failingStore(mode),
+            storeFailure: 'deny',
+            onError: (e) => errors.push(e),
+          },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        const reply = await get('/');
+        expect([reply.status, reply.headers['retry-after'], reply.headers.ratelimit]).toEqual([
+          503,
+          '1',
+          undefined,
+        ]);
+        expect(reply.body).toMatchObject({
+          type: TEMPORARY_REDUCED_CAPACITY,
+          status: 503,
+          'violated-policies': [],
+        });
+        expect(errors).toHaveLength(1);
+      });
+    });
+
+    describe("onLimit: 'delay'", () => {
+      it('holds queued requests for the decision delay, refuses when the queue is full', async () => {
+        const holds: number[] = [];
+        const queue = leakyBucketQueue({ rate: 1, period: '1s', burst: 1, queue: 2 });
+        const hold = async (ms: number) => {
+          holds.push(ms);
+        };
+        await build({
+          options: { name: 'q', algorithm: queue, store, onLimit: 'delay', hold },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        const first = await get('/');
+        expect([first.status, first.headers.ratelimit, first.headers['ratelimit-policy']]).toEqual([
+          200,
+          '"q";r=2;t=1',
+          '"q";q=3;w=3',
+        ]);
+        expect((await get('/')).headers.ratelimit).toBe('"q";r=1;t=2');
+        expect((await get('/')).headers.ratelimit).toBe('"q";r=0;t=3');
+        expect(holds).toEqual([1000, 2000]);
+        const full = await get('/');
+        // Held once for its retryAfter (the fake clock did not move), then refused.
+        expect([full.status, full.headers['retry-after']]).toEqual([429, '3']);
+        expect(holds).toEqual([1000, 2000, 1000]);
+      });
+
+      it('holds a refused request until its retryAfter, then checks once more', async () => {
+        const holds: number[] = [];
+        const hold = async (ms: number) => {
+          holds.push(ms);
+          now += ms;
+        };
+        await build({
+          options: {
+            name: 'tb',
+            algorithm: tokenBucket({ capacity: 1, refillInterval: '1s' }),
+            store,
+            onLimit: 'delay',
+            hold,
+          },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        expect((await get('/')).status).toBe(200);
+        expect((await get('/')).status).toBe(200);
+        expect(holds).toEqual([1000]);
+      });
+
+      it('refuses a wait longer than maxDelay and gives the queue slot back', async () => {
+        const holds: number[] = [];
+        await build({
+          options: {
+            name: 'q',
+            algorithm: leakyBucketQueue({ rate: 1, period: '1s', burst: 1, queue: 5 }),
+            store,
+            onLimit: 'delay',
+            maxDelay: 1500,
+            hold: async (ms) => {
+              holds.push(ms);
+            },
+          },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        expect((await get('/')).status).toBe(200);
+        expect((await get('/')).status).toBe(200);
+        const tooLong = await get('/');
+        expect([tooLong.status, tooLong.headers['retry-after']]).toEqual([429, '2']);
+        // Without the refund this would be a 3 s wait.
+        expect((await get('/')).headers['retry-after']).toBe('2');
+        expect(holds).toEqual([1000]);
+      });
+
+      it('a client that disconnects while held gives its slot back', async () => {
+        const holds: number[] = [];
+        let aborted = false;
+        let held!: () => void;
+        const firstHold = new Promise<void>((resolve) => {
+          held = resolve;
+        });
+        const hold = (ms: number, signal: AbortSignal) => {
+          holds.push(ms);
+          if (holds.length > 1) return Promise.resolve();
+          held();
+          return new Promise<void>((_resolve, reject) => {
+            signal.addEventListener('abort', () => {
+              aborted = true;
+              reject(signal.reason);
+            });
+          });
+        };
+        await build({
+          options: {
+            name: 'q',
+            algorithm: leakyBucketQueue({ rate: 1, period: '1s', burst: 1, queue: 5 }),
+            store,
+            onLimit: 'delay',
+            hold,
+          },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        const base = await app!.listen();
+        expect((await fetch(`${base}/`)).status).toBe(200);
+        const leaving = httpRequest(`${base}/`);
+        leaving.on('error', () => undefined);
+        leaving.end();
+        await firstHold;
+        leaving.destroy();
+        await vi.waitFor(() => expect(aborted).toBe(true));
+        const next = await fetch(`${base}/`);
+        expect(next.status).toBe(200);
+        // The departed request's 1 s slot was given back: the next one waits 1 s, not 2 s.
+        expect(holds).toEqual([1000, 1000]);
+      });
+    });
+
+    it('serves a keep-alive connection request after request', async () => {
+      await build({
+        options: { name: 'w', algorithm: window(3), store },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      const base = await app!.listen();
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const results: [number, string | undefined, boolean][] = [];
+      try {
+        for (let i = 0; i < 4; i++) {
+          results.push(
+            await new Promise((resolve, reject) => {
+              const req = httpRequest(`${base}/`, { agent }, (res) => {
+                res.resume();
+                res.on('end', () =>
+                  resolve([res.statusCode!, res.headers.ratelimit as string, req.reusedSocket]),
+                );
+              });
+              req.on('error', reject);
+              req.end();
+            }),
+          );
+        }
+      } finally {
+        agent.destroy();
+      }
+      expect(results).toEqual([
+        [200, '"w";r=2;t=10', false],
+        [200, '"w";r=1;t=10', true],
+        [200, '"w";r=0;t=10', true],
+        [429, '"w";r=0;t=10', true],
+      ]);
+    });
+
+    if (subject.routeConfig) {
+      it('per-route config adds, overrides and exempts; the decorator limits one route', async () => {
+        await build({
+          options: { name: 'burst', algorithm: window(1), store },
+          routes: [
+            { method: 'GET', path: '/a' },
+            { method: 'GET', path: '/exempt', limit: false },
+            {
+              method: 'GET',
+              path: '/override',
+              limit: { limits: [{ name: 'burst', algorithm: window(3) }] },
+            },
+            {
+              method: 'GET',
+              path: '/extra',
+              limit: { limits: [{ name: 'login', algorithm: fixedWindow({ limit: 5, window: '1m' }) }] },
+            },
+            {
+              method: 'GET',
+              path: '/decorated',
+              limit: false,
+              decorator: { name: 'deco', algorithm: window(1) },
+            },
+          ],
+        });
+        expect((await get('/a')).headers.ratelimit).toBe('"burst";r=0;t=10');
+        expect((await get('/a')).status).toBe(429);
+        for (let i = 0; i < 3; i++) {
+          const reply = await get('/exempt');
+          expect([reply.status, reply.headers.ratelimit]).toEqual([200, undefined]);
+        }
+        const override = await get('/override');
+        expect([override.status, override.headers['ratelimit-policy'], override.headers.ratelimit]).toEqual([
+          200,
+          '"burst";q=3;w=10',
+          '"burst";r=2;t=10',
+        ]);
+        const extra = await get('/extra');
+        expect([extra.status, extra.headers.ratelimit]).toEqual([429, '"burst";r=0;t=10, "login";r=5;t=0']);
+        expect((await get('/decorated')).headers.ratelimit).toBe('"deco";r=0;t=10');
+        expect((await get('/decorated')).status).toBe(429);
+      });
+    }
+
+    it('rejects bad options at creation with coded errors', async () => {
+      const algorithm = window(1);
+      const code = (options: unknown) =>
+        subject.create(options).then(
+          () => 'created',
+          (error: { code?: string }) => error.code,
+        );
+      expect(await code({ algorithm, bogus: 1 })).toBe('ERR_SLUICE_UNKNOWN_OPTION');
+      expect(await code({ algorithm, headers: 'draft-99' })).toBe('ERR_SLUICE_INVALID_OPTION');
+      expect(await code({ algorithm, limits: [{ algorithm }] })).toBe('ERR_SLUICE_INVALID_OPTION');
+      expect(await code({ name: 'no-algorithm', store })).toBe('ERR_SLUICE_MISSING_OPTION');
+      expect(await code({ algorithm, cost: 0 })).toBe('ERR_SLUICE_INVALID_OPTION');
+      expect(await code({ algorithm, allowList: ['10.0.0.0/33'] })).toBe('ERR_SLUICE_INVALID_OPTION');
+      expect(await code({ algorithm: leakyBucketQueue({ rate: 1, period: '1s', queue: 1 }) })).toBe(
+        'ERR_SLUICE_INVALID_OPTION',
+      );
+      expect(
+        await code({
+          limits: [
+            { name: 'a', algorithm },
+            { name: 'a', algorithm },
+          ],
+        }),
+      ).toBe('ERR_SLUICE_DUPLICATE_LIMIT');
+      expect(await code({ algorithm, key: byIp() })).toBe('created');
+    });
+  });
+}
