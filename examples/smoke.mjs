@@ -1,0 +1,143 @@
+// Smoke test for every example: start it on a free port, fire a burst, check statuses and headers,
+// stop it. Exits non-zero on the first failure. Run from the repo root: node examples/smoke.mjs
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+const children = [];
+
+function fail(message) {
+  console.error(`smoke: FAIL ${message}`);
+  for (const child of children) child.kill('SIGKILL');
+  process.exit(1);
+}
+
+function check(condition, message) {
+  if (!condition) fail(message);
+}
+
+async function freePort() {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Starts an example with tsx and resolves to its base URL once it prints `listening on <url>`. */
+async function start(name, env = {}) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: here(`./${name}/`),
+    env: { ...process.env, PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start in 30 s:\n${output}`)), 30_000);
+    const read = (chunk) => {
+      output += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ base: match[1], child });
+      }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+async function stop(child) {
+  child.removeAllListeners('exit');
+  child.kill('SIGTERM');
+  await once(child, 'exit');
+}
+
+/** A burst of 8 concurrent requests against a 5-token bucket: 5 (or 6, if a token refilled) pass. */
+async function burst(name, base) {
+  const responses = await Promise.all(Array.from({ length: 8 }, () => fetch(`${base}/`)));
+  const allowed = responses.filter((r) => r.status === 200);
+  const refused = responses.filter((r) => r.status === 429);
+  check(
+    allowed.length + refused.length === 8,
+    `${name}: unexpected statuses ${responses.map((r) => r.status)}`,
+  );
+  check(allowed.length >= 5 && allowed.length <= 6, `${name}: ${allowed.length} of 8 allowed, expected 5`);
+  for (const response of responses) {
+    check(response.headers.get('ratelimit-policy') === '"burst";q=5;w=5', `${name}: RateLimit-Policy`);
+    check(/^"burst";r=\d;t=\d+$/.test(response.headers.get('ratelimit') ?? ''), `${name}: RateLimit header`);
+  }
+  const remaining = allowed.map((r) => Number(/r=(\d)/.exec(r.headers.get('ratelimit'))[1])).sort();
+  check(remaining.slice(0, 5).join() === '0,1,2,3,4', `${name}: remaining values ${remaining}`);
+  const problem = refused[0];
+  check(Number(problem.headers.get('retry-after')) >= 1, `${name}: Retry-After`);
+  check(problem.headers.get('content-type').startsWith('application/problem+json'), `${name}: problem type`);
+  const body = await problem.json();
+  check(body.type === 'https://iana.org/assignments/http-problem-types#quota-exceeded', `${name}: body type`);
+  await Promise.all(responses.map((r) => (r.bodyUsed ? undefined : r.arrayBuffer())));
+  console.log(`smoke: ${name}: ${allowed.length} allowed, ${refused.length} refused, headers and body ok`);
+}
+
+async function example(name, env, extra) {
+  const { base, child } = await start(name, env);
+  try {
+    await burst(name, base);
+    if (extra) await extra(base);
+  } finally {
+    await stop(child);
+  }
+}
+
+try {
+  await example('express', {}, async (base) => {
+    // The per-route login limit: 3 per minute on top of the global burst limit (already spent).
+    const login = await fetch(`${base}/login`, { method: 'POST' });
+    check(login.status === 429, `express: /login after the burst should be refused, got ${login.status}`);
+  });
+  await example('fastify', {}, async (base) => {
+    const health = await fetch(`${base}/health`);
+    check(health.status === 200 && health.headers.get('ratelimit') === null, 'fastify: /health is exempt');
+  });
+  if (spawnSync('redis-server', ['--version']).status === 0) {
+    const port = await freePort();
+    const redis = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    children.push(redis);
+    // Wait until it answers (the example waits for its connection, but needs a server to connect to).
+    for (
+      let i = 0;
+      spawnSync('redis-cli', ['-p', String(port), 'ping'])
+        .stdout?.toString()
+        .trim() !== 'PONG';
+      i++
+    ) {
+      check(i < 100, 'redis: redis-server did not start');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    try {
+      await example('redis', { REDIS_URL: `redis://127.0.0.1:${port}` });
+    } finally {
+      redis.kill('SIGTERM');
+      await once(redis, 'exit');
+    }
+  } else {
+    console.log('smoke: redis: skipped (no redis-server on PATH)');
+  }
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error));
+}
+console.log('smoke: all examples passed');
