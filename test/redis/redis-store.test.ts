@@ -38,10 +38,31 @@ const ALGORITHMS: readonly [string, Algorithm][] = [
 
 describe('keys', () => {
   it('escapes braces and backslashes injectively, leaving no } inside the tag', () => {
-    const keys = ['a', '{a}', '\\(a', '\\{a', '{', '}', '\\', '\\\\', '(', '\\(', 'x}y{z', ''];
+    const keys = [
+      'a',
+      '{a}',
+      '\\(a',
+      '\\{a',
+      '{',
+      '}',
+      '\\',
+      '\\\\',
+      '(',
+      '\\(',
+      'x}y{z',
+      '',
+      '\ud83d',
+      '\ud83e',
+      '\\ud83d',
+      '\ud83d\ude00',
+    ];
     const escaped = keys.map(escapeKey);
     expect(new Set(escaped).size).toBe(keys.length);
-    for (const e of escaped) expect(e).not.toContain('}');
+    for (const e of escaped) {
+      expect(e).not.toContain('}');
+      // Survives UTF-8 (no lone surrogate left to become U+FFFD).
+      expect(Buffer.from(e, 'utf8').toString('utf8')).toBe(e);
+    }
   });
 
   it('lays keys out as <prefix><fingerprint>:{<escaped key>}', () => {

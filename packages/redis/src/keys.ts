@@ -1,23 +1,21 @@
-import type { Algorithm } from '@sluice/core';
+// Backslash, braces, and lone UTF-16 surrogates (which UTF-8 encoding would turn into U+FFFD,
+// so that distinct keys would collide on the wire).
+const SPECIAL = /[\\{}]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const SPECIAL_ALL = new RegExp(SPECIAL.source, 'g');
 
-const SPECIAL = /[\\{}]/;
-const SPECIAL_ALL = /[\\{}]/g;
-const ESCAPES: Readonly<Record<string, string>> = { '\\': '\\\\', '{': '\\(', '}': '\\)' };
-
-/**
- * Makes a user key safe inside a hash tag: `\` → `\\`, `{` → `\(`, `}` → `\)`. The result holds no
- * `}` (so the tag cannot end early and move the slot) and the mapping is injective (every `\` starts
- * a two-character escape), so two user keys never share a Redis key.
- */
-export function escapeKey(key: string): string {
-  return SPECIAL.test(key) ? key.replace(SPECIAL_ALL, (c) => ESCAPES[c]!) : key;
+function escapeOne(c: string): string {
+  if (c === '\\') return '\\\\';
+  if (c === '{') return '\\(';
+  if (c === '}') return '\\)';
+  return `\\u${c.charCodeAt(0).toString(16)}`;
 }
 
 /**
- * The Redis key of one limit's state: `<prefix><fingerprint>:{<escaped user key>}`. Only the user
- * key is in the hash tag, so every limit of one user key lands in one slot (one script on a
- * Cluster); the fingerprint keeps differently configured limits apart.
+ * Makes a user key safe inside a hash tag: `\` → `\\`, `{` → `\(`, `}` → `\)`, a lone surrogate →
+ * `\u` + its 4 hex digits. The result holds no `}` (so the tag cannot end early and move the slot)
+ * and encodes to UTF-8 without loss, and the mapping is injective (every `\` starts an escape), so
+ * two user keys never share a Redis key.
  */
-export function stateKey(prefix: string, algorithm: Algorithm, key: string): string {
-  return `${prefix}${algorithm.fingerprint}:{${escapeKey(key)}}`;
+export function escapeKey(key: string): string {
+  return SPECIAL.test(key) ? key.replace(SPECIAL_ALL, escapeOne) : key;
 }

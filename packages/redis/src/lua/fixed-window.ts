@@ -8,14 +8,17 @@ local fixed_window = { nparams = 2 }
 
 function fixed_window.prepare(p) return { limit = p[1], window = p[2] } end
 
+-- Time is read EPSILON late: a window boundary EPSILON away is already crossed.
+local function window_start(now, c) return math.floor((now + EPSILON) / c.window) * c.window end
+
 local function current(state, now, c)
-  local start = math.floor(now / c.window) * c.window
+  local start = window_start(now, c)
   if state ~= nil and state[2] == start then return state[1] end
   return 0
 end
 
 local function evaluate(count, now, cost, c, consuming)
-  local reset_after = ceil_ms(math.floor(now / c.window) * c.window + c.window - now)
+  local reset_after = ceil_ms(window_start(now, c) + c.window - now)
   if cost > c.limit then
     local reset = 0
     if count > 0 then reset = reset_after end
@@ -34,7 +37,7 @@ function fixed_window.consume(state, now, cost, c)
   local count = current(state, now, c)
   local decision = evaluate(count, now, cost, c, true)
   if not decision[1] then return decision, state, false end
-  return decision, { count + cost, math.floor(now / c.window) * c.window }, true
+  return decision, { count + cost, window_start(now, c) }, true
 end
 
 function fixed_window.peek(state, now, cost, c) return evaluate(current(state, now, c), now, cost, c, false) end

@@ -24,8 +24,7 @@ local function evaluate(state, now, cost, c, consuming)
   local ttl = tat - now
   if allowed and consuming then ttl = new_tat - now end
   local headroom = c.tolerance - ttl
-  local remaining = 0
-  if headroom > -c.emission then remaining = math.max(0, math.floor(headroom / c.emission + EPSILON)) end
+  local remaining = math.max(0, math.floor((headroom + EPSILON) / c.emission))
   if allowed then return decide(true, c.burst, remaining, ceil_ms(ttl), 0, 0, NONE), { new_tat }, true end
   local never = increment > c.tolerance + EPSILON
   if never then return decide(false, c.burst, remaining, ceil_ms(ttl), -1, 0, COST), state, false end

@@ -19,22 +19,22 @@ local function evaluate(state, now, cost, c, consuming)
   local drain_at = now
   if state ~= nil and not (state[1] < now) then drain_at = state[1] end
   local new_drain_at = drain_at + cost * c.interval
-  -- Units queued ahead of and including this request; the first burst of them go at once.
-  local depth = (new_drain_at - now) / c.interval
-  local delay = math.max(0, (depth - c.burst) * c.interval)
-  local allowed = depth <= c.capacity + EPSILON and delay <= c.max_delay + EPSILON
+  -- The queue ahead of and including this request, in ms; the first burst units go at once.
+  local backlog = new_drain_at - now
+  local delay = math.max(0, backlog - c.burst * c.interval)
+  local allowed = backlog <= c.capacity * c.interval + EPSILON and delay <= c.max_delay + EPSILON
+  -- Whole free places when the queue drains at drain.
+  local function free(drain)
+    return math.max(0, math.min(c.capacity, math.floor((c.capacity * c.interval - (drain - now) + EPSILON) / c.interval)))
+  end
   if allowed and not consuming then
-    local queued = (drain_at - now) / c.interval
-    return decide(true, c.capacity, math.max(0, math.floor(c.capacity - queued + EPSILON)),
-      ceil_ms(drain_at - now), 0, 0, NONE), state, false
+    return decide(true, c.capacity, free(drain_at), ceil_ms(drain_at - now), 0, 0, NONE), state, false
   end
   if allowed then
-    local remaining = math.max(0, math.floor(c.capacity - depth + EPSILON))
-    return decide(true, c.capacity, remaining, ceil_ms(new_drain_at - now), 0, ceil_ms(delay - EPSILON), NONE),
+    return decide(true, c.capacity, free(new_drain_at), ceil_ms(new_drain_at - now), 0, ceil_ms(delay), NONE),
       { new_drain_at }, true
   end
-  local queued = (drain_at - now) / c.interval
-  local remaining = math.max(0, math.floor(c.capacity - queued + EPSILON))
+  local remaining = free(drain_at)
   if cost > c.capacity then
     return decide(false, c.capacity, remaining, ceil_ms(drain_at - now), -1, 0, COST), state, false
   end

@@ -16,10 +16,11 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
--- decision.ts ceilMs: ms to whole ms, rounded up, never negative.
+-- decision.ts ceilMs: ms to whole ms, rounded up, never negative; within EPSILON of a whole ms
+-- rounds down to it (the algorithms read time EPSILON late).
 local function ceil_ms(ms)
-  if ms <= 0 then return 0 end
-  return math.ceil(ms - 1e-9)
+  if ms <= EPSILON then return 0 end
+  return math.ceil(ms - EPSILON)
 end
 
 local function decide(allowed, limit, remaining, reset_after, retry_after, delay, reason)

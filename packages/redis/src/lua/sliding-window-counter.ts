@@ -28,10 +28,16 @@ local function align(state, index, c)
   return counts
 end
 
+-- Time is read EPSILON late: a sub-window boundary EPSILON away is already crossed, and the
+-- oldest sub-window's weight is the one EPSILON later.
+local function sub_window(now, c) return math.floor((now + EPSILON) / c.size) end
+
+local function weighted(oldest, elapsed, c) return oldest * math.max(0, c.size - elapsed - EPSILON) end
+
 local function estimate(counts, elapsed, c)
   local total = 0
   for i = 1, c.precision do total = total + counts[i] end
-  return total + (counts[c.precision + 1] * (c.size - elapsed)) / c.size
+  return total + weighted(counts[c.precision + 1], elapsed, c) / c.size
 end
 
 -- Earliest offset from now at which estimate + cost <= limit, walking sub-window boundaries.
@@ -43,8 +49,8 @@ local function wait_for(counts, elapsed, cost, c)
     for i = 1, c.precision do full = full + shifted[i] end
     local oldest = shifted[c.precision + 1]
     local room = c.limit - cost - full
-    if room >= -EPSILON then
-      if oldest * (c.size - at) <= room * c.size + EPSILON then return offset end
+    if room >= 0 then
+      if weighted(oldest, at, c) <= room * c.size then return offset end
       return offset + c.size * (1 - room / oldest) - at
     end
     offset = offset + (c.size - at)
@@ -68,25 +74,25 @@ local function evaluate(counts, index, now, cost, c, consuming)
   local elapsed = now - index * c.size
   local used = estimate(counts, elapsed, c)
   if cost > c.limit then
-    return decide(false, c.limit, math.max(0, math.floor(c.limit - used + EPSILON)),
+    return decide(false, c.limit, math.max(0, math.floor(c.limit - used)),
       reset_after(counts, index, now, c), -1, 0, COST)
   end
-  if used + cost <= c.limit + EPSILON then
+  if used + cost <= c.limit then
     if not consuming then
-      return decide(true, c.limit, math.max(0, math.floor(c.limit - used + EPSILON)),
+      return decide(true, c.limit, math.max(0, math.floor(c.limit - used)),
         reset_after(counts, index, now, c), 0, 0, NONE)
     end
     local after = copy(counts)
     after[1] = after[1] + cost
-    return decide(true, c.limit, math.max(0, math.floor(c.limit - used - cost + EPSILON)),
+    return decide(true, c.limit, math.max(0, math.floor(c.limit - used - cost)),
       reset_after(after, index, now, c), 0, 0, NONE)
   end
-  return decide(false, c.limit, math.max(0, math.floor(c.limit - used + EPSILON)),
+  return decide(false, c.limit, math.max(0, math.floor(c.limit - used)),
     reset_after(counts, index, now, c), ceil_ms(wait_for(counts, elapsed, cost, c)), 0, RATE)
 end
 
 function sliding_window_counter.consume(state, now, cost, c)
-  local index = math.floor(now / c.size)
+  local index = sub_window(now, c)
   local counts = align(state, index, c)
   local decision = evaluate(counts, index, now, cost, c, true)
   if not decision[1] then return decision, state, false end
@@ -99,7 +105,7 @@ function sliding_window_counter.consume(state, now, cost, c)
 end
 
 function sliding_window_counter.peek(state, now, cost, c)
-  local index = math.floor(now / c.size)
+  local index = sub_window(now, c)
   return evaluate(align(state, index, c), index, now, cost, c, false)
 end
 

@@ -12,7 +12,7 @@ function sliding_window_log.prepare(p) return { limit = p[1], window = p[2] } en
 -- Index of the first entry still inside (now - window, now], and the units those entries hold.
 local function live(log, now, c)
   local first = 1
-  while first <= #log and log[first] <= now - c.window do first = first + 2 end
+  while first <= #log and log[first] <= now + EPSILON - c.window do first = first + 2 end
   local used = 0
   for i = first + 1, #log, 2 do used = used + log[i] end
   return first, used

@@ -23,30 +23,33 @@ local function empty_at(state, now, c)
   return state[1]
 end
 
+-- Whole tokens in accrued ms of refill (compared in ms, not tokens).
+local function whole(accrued, c)
+  return math.max(0, math.min(c.capacity, math.floor((accrued + EPSILON) / c.per_token)))
+end
+
 local function continuous_peek(state, now, cost, c)
   local empty = empty_at(state, now, c)
-  local tokens = (now - empty) / c.per_token
-  if cost > c.capacity then
-    return decide(false, c.capacity, 0, ceil_ms(empty + c.full_span - now), -1, 0, COST)
+  local accrued = now - empty
+  local reset_after = ceil_ms(empty + c.full_span - now)
+  if cost > c.capacity then return decide(false, c.capacity, whole(accrued, c), reset_after, -1, 0, COST) end
+  if accrued + EPSILON >= cost * c.per_token then
+    return decide(true, c.capacity, whole(accrued, c), reset_after, 0, 0, NONE)
   end
-  if tokens + EPSILON >= cost then
-    return decide(true, c.capacity, math.floor(tokens + EPSILON), ceil_ms(empty + c.full_span - now), 0, 0, NONE)
-  end
-  return decide(false, c.capacity, math.max(0, math.floor(tokens + EPSILON)),
-    ceil_ms(empty + c.full_span - now), ceil_ms(empty + cost * c.per_token - now), 0, RATE)
+  return decide(false, c.capacity, whole(accrued, c), reset_after, ceil_ms(empty + cost * c.per_token - now), 0, RATE)
 end
 
 local function continuous_consume(state, now, cost, c)
   local empty = empty_at(state, now, c)
-  local tokens = (now - empty) / c.per_token
-  if cost <= c.capacity and tokens + EPSILON >= cost then
+  local accrued = now - empty
+  if cost <= c.capacity and accrued + EPSILON >= cost * c.per_token then
     local next = empty + cost * c.per_token
-    return decide(true, c.capacity, math.floor(tokens - cost + EPSILON), ceil_ms(next + c.full_span - now), 0, 0, NONE),
+    return decide(true, c.capacity, whole(now - next, c), ceil_ms(next + c.full_span - now), 0, 0, NONE),
       { next }, true
   end
   if not c.strict or cost > c.capacity then return continuous_peek(state, now, cost, c), state, false end
   -- Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
-  local next = { now - math.max(0, math.floor(tokens + EPSILON)) * c.per_token }
+  local next = { now - whole(accrued, c) * c.per_token }
   return continuous_peek(next, now, cost, c), next, true
 end
 
@@ -56,7 +59,7 @@ local function refill(state, now, c)
   if state == nil then return c.capacity, now end
   local tokens, last = state[1], state[2]
   local steps = 0
-  if now > last then steps = math.floor((now - last) / c.interval) end
+  if now > last then steps = math.floor((now - last + EPSILON) / c.interval) end
   local refilled = tokens + steps * c.amount
   if refilled >= c.capacity then return c.capacity, now end
   return refilled, last + steps * c.interval
@@ -69,7 +72,7 @@ end
 
 local function report(tokens, last, now, cost, c)
   local reset_after = time_to_hold(tokens, last, c.capacity, now, c)
-  if cost > c.capacity then return decide(false, c.capacity, 0, reset_after, -1, 0, COST) end
+  if cost > c.capacity then return decide(false, c.capacity, tokens, reset_after, -1, 0, COST) end
   if tokens >= cost then return decide(true, c.capacity, tokens, reset_after, 0, 0, NONE) end
   return decide(false, c.capacity, tokens, reset_after, time_to_hold(tokens, last, cost, now, c), 0, RATE)
 end
@@ -81,11 +84,10 @@ local function stepped_consume(state, now, cost, c)
     return decide(true, c.capacity, left, time_to_hold(left, last, c.capacity, now, c), 0, 0, NONE),
       { left, last }, true
   end
-  local after = { tokens, last }
-  if c.strict and cost <= c.capacity then after = { tokens, now } end
-  local decision = report(after[1], after[2], now, cost, c)
-  if state == nil and not c.strict then return decision, state, false end
-  return decision, after, true
+  -- A refusal writes nothing, except that a strict bucket restarts its refill clock (keeping the
+  -- tokens in hand) when the cost could fit.
+  if not c.strict or cost > c.capacity then return report(tokens, last, now, cost, c), state, false end
+  return report(tokens, now, now, cost, c), { tokens, now }, true
 end
 
 -- Dispatch ---------------------------------------------------------------------------------------

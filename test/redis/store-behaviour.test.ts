@@ -1,0 +1,24 @@
+import { RedisStore } from '@sluice/redis';
+import { afterAll } from 'vitest';
+import { describeStoreBehaviour } from '../suites/store-behaviour.js';
+import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+
+const standalone = await connectRedis();
+const cluster = await connectCluster();
+afterAll(() => {
+  standalone.disconnect();
+  cluster.disconnect();
+});
+
+// A long timeout and fail-closed policy: a slow answer on a loaded machine must fail the suite
+// loudly rather than pass as a fail-open decision.
+const options = { timeout: 5_000, failurePolicy: 'deny' as const, breaker: false as const };
+
+describeStoreBehaviour(
+  'RedisStore (standalone)',
+  () => new RedisStore({ client: standalone, prefix: uniquePrefix('suite'), ...options }),
+);
+describeStoreBehaviour(
+  'RedisStore (Cluster)',
+  () => new RedisStore({ client: cluster, prefix: uniquePrefix('suite'), ...options }),
+);
