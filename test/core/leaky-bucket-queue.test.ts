@@ -31,10 +31,21 @@ describe('leakyBucketQueue', () => {
 
   it('with both bounds, the tighter one applies, and retryAfter waits for it', () => {
     const run = new Run(leakyBucketQueue({ rate: 1, period: 1000, queue: 10, maxDelay: 1500 }));
-    expect([0, 0].map(() => run.at(0).delay)).toEqual([0, 1000]);
-    expect(run.at(0)).toEqual(refuse(11, 9, 2000, 500, P));
+    expect(run.at(0)).toEqual(allow(2, 1, 1000, P, 0));
+    expect(run.at(0)).toEqual(allow(2, 0, 2000, P, 1000));
+    expect(run.at(0)).toEqual(refuse(2, 0, 2000, 500, P));
     expect(run.fork().at(499)).toMatchObject({ allowed: false, retryAfter: 1 });
-    expect(run.at(500)).toEqual(allow(11, 8, 2500, P, 1500));
+    expect(run.at(500)).toEqual(allow(2, 0, 2500, P, 1500));
+  });
+
+  it('regression: a maxDelay tighter than the queue reports the units it can really hold, and a cost beyond them is refused for good', () => {
+    // Before: limit 11 and remaining 9 for a queue that refused the next request, and a cost of 3
+    // refused with retryAfter 1000 although no wait could ever admit it.
+    const run = new Run(leakyBucketQueue({ rate: 1, period: 1000, queue: 10, maxDelay: 1500 }));
+    expect(run.algorithm.limit).toBe(2);
+    expect(run.peek(0)).toEqual(allow(2, 2, 0, P));
+    expect(run.at(0, 3)).toEqual(refuse(2, 2, 0, -1, P, 'cost-exceeds-limit'));
+    expect(run.at(0, 2)).toEqual(allow(2, 0, 2000, P, 1000));
   });
 
   it('queue 0 never delays: a plain meter', () => {

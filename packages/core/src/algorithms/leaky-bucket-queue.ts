@@ -61,7 +61,10 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     options.queue === undefined
       ? Math.floor((maxDelay + EPSILON) / interval)
       : integerOption('queue', options.queue, 0);
-  const capacity = burst + queue;
+  // The deepest backlog either bound allows, in ms, and the most units it can ever hold: with a
+  // maxDelay tighter than the queue, the queue is never reachable past it.
+  const room = Math.min((burst + queue) * interval, burst * interval + maxDelay);
+  const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + EPSILON) / interval));
   const params = { rate, period, burst, queue, maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0 };
 
   const evaluate = (
@@ -77,10 +80,10 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     // scale with the rate); the first `burst` units go at once.
     const backlog = newDrainAt - now;
     const delay = Math.max(0, backlog - burst * interval);
-    const allowed = backlog <= capacity * interval + EPSILON && delay <= maxDelay + EPSILON;
+    const allowed = backlog <= room + EPSILON;
     // Whole free places when the queue drains at `drain`.
     const free = (drain: number) =>
-      Math.max(0, Math.min(capacity, Math.floor((capacity * interval - (drain - now) + EPSILON) / interval)));
+      Math.max(0, Math.min(capacity, Math.floor((room - (drain - now) + EPSILON) / interval)));
     if (allowed && !consuming) {
       return {
         drainAt: state,
@@ -119,8 +122,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
       };
     }
     // Wait until the queue has drained enough for this cost to fit under both bounds.
-    const fitDepth = Math.min(capacity, Number.isFinite(maxDelay) ? maxDelay / interval + burst : capacity);
-    const wait = drainAt + cost * interval - fitDepth * interval - now;
+    const wait = drainAt + cost * interval - room - now;
     return {
       drainAt: state,
       decision: decide(
