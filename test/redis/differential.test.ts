@@ -38,6 +38,10 @@ const ALGORITHMS: readonly [string, Algorithm][] = [
   ['sliding window counter, precision 4', slidingWindowCounter({ limit: 7, window: 90_000, precision: 4 })],
   ['leaky bucket queue', leakyBucketQueue({ rate: 2, period: 60_000, burst: 2, queue: 3 })],
   ['leaky bucket queue, maxDelay', leakyBucketQueue({ rate: 3, period: 70_000, maxDelay: 50_000 })],
+  [
+    'leaky bucket queue, maxDelay tighter than queue',
+    leakyBucketQueue({ rate: 1, period: 60_000, burst: 2, queue: 10, maxDelay: 90_000 }),
+  ],
 ];
 
 const step = fc.record({

@@ -11,7 +11,9 @@ function leaky_bucket_queue.prepare(p)
   c.interval = c.period / c.rate
   c.max_delay = math.huge
   if c.bounded then c.max_delay = p[5] end
-  c.capacity = c.burst + c.queue
+  -- The deepest backlog either bound allows, in ms, and the most units it can ever hold.
+  c.room = math.min((c.burst + c.queue) * c.interval, c.burst * c.interval + c.max_delay)
+  c.capacity = math.min(c.burst + c.queue, c.burst + math.floor((c.max_delay + EPSILON) / c.interval))
   return c
 end
 
@@ -22,10 +24,10 @@ local function evaluate(state, now, cost, c, consuming)
   -- The queue ahead of and including this request, in ms; the first burst units go at once.
   local backlog = new_drain_at - now
   local delay = math.max(0, backlog - c.burst * c.interval)
-  local allowed = backlog <= c.capacity * c.interval + EPSILON and delay <= c.max_delay + EPSILON
+  local allowed = backlog <= c.room + EPSILON
   -- Whole free places when the queue drains at drain.
   local function free(drain)
-    return math.max(0, math.min(c.capacity, math.floor((c.capacity * c.interval - (drain - now) + EPSILON) / c.interval)))
+    return math.max(0, math.min(c.capacity, math.floor((c.room - (drain - now) + EPSILON) / c.interval)))
   end
   if allowed and not consuming then
     return decide(true, c.capacity, free(drain_at), ceil_ms(drain_at - now), 0, 0, NONE), state, false
@@ -39,10 +41,7 @@ local function evaluate(state, now, cost, c, consuming)
     return decide(false, c.capacity, remaining, ceil_ms(drain_at - now), -1, 0, COST), state, false
   end
   -- Wait until the queue has drained enough for this cost to fit under both bounds.
-  local fit = c.capacity
-  if c.bounded then fit = c.max_delay / c.interval + c.burst end
-  local fit_depth = math.min(c.capacity, fit)
-  local wait = drain_at + cost * c.interval - fit_depth * c.interval - now
+  local wait = drain_at + cost * c.interval - c.room - now
   return decide(false, c.capacity, remaining, ceil_ms(drain_at - now), math.max(1, ceil_ms(wait)), 0, RATE),
     state, false
 end
