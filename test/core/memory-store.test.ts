@@ -1,4 +1,108 @@
-import { MemoryStore } from '@sluice/core';
+import { fixedWindow, Limiter, MemoryStore, tokenBucket } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
 import { describeStoreBehaviour } from '../suites/store-behaviour.js';
+import { T0 } from './helpers.js';
 
 describeStoreBehaviour('MemoryStore', () => new MemoryStore());
+describeStoreBehaviour('MemoryStore (fixed base time)', () => new MemoryStore(), { baseTime: T0 });
+
+describe('MemoryStore bounds', () => {
+  it('a flood of unique keys never holds more than maxKeys', () => {
+    const store = new MemoryStore({ maxKeys: 100 });
+    const limiter = new Limiter({ store, algorithm: tokenBucket({ capacity: 5, refillInterval: '1h' }) });
+    for (let i = 0; i < 10_000; i++) {
+      limiter.check(`flood:${i}`, { now: T0 + i });
+      expect(store.keyCount).toBeLessThanOrEqual(100);
+    }
+    expect(store.keyCount).toBe(100);
+    // The newest keys are the ones kept.
+    expect(store.inspect(limiter.limits[0]!.algorithm, 'flood:9999')).toBeDefined();
+    expect(store.inspect(limiter.limits[0]!.algorithm, 'flood:0')).toBeUndefined();
+  });
+
+  it('maxKeys holds across several limits and layered writes', () => {
+    const store = new MemoryStore({ maxKeys: 50 });
+    const limiter = new Limiter({
+      store,
+      limits: [
+        { name: 'a', algorithm: fixedWindow({ limit: 5, window: '1h' }) },
+        { name: 'b', algorithm: tokenBucket({ capacity: 5, refillInterval: '1h' }) },
+      ],
+    });
+    for (let i = 0; i < 2000; i++) {
+      limiter.check([`ip:${i % 700}`, `user:${i}`], { now: T0 + i });
+      expect(store.keyCount).toBeLessThanOrEqual(50);
+    }
+  });
+
+  it('evicts an expired entry before a live one, even when the live one is older', () => {
+    const store = new MemoryStore({ maxKeys: 3 });
+    const algorithm = tokenBucket({ capacity: 10, refillInterval: 10_000 }); // 1000 ms per token
+    const limiter = new Limiter({ store, algorithm });
+    limiter.check('old-live', { now: T0, cost: 10 }); // full again at +10000
+    limiter.check('expires-soon', { now: T0 + 1, cost: 1 }); // full again at +1001
+    limiter.check('live', { now: T0 + 2, cost: 10 });
+    limiter.check('new', { now: T0 + 5000 });
+    expect(store.keyCount).toBe(3);
+    expect(store.inspect(algorithm, 'expires-soon')).toBeUndefined();
+    for (const key of ['old-live', 'live', 'new']) expect(store.inspect(algorithm, key), key).toBeDefined();
+  });
+
+  it('otherwise evicts the least recently written key', () => {
+    const store = new MemoryStore({ maxKeys: 3 });
+    const algorithm = fixedWindow({ limit: 10, window: '1h' });
+    const limiter = new Limiter({ store, algorithm });
+    for (const key of ['a', 'b', 'c']) limiter.check(key, { now: T0 });
+    limiter.check('a', { now: T0 + 1 }); // a is now the most recently written
+    limiter.check('d', { now: T0 + 2 });
+    expect(store.inspect(algorithm, 'b')).toBeUndefined();
+    for (const key of ['a', 'c', 'd']) expect(store.inspect(algorithm, key), key).toBeDefined();
+    limiter.check('c', { now: T0 + 3 });
+    limiter.check('e', { now: T0 + 4 });
+    expect(store.inspect(algorithm, 'a')).toBeUndefined();
+    for (const key of ['c', 'd', 'e']) expect(store.inspect(algorithm, key), key).toBeDefined();
+  });
+
+  it('a peek or a refusal is not a write: it does not save a key from eviction', () => {
+    const store = new MemoryStore({ maxKeys: 2 });
+    const algorithm = fixedWindow({ limit: 1, window: '1h' });
+    const limiter = new Limiter({ store, algorithm });
+    limiter.check('a', { now: T0 });
+    limiter.check('b', { now: T0 });
+    limiter.peek('a', { now: T0 + 1 });
+    expect(limiter.check('a', { now: T0 + 1 })).toMatchObject({ allowed: false });
+    limiter.check('c', { now: T0 + 2 });
+    expect(store.inspect(algorithm, 'a')).toBeUndefined();
+    expect(store.inspect(algorithm, 'b')).toBeDefined();
+  });
+
+  it('reclaims expired state as new keys arrive, with no timer', () => {
+    const store = new MemoryStore();
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 1, window: 1000 }) });
+    for (let i = 0; i < 100; i++) limiter.check(`early:${i}`, { now: T0 });
+    expect(store.keyCount).toBe(100);
+    for (let i = 0; i < 100; i++) limiter.check(`late:${i}`, { now: T0 + 5000 });
+    expect(store.keyCount).toBe(100);
+  });
+
+  it('uses its clock when a call gives no now', () => {
+    let now = T0;
+    const store = new MemoryStore({ clock: () => now });
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 1, window: 1000 }) });
+    expect(limiter.check('k')).toMatchObject({ allowed: true, resetAfter: 1000 });
+    now += 400;
+    expect(limiter.check('k')).toMatchObject({ allowed: false, retryAfter: 600 });
+    now += 600;
+    expect(limiter.check('k')).toMatchObject({ allowed: true });
+  });
+
+  it('shutdown forgets everything', () => {
+    const store = new MemoryStore();
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 1, window: 1000 }) });
+    limiter.check('k', { now: T0 });
+    store.shutdown();
+    store.shutdown();
+    expect(store.keyCount).toBe(0);
+    expect(limiter.check('k', { now: T0 })).toMatchObject({ allowed: true });
+  });
+});

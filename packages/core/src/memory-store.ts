@@ -1,6 +1,7 @@
 import type { Algorithm } from './algorithm.js';
 import { MemoryLeases } from './concurrency/memory-leases.js';
 import type { Decision } from './decision.js';
+import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { type LimitCall, type Store, settleBatch, UNCHANGED } from './store.js';
 import { assertKnownOptions, integerOption } from './validate.js';
 
@@ -45,6 +46,13 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     assertKnownOptions('MemoryStore', options, KNOWN);
     this.maxKeys = integerOption('maxKeys', options.maxKeys ?? 100_000);
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        `clock must be a function returning ms since the epoch; got ${describeValue(options.clock)}`,
+        { option: 'clock', value: options.clock },
+      );
+    }
     this.clock = options.clock ?? Date.now;
     this.leases = new MemoryLeases(this.maxKeys, this.clock);
   }
