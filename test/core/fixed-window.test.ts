@@ -37,6 +37,20 @@ describe('fixedWindow', () => {
     expect(run.at(0, 4)).toEqual(refuse(3, 0, 1000, -1, P, 'cost-exceeds-limit'));
   });
 
+  it('regression: a late (replayed, out-of-order) request does not reset the newer window', () => {
+    // It used to be counted in its own older window, overwriting the newer window's count: two
+    // more requests then passed in a window that was already full.
+    const run = new Run(fixedWindow({ limit: 2, window: 1000 }));
+    run.at(1000);
+    run.at(1000);
+    expect(run.at(500)).toEqual(refuse(2, 0, 1500, 1500, P));
+    expect(run.at(1001)).toEqual(refuse(2, 0, 999, 999, P));
+    const late = new Run(run.algorithm);
+    late.at(1000);
+    expect(late.at(500)).toEqual(allow(2, 0, 1500, P)); // counted in the window of 1000
+    expect(late.at(1001)).toMatchObject({ allowed: false });
+  });
+
   it('state expires at the end of its window', () => {
     const run = new Run(fixedWindow({ limit: 3, window: 1000 }));
     run.at(200);

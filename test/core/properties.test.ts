@@ -43,13 +43,11 @@ const gcras = fc
 const fixedWindows = fc
   .record({ limit: size, window: span })
   .map((o) => ({ label: `fixedWindow(${JSON.stringify(o)})`, algorithm: fixedWindow(o), strict: false }));
-const logs = fc
-  .record({ limit: size, window: span })
-  .map((o) => ({
-    label: `slidingWindowLog(${JSON.stringify(o)})`,
-    algorithm: slidingWindowLog(o),
-    strict: false,
-  }));
+const logs = fc.record({ limit: size, window: span }).map((o) => ({
+  label: `slidingWindowLog(${JSON.stringify(o)})`,
+  algorithm: slidingWindowLog(o),
+  strict: false,
+}));
 const counters = fc
   .record({ limit: size, window: span, precision: fc.integer({ min: 1, max: 20 }) })
   .map((o) => ({
@@ -224,19 +222,23 @@ describe('properties of every algorithm (fast-check, seeded)', () => {
   it('sliding window counter: at each admission, the exact trailing count ≤ limit + the oldest sub-window, and ≤ 2 × limit', () => {
     fc.assert(
       fc.property(scenario(counters), ([subject, start, requests]) => {
-        const { limit, window, precision } = subject.algorithm.params as Record<string, number>;
-        const sub = window / precision!;
+        const { limit, window, precision } = subject.algorithm.params as {
+          limit: number;
+          window: number;
+          precision: number;
+        };
+        const sub = window / precision;
         const index = (t: number) => Math.floor((t + EPSILON) / sub);
         const admitted = replay(subject.algorithm, start, requests).filter((s) => s.decision.allowed);
         for (const last of admitted) {
           const exact = admitted
-            .filter((s) => s.now > last.now - window! && s.now <= last.now)
+            .filter((s) => s.now > last.now - window && s.now <= last.now)
             .reduce((sum, s) => sum + s.cost, 0);
           const oldest = admitted
-            .filter((s) => s.now <= last.now && index(s.now) === index(last.now) - precision!)
+            .filter((s) => s.now <= last.now && index(s.now) === index(last.now) - precision)
             .reduce((sum, s) => sum + s.cost, 0);
-          expect(exact, subject.label).toBeLessThanOrEqual(limit! + oldest);
-          expect(exact, subject.label).toBeLessThanOrEqual(2 * limit!);
+          expect(exact, subject.label).toBeLessThanOrEqual(limit + oldest);
+          expect(exact, subject.label).toBeLessThanOrEqual(2 * limit);
         }
       }),
       settings,

@@ -36,12 +36,12 @@ function expectCoded(make: () => unknown, code: string, option: string, shown?: 
 // Each factory with valid options and the option under test replaced by a bad value.
 type Factory = (options: Record<string, unknown>) => unknown;
 const factories: readonly [string, Factory, Record<string, unknown>][] = [
-  ['tokenBucket', tokenBucket as Factory, { capacity: 10, refillInterval: 1000 }],
-  ['gcra', gcra as Factory, { rate: 10, period: 1000 }],
-  ['fixedWindow', fixedWindow as Factory, { limit: 10, window: 1000 }],
-  ['slidingWindowLog', slidingWindowLog as Factory, { limit: 10, window: 1000 }],
-  ['slidingWindowCounter', slidingWindowCounter as Factory, { limit: 10, window: 1000 }],
-  ['leakyBucketQueue', leakyBucketQueue as Factory, { rate: 10, period: 1000, queue: 5 }],
+  ['tokenBucket', tokenBucket as unknown as Factory, { capacity: 10, refillInterval: 1000 }],
+  ['gcra', gcra as unknown as Factory, { rate: 10, period: 1000 }],
+  ['fixedWindow', fixedWindow as unknown as Factory, { limit: 10, window: 1000 }],
+  ['slidingWindowLog', slidingWindowLog as unknown as Factory, { limit: 10, window: 1000 }],
+  ['slidingWindowCounter', slidingWindowCounter as unknown as Factory, { limit: 10, window: 1000 }],
+  ['leakyBucketQueue', leakyBucketQueue as unknown as Factory, { rate: 10, period: 1000, queue: 5 }],
 ];
 
 const integers: Record<string, string[]> = {

@@ -28,13 +28,23 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
 
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
   // much): a window boundary EPSILON away is already crossed.
-  const windowStart = (now: number): number => Math.floor((now + EPSILON) / window) * window;
-  const current = (state: FixedWindowState | undefined, now: number): number => {
-    const start = windowStart(now);
-    return state !== undefined && state[1] === start ? state[0] : 0;
+  // Replayed (client-supplied) times may go backwards: a late request counts in the newest window
+  // stored, so it can never reset a newer window's count.
+  const windowStart = (state: FixedWindowState | undefined, now: number): number => {
+    const start = Math.floor((now + EPSILON) / window) * window;
+    return state !== undefined && state[1] > start ? state[1] : start;
   };
-  const evaluate = (count: number, now: number, cost: number, policy: string, consuming: boolean) => {
-    const resetAfter = ceilMs(windowStart(now) + window - now);
+  const current = (state: FixedWindowState | undefined, start: number): number =>
+    state !== undefined && state[1] === start ? state[0] : 0;
+  const evaluate = (
+    count: number,
+    start: number,
+    now: number,
+    cost: number,
+    policy: string,
+    consuming: boolean,
+  ) => {
+    const resetAfter = ceilMs(start + window - now);
     if (cost > limit)
       return decide(
         false,
@@ -76,14 +86,15 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
     limit,
     window,
     consume(state, now, cost, policy) {
-      const count = current(state, now);
-      const decision = evaluate(count, now, cost, policy, true);
-      return {
-        state: decision.allowed ? [count + cost, windowStart(now)] : state,
-        decision,
-      };
+      const start = windowStart(state, now);
+      const count = current(state, start);
+      const decision = evaluate(count, start, now, cost, policy, true);
+      return { state: decision.allowed ? [count + cost, start] : state, decision };
     },
-    peek: (state, now, cost, policy) => evaluate(current(state, now), now, cost, policy, false),
+    peek(state, now, cost, policy) {
+      const start = windowStart(state, now);
+      return evaluate(current(state, start), start, now, cost, policy, false);
+    },
     ttl: (state, now) => state[1] + window - now,
   };
 }
