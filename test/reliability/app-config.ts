@@ -1,0 +1,50 @@
+/** What `app-server.ts` builds, passed as JSON in `SLUICE_APP`. */
+export interface AppConfig {
+  adapter: 'express' | 'fastify';
+  /** Express `trust proxy` / Fastify `trustProxy`; absent: no proxy trusted. */
+  trustProxy?: number | boolean | string;
+  /** Redis key prefix of every RedisStore in the app. */
+  prefix: string;
+  /** ms added to `Date.now()` for the stores' clock (clock skew between app servers). */
+  clockOffset?: number;
+  /** Named connections the routes' stores use. */
+  backends: Record<string, BackendSpec>;
+  routes: RouteSpec[];
+}
+
+export type BackendSpec =
+  | { kind: 'memory' }
+  | { kind: 'redis'; port: number }
+  | { kind: 'cluster'; ports: number[] }
+  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string };
+
+export interface AlgorithmSpec {
+  kind: 'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'token-bucket' | 'gcra';
+  options: Record<string, unknown>;
+}
+
+export interface RouteSpec {
+  path: string;
+  /** A name in `backends`; each route gets its own store on that connection. */
+  backend: string;
+  limits: { name: string; key: 'ip' | string; algorithm: AlgorithmSpec }[];
+  /** RedisStore `failurePolicy`; `'fallback'` is a fresh `MemoryStore` per route. @default 'allow' */
+  failurePolicy?: 'allow' | 'deny' | 'fallback';
+  /** RedisStore `timeout`, ms. @default 100 */
+  timeout?: number;
+  /** @default { failures: 3, cooldown: 1000 } */
+  breaker?: { failures: number; cooldown: number } | false;
+  time?: 'client' | 'redis';
+}
+
+/** What a child reports about itself. */
+export interface ChildStats {
+  unhandled: string[];
+  uncaught: string[];
+  /** RedisStore `onError` calls per route path. */
+  storeErrors: Record<string, number>;
+  /** Last breaker state per route path (absent: never changed). */
+  breaker: Record<string, string>;
+  /** ioredis client status per backend. */
+  clients: Record<string, string>;
+}

@@ -1,0 +1,150 @@
+/**
+ * One app process for the reliability tests, started with `fork(..., { execArgv: ['--import',
+ * 'tsx'] })`: an Express or Fastify server on a free loopback port, whose routes each carry their
+ * own limits on their own store, described by the JSON in `SLUICE_APP` (see `AppConfig`). It
+ * reports `{ type: 'ready', port }` over IPC, and answers `{ type: 'stats' }` with what the test
+ * cannot see from outside: unhandled rejections, uncaught exceptions, store errors and breaker
+ * states.
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  type Algorithm,
+  byIp,
+  fixedWindow,
+  gcra,
+  type HttpLimit,
+  MemoryStore,
+  type Store,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
+import { rateLimit } from '@sluice/express';
+import { sluice } from '@sluice/fastify';
+import { type BreakerState, RedisStore } from '@sluice/redis';
+import express from 'express';
+import Fastify from 'fastify';
+import { Cluster, Redis } from 'ioredis';
+import type { AlgorithmSpec, AppConfig, BackendSpec, ChildStats, RouteSpec } from './app-config.js';
+
+const config = JSON.parse(process.env.SLUICE_APP ?? '{}') as AppConfig;
+
+const stats: ChildStats = { unhandled: [], uncaught: [], storeErrors: {}, breaker: {}, clients: {} };
+process.on('unhandledRejection', (reason) => {
+  stats.unhandled.push(String(reason));
+});
+process.on('uncaughtException', (error) => {
+  stats.uncaught.push(String(error));
+});
+
+function algorithm(spec: AlgorithmSpec): Algorithm {
+  switch (spec.kind) {
+    case 'fixed-window':
+      return fixedWindow(spec.options as Parameters<typeof fixedWindow>[0]);
+    case 'sliding-window-log':
+      return slidingWindowLog(spec.options as Parameters<typeof slidingWindowLog>[0]);
+    case 'sliding-window-counter':
+      return slidingWindowCounter(spec.options as Parameters<typeof slidingWindowCounter>[0]);
+    case 'token-bucket':
+      return tokenBucket(spec.options as Parameters<typeof tokenBucket>[0]);
+    case 'gcra':
+      return gcra(spec.options as Parameters<typeof gcra>[0]);
+  }
+}
+
+type Client = Redis | Cluster;
+const clients = new Map<string, Client>();
+
+async function connect(name: string, spec: BackendSpec): Promise<Client | undefined> {
+  if (spec.kind === 'memory') return undefined;
+  const common = { enableOfflineQueue: false, lazyConnect: true } as const;
+  let client: Client;
+  if (spec.kind === 'redis') client = new Redis({ ...common, host: '127.0.0.1', port: spec.port });
+  else if (spec.kind === 'cluster')
+    client = new Cluster(
+      spec.ports.map((port) => ({ host: '127.0.0.1', port })),
+      common,
+    );
+  else client = new Redis({ ...common, sentinels: spec.sentinels, name: spec.name });
+  // A client's own 'error' events are expected while Redis is down; the store reports the calls.
+  client.on('error', () => {});
+  await client.connect();
+  clients.set(name, client);
+  return client;
+}
+
+function store(route: RouteSpec): Store {
+  const backend = config.backends[route.backend]!;
+  if (backend.kind === 'memory') return new MemoryStore();
+  const client = clients.get(route.backend)!;
+  const policy = route.failurePolicy ?? 'allow';
+  stats.storeErrors[route.path] = 0;
+  return new RedisStore({
+    client,
+    prefix: config.prefix,
+    timeout: route.timeout ?? 100,
+    failurePolicy: policy === 'fallback' ? new MemoryStore() : policy,
+    breaker: route.breaker ?? { failures: 3, cooldown: 1000 },
+    time: route.time ?? 'client',
+    clock: () => Date.now() + (config.clockOffset ?? 0),
+    onError: () => {
+      stats.storeErrors[route.path]! += 1;
+    },
+    onBreakerChange: (state: BreakerState) => {
+      stats.breaker[route.path] = state;
+    },
+  });
+}
+
+function limits<Req>(route: RouteSpec): HttpLimit<Req>[] {
+  return route.limits.map((limit) => ({
+    name: limit.name,
+    algorithm: algorithm(limit.algorithm),
+    // A header names the key ('x-key'), or the client address.
+    key: limit.key === 'ip' ? byIp() : (req, access) => access.header(req, limit.key),
+  }));
+}
+
+async function expressApp(): Promise<Server> {
+  const app = express();
+  if (config.trustProxy !== undefined) app.set('trust proxy', config.trustProxy);
+  for (const route of config.routes) {
+    app.get(
+      route.path,
+      rateLimit({ limits: limits(route), store: store(route), onError: () => {} }),
+      (_req, res) => {
+        res.json({ ok: true });
+      },
+    );
+  }
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return server;
+}
+
+async function fastifyApp(): Promise<Server> {
+  const app = Fastify(config.trustProxy === undefined ? {} : { trustProxy: config.trustProxy });
+  await app.register(sluice, {});
+  for (const route of config.routes) {
+    app.get(
+      route.path,
+      { onRequest: app.rateLimit({ limits: limits(route), store: store(route), onError: () => {} }) },
+      async () => ({ ok: true }),
+    );
+  }
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return app.server;
+}
+
+for (const [name, spec] of Object.entries(config.backends)) await connect(name, spec);
+const server = config.adapter === 'express' ? await expressApp() : await fastifyApp();
+
+process.on('message', (message: { type: string }) => {
+  if (message.type === 'stats') {
+    for (const [name, client] of clients) stats.clients[name] = client.status;
+    process.send?.({ type: 'stats', stats });
+  }
+});
+process.send?.({ type: 'ready', port: (server.address() as AddressInfo).port });
