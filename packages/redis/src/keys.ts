@@ -19,3 +19,14 @@ function escapeOne(c: string): string {
 export function escapeKey(key: string): string {
   return SPECIAL.test(key) ? key.replace(SPECIAL_ALL, escapeOne) : key;
 }
+
+/**
+ * The two Redis keys of one lease set: the sorted set `<prefix>lease:<space>:{<key>}` and the
+ * ttl beside it (`…:ttl`), in one hash slot. Both parts escaped: the space holds no brace, so
+ * the first `{` always opens the hash tag, and no lease key can equal a limit key (a fingerprint
+ * has no `:`).
+ */
+export function leaseKeys(prefix: string, space: string, key: string): [set: string, ttl: string] {
+  const set = `${prefix}lease:${escapeKey(space)}:{${escapeKey(key)}}`;
+  return [set, `${set}:ttl`];
+}

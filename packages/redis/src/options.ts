@@ -20,9 +20,21 @@ export type FailurePolicy = 'allow' | 'deny' | Store;
 
 /** What went wrong, for alerting. */
 export interface RedisStoreErrorEvent {
-  /** The store operation that failed. `'rollback'` is the undo of a refused cross-slot request. */
-  readonly operation: 'consume' | 'peek' | 'reset' | 'rollback' | 'fallback';
-  /** Limits (keys) in the failed call. */
+  /**
+   * The store operation that failed. `'rollback'` is the undo of a refused cross-slot request;
+   * `'acquire'` and `'release'` are concurrency leases (`store.leases`; their `peek` and `reset`
+   * report as `'peek'` and `'reset'`); `'refund'` gives back a held queue slot.
+   */
+  readonly operation:
+    | 'consume'
+    | 'peek'
+    | 'reset'
+    | 'rollback'
+    | 'fallback'
+    | 'acquire'
+    | 'release'
+    | 'refund';
+  /** Limits (keys) or lease sets in the failed call. */
   readonly keys: number;
   /** The error: from ioredis, or a `SluiceError` (`ERR_SLUICE_STORE_FAILURE`) for a timeout. */
   readonly error: unknown;

@@ -1,35 +1,26 @@
-import {
-  type Algorithm,
-  type Decision,
-  decide,
-  ErrorCode,
-  type LimitCall,
-  SluiceError,
-  type Store,
-} from '@sluice/core';
-import type { Cluster, Redis } from 'ioredis';
-import { type BreakerState, CircuitBreaker } from './breaker.js';
+import { type Algorithm, type Decision, decide, type LimitCall, type Store } from '@sluice/core';
+import type { BreakerState } from './breaker.js';
 import { DenyCache } from './deny-cache.js';
+import { Guard } from './guard.js';
 import { escapeKey } from './keys.js';
 import {
   type FailurePolicy,
-  type RedisStoreErrorEvent,
   type RedisStoreOptions,
   type ResolvedOptions,
   resolveOptions,
 } from './options.js';
+import { RedisLeases } from './redis-leases.js';
+import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { BATCH_SCRIPT } from './scripts/batch-script.js';
+import { REFUND_SCRIPT } from './scripts/refund-script.js';
 import { ROLLBACK_SCRIPT } from './scripts/rollback-script.js';
 import { hashSlot } from './slot.js';
-import { withTimeout } from './timeout.js';
 import { DECISION_WIDTH, pushCallArgs, readDecision } from './wire.js';
 
 /** ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL fallback). */
 const BATCH_COMMAND = 'sluiceBatch';
 const ROLLBACK_COMMAND = 'sluiceRollback';
-
-type ScriptCommand = (numberOfKeys: number, ...args: (string | number)[]) => Promise<unknown[]>;
-type Operation = RedisStoreErrorEvent['operation'];
+const REFUND_COMMAND = 'sluiceRefund';
 
 /** A batch's calls that share one hash slot, with their positions in the batch. */
 interface SlotGroup {
@@ -43,6 +34,8 @@ interface SlotGroup {
  * limits whose keys share a slot still take one script; limits across slots are evaluated per slot
  * and a refused request's consumption is rolled back (see the README for the exact guarantee).
  * Every call is bounded by `timeout`; failures go to the failure policy, never to the caller.
+ * Also implements the optional parts of the contract: `leases` (concurrency leases, see
+ * {@link RedisLeases}) and `refund` (a held leaky-bucket-queue slot given back).
  *
  * @example
  * const client = new Redis({ enableOfflineQueue: false });
@@ -53,37 +46,36 @@ interface SlotGroup {
  */
 export class RedisStore implements Store {
   readonly prefix: string;
+  /**
+   * Concurrency leases in Redis, for `ConcurrencyLimiter` and `FleetShedder`: fleet-wide when the
+   * processes share this Redis. Same timeout, breaker and failure policy as limits.
+   */
+  readonly leases: RedisLeases;
   private readonly options: ResolvedOptions;
   private readonly isCluster: boolean;
   private readonly batch: ScriptCommand;
   private readonly rollback: ScriptCommand;
-  private readonly breaker: CircuitBreaker | undefined;
+  private readonly refunds: ScriptCommand;
+  private readonly guard: Guard;
   private readonly denied: DenyCache | undefined;
   private readonly keyBases = new WeakMap<Algorithm, string>();
 
   constructor(options: RedisStoreOptions) {
     this.options = resolveOptions(options);
-    const { client, breaker } = this.options;
+    const { client } = this.options;
     this.prefix = this.options.prefix;
     this.isCluster = client.isCluster;
-    if (typeof (client as unknown as Record<string, unknown>)[BATCH_COMMAND] !== 'function') {
-      client.defineCommand(BATCH_COMMAND, { lua: BATCH_SCRIPT });
-      client.defineCommand(ROLLBACK_COMMAND, { lua: ROLLBACK_SCRIPT });
-    }
-    this.batch = command(client, BATCH_COMMAND);
-    this.rollback = command(client, ROLLBACK_COMMAND);
-    this.breaker =
-      breaker === undefined
-        ? undefined
-        : new CircuitBreaker(breaker.failures, breaker.cooldown, this.options.clock, (state, previous) =>
-            this.options.onBreakerChange?.(state, previous),
-          );
+    this.batch = scriptCommand(client, BATCH_COMMAND, BATCH_SCRIPT);
+    this.rollback = scriptCommand(client, ROLLBACK_COMMAND, ROLLBACK_SCRIPT);
+    this.refunds = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
+    this.guard = new Guard(this.options);
+    this.leases = new RedisLeases(this.options, this.guard);
     this.denied = this.options.denyCache > 0 ? new DenyCache(this.options.denyCache) : undefined;
   }
 
   /** The circuit breaker's state (`'closed'` when there is no breaker). */
   get breakerState(): BreakerState {
-    return this.breaker?.state ?? 'closed';
+    return this.guard.state;
   }
 
   /** The Redis key holding the state of `key` under `algorithm` (what `redis-cli` shows). */
@@ -102,7 +94,7 @@ export class RedisStore implements Store {
       if (local !== undefined) return Promise.resolve(local);
     }
     const args = this.callArgs(calls, now, 'consume');
-    return this.guard(
+    return this.guard.run(
       'consume',
       calls.length,
       () => this.consumeInRedis(calls, args, now),
@@ -112,7 +104,7 @@ export class RedisStore implements Store {
 
   peek(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     const args = this.callArgs(calls, now, 'peek');
-    return this.guard(
+    return this.guard.run(
       'peek',
       calls.length,
       () => this.perSlot(calls, args, now, 'peek').then((groups) => groups.decisions),
@@ -128,33 +120,51 @@ export class RedisStore implements Store {
     if (calls.length === 0) return;
     const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
     const groups = this.isCluster ? [...groupBySlot(keys).values()].map((g) => g.keys) : [keys];
-    const run = (): Promise<unknown> =>
-      withTimeout(
-        Promise.all(groups.map((group) => this.options.client.del(...group))),
-        this.options.timeout,
-        'reset',
-      );
-    if (this.breaker !== undefined && !this.breaker.admit()) {
-      throw new SluiceError(
-        ErrorCode.STORE_FAILURE,
-        'RedisStore: the circuit breaker is open; reset not applied',
-      );
-    }
-    try {
-      await run();
-      this.breaker?.success();
-    } catch (error) {
-      this.breaker?.failure();
-      this.report('reset', calls.length, error);
-      throw new SluiceError(ErrorCode.STORE_FAILURE, `RedisStore: reset failed: ${messageOf(error)}`, {
-        cause: error,
-      });
-    }
+    await this.guard.strict('reset', calls.length, () =>
+      Promise.all(groups.map((group) => this.options.client.del(...group))),
+    );
+  }
+
+  /**
+   * Gives back the units of calls admitted with a delay whose request never ran (a client that
+   * disconnected while held): `Algorithm.refund` in Lua, one round trip per hash slot. Calls
+   * whose algorithm has no `refund` are ignored. Never rejects: a failure is reported to
+   * `onError` (`operation: 'refund'`) and the slot drains with the queue. While Redis is
+   * unavailable, the fallback store (when that is the policy) is refunded instead, since it took
+   * the consumption then. Also forgets the local refusals of those keys (they may fit now).
+   */
+  async refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
+    const refundable = calls.filter((call) => call.algorithm.refund !== undefined);
+    if (refundable.length === 0) return;
+    for (const call of refundable) this.denied?.forget(call);
+    const keys = refundable.map((call) => this.keyFor(call.algorithm, call.key));
+    const groups = this.isCluster
+      ? [...groupBySlot(keys).values()]
+      : [{ indices: keys.map((_, i) => i), keys }];
+    const attempt = (): Promise<undefined> =>
+      Promise.all(
+        groups.map((group) => {
+          const args: (string | number)[] = [this.nowArg(now)];
+          for (const i of group.indices) pushCallArgs(args, refundable[i]!);
+          return this.refunds(group.keys.length, ...group.keys, ...args);
+        }),
+      ).then(() => undefined);
+    const policy = this.options.failurePolicy;
+    await this.guard.run('refund', refundable.length, attempt, async () => {
+      if (typeof policy !== 'object' || policy.refund === undefined) return undefined;
+      try {
+        await policy.refund(refundable, now);
+      } catch (error) {
+        this.guard.report('fallback', refundable.length, error);
+      }
+      return undefined;
+    });
   }
 
   /** Forgets local refusals and shuts down the fallback store. The ioredis client is the caller's to close. */
   async shutdown(): Promise<void> {
     this.denied?.clear();
+    this.leases.clear();
     const policy = this.options.failurePolicy;
     if (typeof policy === 'object') await policy.shutdown();
   }
@@ -163,10 +173,13 @@ export class RedisStore implements Store {
 
   /** ARGV after the keys: now ('' = Redis TIME), mode, then each call's group. */
   private callArgs(calls: readonly LimitCall[], now: number | undefined, mode: string): (string | number)[] {
-    const at = now ?? (this.options.redisTime ? undefined : this.options.clock());
-    const args: (string | number)[] = [at === undefined ? '' : String(at), mode];
+    const args: (string | number)[] = [this.nowArg(now), mode];
     for (const call of calls) pushCallArgs(args, call);
     return args;
+  }
+
+  private nowArg(now: number | undefined): string {
+    return nowArg(now, this.options.redisTime, this.options.clock);
   }
 
   private async consumeInRedis(
@@ -228,7 +241,7 @@ export class RedisStore implements Store {
             });
           } catch (error) {
             // The request is refused either way; its consumption in this slot may remain.
-            this.report('rollback', group.keys.length, error);
+            this.guard.report('rollback', group.keys.length, error);
           }
         }),
     );
@@ -261,25 +274,6 @@ export class RedisStore implements Store {
 
   // Failure ----------------------------------------------------------------------------------------
 
-  /** Runs `attempt` under the breaker and the timeout; any failure is reported and answered by `fail`. */
-  private async guard(
-    operation: Operation,
-    keys: number,
-    attempt: () => Promise<Decision[]>,
-    fail: () => Decision[] | Promise<Decision[]>,
-  ): Promise<Decision[]> {
-    if (this.breaker !== undefined && !this.breaker.admit()) return fail();
-    try {
-      const decisions = await withTimeout(attempt(), this.options.timeout, operation);
-      this.breaker?.success();
-      return decisions;
-    } catch (error) {
-      this.breaker?.failure();
-      this.report(operation, keys, error);
-      return fail();
-    }
-  }
-
   private failConsume(
     calls: readonly LimitCall[],
     now: number | undefined,
@@ -303,7 +297,7 @@ export class RedisStore implements Store {
     try {
       return await run();
     } catch (error) {
-      this.report('fallback', calls.length, error);
+      this.guard.report('fallback', calls.length, error);
       return this.policyDecisions('allow', calls, consuming);
     }
   }
@@ -333,7 +327,7 @@ export class RedisStore implements Store {
         );
       });
     }
-    const retryAfter = this.breaker?.retryAfter() ?? 1000;
+    const retryAfter = this.guard.retryAfter();
     return calls.map((call) =>
       decide(false, call.algorithm.limit, 0, 0, retryAfter, 0, call.policy, 'store-unavailable'),
     );
@@ -353,21 +347,6 @@ export class RedisStore implements Store {
         decision ?? decide(true, calls[i]!.algorithm.limit, 0, 0, 0, 0, calls[i]!.policy, undefined),
     );
   }
-
-  private report(operation: Operation, keys: number, error: unknown): void {
-    const onError = this.options.onError;
-    if (onError === undefined) return;
-    try {
-      onError({ operation, keys, error, breaker: this.breakerState });
-    } catch {
-      // A throwing hook must not turn a handled failure into a crash.
-    }
-  }
-}
-
-function command(client: Redis | Cluster, name: string): ScriptCommand {
-  const fn = (client as unknown as Record<string, ScriptCommand>)[name]!;
-  return fn.bind(client);
 }
 
 function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {
@@ -383,8 +362,4 @@ function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {
     group.keys.push(key);
   });
   return groups;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -53,7 +53,6 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
 /**
  * The prelude, every algorithm fragment, and the shared call machinery every script uses:
  *
- * - `read_now(arg)`: the caller's time, or Redis `TIME` (µs precision) when `arg` is empty.
  * - `read_calls(first)`: parses KEYS[i] with its ARGV group `kind code, cost, params…` starting at
  *   ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
  *   the index of the first ARGV after them.
@@ -66,12 +65,6 @@ export const LIBRARY_LUA = [
   ...LUA_ALGORITHMS.map((a) => a.lua),
   `
 local ALGORITHMS = { ${LUA_ALGORITHMS.map((a) => a.table).join(', ')} }
-
-local function read_now(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-end
 
 local function read_calls(first)
   local calls, a = {}, first

@@ -54,4 +54,11 @@ function leaky_bucket_queue.peek(state, now, cost, c)
 end
 
 function leaky_bucket_queue.ttl(state, now) return state[1] - now end
+
+-- The held request's slot leaves the queue: everyone behind keeps their turn.
+function leaky_bucket_queue.refund(state, now, cost, c)
+  local drain_at = state[1] - cost * c.interval
+  if drain_at <= now then return nil end
+  return { drain_at }
+end
 `;

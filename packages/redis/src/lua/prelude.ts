@@ -2,7 +2,7 @@ import { EPSILON } from '@sluice/core';
 
 /**
  * Lua shared by every script: the constants and helpers of `@sluice/core`'s `decision.ts` and
- * `algorithm.ts`, and the state codec. Numbers cross the boundary as strings written with
+ * `algorithm.ts`, the state codec, and `read_now`. Numbers cross the boundary as strings written with
  * `%.17g`, which round-trips every double, so Lua and TypeScript compute on the same bits.
  *
  * A decision is `{ allowed, limit, remaining, resetAfter, retryAfter, delay, reason }` with
@@ -38,6 +38,13 @@ local function encode(state)
   local parts = {}
   for i = 1, #state do parts[i] = fmt(state[i]) end
   return table.concat(parts, ',')
+end
+
+-- The caller's time in ms, or Redis TIME (µs precision) when arg is empty.
+local function read_now(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 
 local function copy(list)

@@ -1,0 +1,24 @@
+import type { Cluster, Redis } from 'ioredis';
+
+/** A script registered with ioredis `defineCommand`: `numberOfKeys`, the keys, then ARGV. */
+export type ScriptCommand = (numberOfKeys: number, ...args: (string | number)[]) => Promise<unknown[]>;
+
+/**
+ * Registers `lua` under `name` on `client` once (a client shared by several stores keeps the first
+ * registration: the script of one version of this package is the same text), and returns the
+ * command bound to the client. ioredis runs it with EVALSHA, falling back to EVAL on `NOSCRIPT`.
+ */
+export function scriptCommand(client: Redis | Cluster, name: string, lua: string): ScriptCommand {
+  const table = client as unknown as Record<string, ScriptCommand | undefined>;
+  if (typeof table[name] !== 'function') client.defineCommand(name, { lua });
+  return table[name]!.bind(client);
+}
+
+/**
+ * A script's `now` argument: the caller's time, else the client clock, else '' so that the
+ * script reads Redis `TIME` (`time: 'redis'`). Decimal, exact (`String` of a double round-trips).
+ */
+export function nowArg(now: number | undefined, redisTime: boolean, clock: () => number): string {
+  const at = now ?? (redisTime ? undefined : clock());
+  return at === undefined ? '' : String(at);
+}
