@@ -4,6 +4,7 @@ import {
   combine,
   decide,
   fixedWindow,
+  resetSeconds,
   retryAfterSeconds,
   type SluiceWarning,
 } from '@sluice/core';
@@ -26,18 +27,25 @@ describe('clientAddress', () => {
   });
 });
 
-describe('retryAfterSeconds', () => {
-  it('is at least 1 s, never before the refusing limit resets, absent when no retry can succeed', () => {
-    expect(retryAfterSeconds(combine([decide(false, 5, 0, 200, 100, 0, 'a', 'rate-limited')]))).toBe(1);
-    expect(retryAfterSeconds(combine([decide(false, 5, 0, 4001, 1000, 0, 'a', 'rate-limited')]))).toBe(5);
-    const layered = combine([
-      decide(true, 100, 50, 86_400_000, 0, 0, 'daily', undefined),
-      decide(false, 5, 0, 2000, 500, 0, 'burst', 'rate-limited'),
-    ]);
-    expect(retryAfterSeconds(layered)).toBe(2);
-    expect(
-      retryAfterSeconds(combine([decide(false, 5, 0, 0, -1, 0, 'a', 'cost-exceeds-limit')])),
-    ).toBeUndefined();
+describe('retryAfterSeconds and resetSeconds', () => {
+  it('Retry-After is the latest retry time of the refusing limits, at least 1 s, and their reset says the same', () => {
+    const short = decide(false, 5, 0, 200, 100, 0, 'a', 'rate-limited');
+    expect([retryAfterSeconds(combine([short])), resetSeconds(short)]).toEqual([1, 1]);
+    // A token bucket with its next token in 1 s and full in 4.001 s: retry in 1 s, not 5.
+    const bucket = decide(false, 5, 0, 4001, 1000, 0, 'a', 'rate-limited');
+    expect([retryAfterSeconds(combine([bucket])), resetSeconds(bucket)]).toEqual([1, 1]);
+    const daily = decide(true, 100, 50, 86_400_000, 0, 0, 'daily', undefined);
+    const burst = decide(false, 5, 0, 2000, 1500, 0, 'burst', 'rate-limited');
+    expect(retryAfterSeconds(combine([daily, burst]))).toBe(2);
+    // An admitting limit keeps its reset; the refusing one reports its retry time.
+    expect([resetSeconds(daily), resetSeconds(burst)]).toEqual([86_400, 2]);
+    const later = decide(false, 9, 0, 9000, 7001, 0, 'later', 'rate-limited');
+    expect(retryAfterSeconds(combine([burst, later]))).toBe(8);
+    // A decision of its own (a shedder's, a lease's): its retryAfter.
+    expect(retryAfterSeconds(decide(false, 0, 0, 0, 4200, 0, 'fleet', 'shed'))).toBe(5);
+    const never = decide(false, 5, 0, 3000, -1, 0, 'a', 'cost-exceeds-limit');
+    expect(retryAfterSeconds(combine([never]))).toBeUndefined();
+    expect(resetSeconds(never)).toBe(3);
   });
 });
 

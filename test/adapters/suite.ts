@@ -104,21 +104,61 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       expect([fresh.status, fresh.headers.ratelimit]).toEqual([200, '"burst";r=2;t=10']);
     });
 
-    it("never sends a Retry-After earlier than the refusing limit's reset (token bucket)", async () => {
+    it("a refusing limit's reset is when it can be retried, and Retry-After names the same instant (token bucket)", async () => {
       const algorithm = tokenBucket({ capacity: 2, refillInterval: '2s' });
       await build({ options: { name: 'tb', algorithm, store }, routes: [{ method: 'GET', path: '/' }] });
       expect((await get('/')).headers.ratelimit).toBe('"tb";r=1;t=1');
       expect((await get('/')).headers.ratelimit).toBe('"tb";r=0;t=2');
       const refused = await get('/');
-      // The next token is 1 s away but the bucket resets in 2 s: Retry-After follows the reset.
+      // The next token is 1 s away, the bucket is full in 2 s: the client is told 1 s, in both headers.
       expect([refused.status, refused.headers.ratelimit, refused.headers['retry-after']]).toEqual([
         429,
-        '"tb";r=0;t=2',
-        '2',
+        '"tb";r=0;t=1',
+        '1',
       ]);
       expect(refused.headers['ratelimit-policy']).toBe('"tb";q=2;w=2');
+      expect(refused.body).toMatchObject({ detail: 'Too many requests for "tb". Retry in 1 s.' });
+      now = 999;
+      expect((await get('/')).status).toBe(429);
       now = 1_000;
       expect((await get('/')).status).toBe(200);
+    });
+
+    it.each([
+      ['draft-7', { ratelimit: 'limit=2, remaining=0, reset=1' }],
+      ['draft-6', { 'ratelimit-reset': '1', 'ratelimit-remaining': '0' }],
+      ['legacy', { 'x-ratelimit-reset': '1', 'x-ratelimit-remaining': '0' }],
+    ] as const)('%s: the refused reset equals Retry-After (token bucket)', async (headers, expected) => {
+      const algorithm = tokenBucket({ capacity: 2, refillInterval: '2s' });
+      await build({
+        options: { name: 'tb', algorithm, headers, store },
+        routes: [{ method: 'GET', path: '/' }],
+      });
+      await get('/');
+      await get('/');
+      const refused = await get('/');
+      const pick = Object.fromEntries(Object.keys(expected).map((name) => [name, refused.headers[name]]));
+      expect([refused.status, refused.headers['retry-after'], pick]).toEqual([429, '1', expected]);
+    });
+
+    it('layered: the refusing limit reports its retry time, the admitting one its reset', async () => {
+      const options: Options = {
+        limits: [
+          { name: 'tb', algorithm: tokenBucket({ capacity: 2, refillInterval: '4s' }) },
+          { name: 'daily', algorithm: fixedWindow({ limit: 100, window: '1d' }) },
+        ],
+        store,
+      };
+      await build({ options, routes: [{ method: 'GET', path: '/' }] });
+      await get('/');
+      expect((await get('/')).headers.ratelimit).toBe('"tb";r=0;t=4, "daily";r=98;t=86400');
+      now = 500;
+      const refused = await get('/');
+      expect([refused.status, refused.headers.ratelimit, refused.headers['retry-after']]).toEqual([
+        429,
+        '"tb";r=0;t=2, "daily";r=98;t=86400',
+        '2',
+      ]);
     });
 
     it.each([
@@ -437,8 +477,13 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
         expect((await get('/')).headers.ratelimit).toBe('"q";r=0;t=3');
         expect(holds).toEqual([1000, 2000]);
         const full = await get('/');
-        // Held once for its retryAfter (the fake clock did not move), then refused.
-        expect([full.status, full.headers['retry-after']]).toEqual([429, '3']);
+        // Held once for its retryAfter (the fake clock did not move), then refused: a slot frees
+        // in 1 s (the queue is empty in 3 s), and both headers say 1 s.
+        expect([full.status, full.headers['retry-after'], full.headers.ratelimit]).toEqual([
+          429,
+          '1',
+          '"q";r=0;t=1',
+        ]);
         expect(holds).toEqual([1000, 2000, 1000]);
       });
 
@@ -481,7 +526,12 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
         expect((await get('/')).status).toBe(200);
         expect((await get('/')).status).toBe(200);
         const tooLong = await get('/');
-        expect([tooLong.status, tooLong.headers['retry-after']]).toEqual([429, '2']);
+        // The queue would hold it 2 s, past maxDelay: refused, and its reset says the same 2 s.
+        expect([tooLong.status, tooLong.headers['retry-after'], tooLong.headers.ratelimit]).toEqual([
+          429,
+          '2',
+          '"q";r=4;t=2',
+        ]);
         // Without the refund this would be a 3 s wait.
         expect((await get('/')).headers['retry-after']).toBe('2');
         expect(holds).toEqual([1000]);

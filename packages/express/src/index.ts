@@ -1,12 +1,15 @@
 import './types.js';
 
-// The keys and algorithms, so an Express app needs one import.
+// The keys, algorithms, limiters and shedders, so an Express app needs one import.
 export {
   byIp,
   byRoute,
   byToken,
+  ConcurrencyLimiter,
   compose,
   type Decision,
+  eventLoopDelaySignal,
+  FleetShedder,
   fixedWindow,
   gcra,
   type HeaderFormat,
@@ -15,6 +18,10 @@ export {
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
+  UtilizationShedder,
 } from '@sluice/core';
+export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
+export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
 export type { RateLimitOptions } from './rate-limit.js';
 export { rateLimit } from './rate-limit.js';
+export type { RefusalHandler } from './refuse.js';

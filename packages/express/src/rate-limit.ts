@@ -1,15 +1,8 @@
-import {
-  type Decision,
-  ErrorCode,
-  HttpLimiter,
-  type HttpLimitOptions,
-  PROBLEM_JSON,
-  type SetHeader,
-  SluiceError,
-  type SluiceWarning,
-} from '@sluice/core';
+import { type Decision, HttpLimiter, type HttpLimitOptions, type SetHeader } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { expressAccess } from './access.js';
+import { expressDefaults } from './defaults.js';
+import { handlerOption, type RefusalHandler, refuse } from './refuse.js';
 
 /** Options of `rateLimit()`: the shared options plus the Express response hook. */
 export interface RateLimitOptions extends HttpLimitOptions<Request> {
@@ -19,20 +12,11 @@ export interface RateLimitOptions extends HttpLimitOptions<Request> {
    * Decision. It must end the response (or call `next`).
    * @default a 429 or 503 `application/problem+json` response
    */
-  handler?: (req: Request, res: Response, next: NextFunction, decision: Decision) => void;
+  handler?: RefusalHandler;
 }
 
 const setHeader: SetHeader<Response> = (res, name, value) => {
   res.setHeader(name, value);
-};
-
-const defaults = {
-  onError(error: Error): void {
-    console.error('[sluice] rate limiter error, request handled by the storeFailure policy:', error);
-  },
-  onWarning(warning: SluiceWarning): void {
-    process.emitWarning(warning.message, { code: warning.code });
-  },
 };
 
 /**
@@ -44,14 +28,8 @@ const defaults = {
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
-  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, defaults, ['handler']);
-  const handler = options.handler;
-  if (handler !== undefined && typeof handler !== 'function') {
-    throw new SluiceError(ErrorCode.INVALID_OPTION, 'handler must be a function', {
-      option: 'handler',
-      value: handler,
-    });
-  }
+  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, expressDefaults, ['handler']);
+  const handler = handlerOption(options.handler);
 
   const respond = (req: Request, res: Response, next: NextFunction, decision: Decision | undefined) => {
     if (decision === undefined) return next();
@@ -59,12 +37,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     limiter.headers.write(decision, res, setHeader);
     if (decision.allowed) return next();
     limiter.limited(req, decision);
-    const refusal = limiter.refusal(decision);
-    if (refusal.retryAfter !== undefined) res.setHeader('Retry-After', String(refusal.retryAfter));
-    if (handler !== undefined) return handler(req, res, next, decision);
-    res.statusCode = refusal.status;
-    res.setHeader('Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
-    res.end(JSON.stringify(refusal.body));
+    refuse(req, res, next, decision, limiter.refusal(decision), handler);
   };
 
   const hold = (req: Request, res: Response, next: NextFunction, decision: Decision) => {

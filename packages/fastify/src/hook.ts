@@ -1,6 +1,17 @@
-import { type Decision, type HttpLimiter, PROBLEM_JSON, type SetHeader } from '@sluice/core';
+import {
+  type Decision,
+  type HttpGuard,
+  type HttpLimiter,
+  type Lease,
+  PROBLEM_JSON,
+  type Refusal,
+  releaseWhenDone,
+  type SetHeader,
+} from '@sluice/core';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { SluiceOptions } from './options.js';
+import type { FastifyHookOptions } from './options.js';
+
+type Handler = FastifyHookOptions['handler'];
 
 /** A callback-style hook: no promise per request when the store answers synchronously. */
 export type SluiceHook = (
@@ -13,11 +24,37 @@ const setHeader: SetHeader<FastifyReply> = (reply, name, value) => {
   reply.header(name, value);
 };
 
+const toError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
+/** Answers a refused request: `Retry-After`, status, then the user's handler or the problem body. */
+function refuse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  decision: Decision,
+  refusal: Refusal,
+  handler: Handler,
+): void {
+  if (refusal.retryAfter !== undefined) reply.header('Retry-After', String(refusal.retryAfter));
+  reply.code(refusal.status);
+  if (handler === undefined) {
+    reply.type(`${PROBLEM_JSON}; charset=utf-8`).send(JSON.stringify(refusal.body));
+    return;
+  }
+  // Replying from a hook: `done` must not be called; whatever the handler returns is the payload.
+  Promise.resolve()
+    .then(() => handler(request, reply, decision))
+    .then(
+      (payload) => {
+        if (!reply.sent) reply.send(payload);
+      },
+      (error: unknown) => {
+        if (!reply.sent) reply.send(error);
+      },
+    );
+}
+
 /** The hook that applies one compiled limiter to a request. */
-export function sluiceHook(
-  limiter: HttpLimiter<FastifyRequest>,
-  handler: SluiceOptions['handler'] | undefined,
-): SluiceHook {
+export function sluiceHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
   const respond = (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -29,24 +66,7 @@ export function sluiceHook(
     limiter.headers.write(decision, reply, setHeader);
     if (decision.allowed) return done();
     limiter.limited(request, decision);
-    const refusal = limiter.refusal(decision);
-    if (refusal.retryAfter !== undefined) reply.header('Retry-After', String(refusal.retryAfter));
-    reply.code(refusal.status);
-    if (handler === undefined) {
-      reply.type(`${PROBLEM_JSON}; charset=utf-8`).send(JSON.stringify(refusal.body));
-      return;
-    }
-    // Replying from a hook: `done` must not be called; whatever the handler returns is the payload.
-    Promise.resolve()
-      .then(() => handler(request, reply, decision))
-      .then(
-        (payload) => {
-          if (!reply.sent) reply.send(payload);
-        },
-        (error: unknown) => {
-          if (!reply.sent) reply.send(error);
-        },
-      );
+    refuse(request, reply, decision, limiter.refusal(decision), handler);
   };
 
   const hold = (
@@ -67,7 +87,7 @@ export function sluiceHook(
         raw.removeListener('close', gone);
         if (final !== null) respond(request, reply, done, final);
       },
-      (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+      (error: unknown) => done(toError(error)),
     );
   };
 
@@ -86,10 +106,55 @@ export function sluiceHook(
     if (result instanceof Promise) {
       result.then(
         (decision) => settle(request, reply, done, decision),
-        (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+        (error: unknown) => done(toError(error)),
       );
     } else {
       settle(request, reply, done, result);
     }
   };
+}
+
+/**
+ * The hook of one compiled guard: the lease is taken when the hook runs and given back exactly
+ * once when the raw response ends, however it ends (finished, failed, or the client left). A
+ * refused request is answered here and reaches no later hook nor the handler.
+ * @param name the hook's function name
+ */
+export function guardHook(guard: HttpGuard<FastifyRequest>, handler: Handler, name: string): SluiceHook {
+  const admit = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+    lease: Lease | undefined,
+  ) => {
+    if (lease === undefined) return done();
+    const decision = lease.decision;
+    if (decision.allowed) {
+      if (guard.holdsLeases) releaseWhenDone(reply.raw, lease);
+      return done();
+    }
+    guard.limited(request, decision);
+    refuse(request, reply, decision, guard.refusal(decision), handler);
+  };
+
+  const hook: SluiceHook = (request, reply, done) => {
+    const result = guard.enter(request);
+    if (!(result instanceof Promise)) return admit(request, reply, done, result);
+    // The client may leave while the store answers; its lease must not outlive it.
+    const raw = reply.raw;
+    let gone = false;
+    const leave = () => {
+      gone = true;
+    };
+    raw.once('close', leave);
+    result.then(
+      (lease) => {
+        raw.removeListener('close', leave);
+        if (gone) void lease?.release();
+        else admit(request, reply, done, lease);
+      },
+      (error: unknown) => done(toError(error)),
+    );
+  };
+  return Object.defineProperty(hook, 'name', { value: name });
 }

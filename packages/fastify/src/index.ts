@@ -1,12 +1,15 @@
 import './types.js';
 
-// The keys and algorithms, so a Fastify app needs one import.
+// The keys, algorithms, limiters and shedders, so a Fastify app needs one import.
 export {
   byIp,
   byRoute,
   byToken,
+  ConcurrencyLimiter,
   compose,
   type Decision,
+  eventLoopDelaySignal,
+  FleetShedder,
   fixedWindow,
   gcra,
   type HeaderFormat,
@@ -15,7 +18,15 @@ export {
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
+  UtilizationShedder,
 } from '@sluice/core';
 export type { SluiceHook } from './hook.js';
-export type { SluiceOptions } from './options.js';
+export type {
+  ConcurrencyLimitOptions,
+  FastifyHookOptions,
+  FleetShedOptions,
+  SluiceOptions,
+  SluicePluginOptions,
+  UtilizationShedOptions,
+} from './options.js';
 export { sluice, sluice as default } from './plugin.js';

@@ -34,3 +34,33 @@ export function mergeRouteOptions(global: SluiceOptions, route: SluiceOptions): 
 export function decoratorOptions(global: SluiceOptions, own: SluiceOptions): SluiceOptions {
   return { ...settings(global), ...own };
 }
+
+/**
+ * A route's guard config over the plugin's guard of the same kind: every option the route sets
+ * wins. A route that names no engine (`limiter`/`shedder` or their options: `limit`, `budget`…)
+ * keeps the plugin's engine, so `config: { fleetShed: { priority: 'low' } }` draws on the same
+ * budget; a route that names one gets its own.
+ * @param engine the guard kind's engine option names, the instance option first
+ * @param built the plugin guard's engine as an option (`{ shedder }`)
+ */
+export function mergeGuardOptions<O extends object>(
+  global: O | undefined,
+  built: Readonly<Record<string, unknown>> | undefined,
+  route: O,
+  engine: readonly string[],
+): O {
+  if (global === undefined) return route;
+  const settings: Record<string, unknown> = { ...(global as Record<string, unknown>) };
+  for (const name of engine) delete settings[name];
+  const own = engine.some((name) => (route as unknown as Record<string, unknown>)[name] !== undefined);
+  return { ...settings, ...(own ? {} : built), ...route } as O;
+}
+
+/** Inline guard options without a store get the plugin's: one store for everything it builds. */
+export function withStore<O extends object>(options: O, engine: readonly string[], store: unknown): O {
+  const instance = engine[0]!;
+  const record = options as unknown as Record<string, unknown>;
+  if (!engine.includes('store') || record[instance] !== undefined || record.store !== undefined)
+    return options;
+  return { ...options, store };
+}

@@ -1,23 +1,69 @@
-import type { Decision, HttpLimitOptions } from '@sluice/core';
+import type {
+  Decision,
+  HttpConcurrencyOptions,
+  HttpFleetShedOptions,
+  HttpLimitOptions,
+  HttpUtilizationShedOptions,
+} from '@sluice/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-/** Options of the plugin, of `config.rateLimit` on a route, and of `app.rateLimit()`. */
-export interface SluiceOptions extends HttpLimitOptions<FastifyRequest> {
+/** The Fastify-only options of every sluice hook: where it runs and how it refuses. */
+export interface FastifyHookOptions {
   /**
-   * The hook the limits run in. `'onRequest'` refuses before the body is read or parsed;
-   * `'preHandler'` runs after authentication hooks and validation (so keys can read
-   * `request.user`).
+   * The hook it runs in. `'onRequest'` refuses before the body is read or parsed;
+   * `'preHandler'` runs after authentication hooks and validation (so keys and priorities can
+   * read `request.user`).
    * @default 'onRequest'
    */
   hook?: 'onRequest' | 'preHandler';
   /**
    * Answers a refused request instead of the default RFC 9457 problem body. Called after the
-   * `RateLimit*` and `Retry-After` headers are set; the status is preset (429 or 503). Its return
-   * value, if the reply was not sent, is sent as the payload.
+   * `RateLimit*` (rate limits only) and `Retry-After` headers are set; the status is preset (429
+   * or 503). Its return value, if the reply was not sent, is sent as the payload.
    * @default a 429 or 503 `application/problem+json` reply
    */
   handler?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown;
 }
 
-/** The plugin's own option names, beside the shared ones. */
-export const FASTIFY_OPTIONS = ['hook', 'handler'] as const satisfies readonly (keyof SluiceOptions)[];
+/** Options of the rate limits: the plugin's, `config.rateLimit` on a route, and `app.rateLimit()`. */
+export interface SluiceOptions extends HttpLimitOptions<FastifyRequest>, FastifyHookOptions {}
+
+/** Options of `concurrencyLimit`: the plugin option, `config.concurrencyLimit` and `app.concurrencyLimit()`. */
+export interface ConcurrencyLimitOptions extends HttpConcurrencyOptions<FastifyRequest>, FastifyHookOptions {}
+/** Options of `fleetShed`: the plugin option, `config.fleetShed` and `app.fleetShed()`. */
+export interface FleetShedOptions extends HttpFleetShedOptions<FastifyRequest>, FastifyHookOptions {}
+/** Options of `utilizationShed`: the plugin option, `config.utilizationShed` and `app.utilizationShed()`. */
+export interface UtilizationShedOptions
+  extends HttpUtilizationShedOptions<FastifyRequest>,
+    FastifyHookOptions {}
+
+/** The guards, by the name of their plugin option, route config and decorator. */
+export interface GuardOptionsByName {
+  concurrencyLimit: ConcurrencyLimitOptions;
+  fleetShed: FleetShedOptions;
+  utilizationShed: UtilizationShedOptions;
+}
+
+/** The plugin's options: the global rate limits, and the guards applied to every route. */
+export interface SluicePluginOptions extends SluiceOptions {
+  /**
+   * At most `limit` requests in flight per key on every route (429 past it). Inline options share
+   * the plugin's `store` unless they bring their own.
+   * @default none
+   */
+  concurrencyLimit?: ConcurrencyLimitOptions;
+  /** The fleet usage load shedder on every route (503 past a priority's share). @default none */
+  fleetShed?: FleetShedOptions;
+  /** The worker utilization load shedder on every route (503 while overloaded). @default none */
+  utilizationShed?: UtilizationShedOptions;
+}
+
+/** The hooks' own option names, beside the shared ones. */
+export const FASTIFY_OPTIONS = ['hook', 'handler'] as const satisfies readonly (keyof FastifyHookOptions)[];
+
+/** The guard names, in the order their hooks run: shedders first, so a shed request costs no lease or quota. */
+export const GUARD_NAMES = [
+  'utilizationShed',
+  'fleetShed',
+  'concurrencyLimit',
+] as const satisfies readonly (keyof GuardOptionsByName)[];

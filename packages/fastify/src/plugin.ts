@@ -1,77 +1,191 @@
 import {
   assertKnownOptions,
+  CONCURRENCY_ENGINE,
+  concurrencyGuard,
+  FLEET_ENGINE,
+  fleetGuard,
+  type GuardDefaults,
   HTTP_OPTIONS,
+  type HttpGuard,
   HttpLimiter,
   MemoryStore,
   oneOfOption,
   type SluiceWarning,
+  UTILIZATION_ENGINE,
+  utilizationGuard,
 } from '@sluice/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fastifyAccess } from './access.js';
-import { type SluiceHook, sluiceHook } from './hook.js';
-import { decoratorOptions, mergeRouteOptions } from './merge.js';
-import { FASTIFY_OPTIONS, type SluiceOptions } from './options.js';
+import { guardHook, type SluiceHook, sluiceHook } from './hook.js';
+import { decoratorOptions, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
+import {
+  FASTIFY_OPTIONS,
+  type FastifyHookOptions,
+  GUARD_NAMES,
+  type GuardOptionsByName,
+  type SluiceOptions,
+  type SluicePluginOptions,
+} from './options.js';
 
 const HOOKS = ['onRequest', 'preHandler'] as const;
+type Stage = (typeof HOOKS)[number];
 
-async function sluicePlugin(app: FastifyInstance, options: SluiceOptions): Promise<void> {
-  assertKnownOptions('@sluice/fastify', options, [...HTTP_OPTIONS, ...FASTIFY_OPTIONS]);
-  // One store for the global limits, every route's and every decorator's, unless they bring theirs.
-  const global: SluiceOptions = { ...options, store: options.store ?? new MemoryStore() };
-  const defaults = {
+/** A compiled hook and the stage it runs in. */
+interface Applied {
+  readonly hook: SluiceHook;
+  readonly at: Stage;
+}
+
+type GuardName = (typeof GUARD_NAMES)[number];
+
+/** How each guard is built: its engine options (instance first) and its core factory. */
+const GUARDS: {
+  readonly [G in GuardName]: {
+    readonly engine: readonly string[];
+    readonly hookName: string;
+    build(
+      where: string,
+      options: GuardOptionsByName[G],
+      defaults: GuardDefaults<FastifyRequest>,
+    ): HttpGuard<FastifyRequest>;
+  };
+} = {
+  utilizationShed: {
+    engine: UTILIZATION_ENGINE,
+    hookName: 'sluiceUtilizationShed',
+    build: (where, options, defaults) => utilizationGuard(where, options, defaults, FASTIFY_OPTIONS),
+  },
+  fleetShed: {
+    engine: FLEET_ENGINE,
+    hookName: 'sluiceFleetShed',
+    build: (where, options, defaults) => fleetGuard(where, options, defaults, FASTIFY_OPTIONS),
+  },
+  concurrencyLimit: {
+    engine: CONCURRENCY_ENGINE,
+    hookName: 'sluiceConcurrencyLimit',
+    build: (where, options, defaults) =>
+      concurrencyGuard(where, options, fastifyAccess, defaults, FASTIFY_OPTIONS),
+  },
+};
+
+async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions): Promise<void> {
+  assertKnownOptions('@sluice/fastify', options, [...HTTP_OPTIONS, ...FASTIFY_OPTIONS, ...GUARD_NAMES]);
+  const { concurrencyLimit, fleetShed, utilizationShed, ...limitOptions } = options;
+  const guardOptions: Partial<GuardOptionsByName> = pickDefined({
+    concurrencyLimit,
+    fleetShed,
+    utilizationShed,
+  });
+  // One store for the global limits, every route's and every decorator's, and for the leases of
+  // guards built here, unless they bring theirs.
+  const store = options.store ?? new MemoryStore();
+  const global: SluiceOptions = { ...limitOptions, store };
+  const defaults: GuardDefaults<FastifyRequest> = {
     onError(error: Error, request: FastifyRequest): void {
-      request.log.error(
-        { err: error },
-        'sluice: rate limiter error, request handled by the storeFailure policy',
-      );
+      request.log.error({ err: error }, 'sluice: limiter error, request handled by the storeFailure policy');
     },
     onWarning(warning: SluiceWarning): void {
       app.log.warn({ code: warning.code }, warning.message);
     },
+    onReleaseError(error: unknown): void {
+      app.log.error(
+        { err: error },
+        'sluice: a lease release failed in the store; the lease expires after its ttl',
+      );
+    },
   };
-  const compile = (where: string, merged: SluiceOptions) => ({
+  const stage = (where: string, merged: FastifyHookOptions): Stage =>
+    oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS);
+  const compile = (where: string, merged: SluiceOptions): Applied => ({
     hook: sluiceHook(
       new HttpLimiter<FastifyRequest>(where, merged, fastifyAccess, defaults, FASTIFY_OPTIONS),
       merged.handler,
     ),
-    at: oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS),
+    at: stage(where, merged),
   });
+  const compileGuard = <G extends GuardName>(
+    name: G,
+    where: string,
+    merged: GuardOptionsByName[G],
+  ): Applied & { guard: HttpGuard<FastifyRequest> } => {
+    const spec = GUARDS[name];
+    const guard = spec.build(where, withStore(merged, spec.engine, store), defaults);
+    return { guard, hook: guardHook(guard, merged.handler, spec.hookName), at: stage(where, merged) };
+  };
+
   // Without limits the plugin only serves routes' `config.rateLimit` and the decorator; a key or
   // name without an algorithm is a mistake, reported by compiling.
-  const limited = ['limits', 'algorithm', 'key', 'name'].some((option) => option in options);
+  const limited = ['limits', 'algorithm', 'key', 'name'].some((option) => option in limitOptions);
   const everywhere = limited ? compile('@sluice/fastify', global) : undefined;
+  const guardsEverywhere = new Map<GuardName, Applied & { guard: HttpGuard<FastifyRequest> }>();
+  for (const name of GUARD_NAMES) {
+    const own = guardOptions[name];
+    if (own !== undefined) guardsEverywhere.set(name, compileGuard(name, `@sluice/fastify ${name}`, own));
+  }
 
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
   app.decorate(
     'rateLimit',
     (own: SluiceOptions): SluiceHook => compile('rateLimit', decoratorOptions(global, own)).hook,
   );
+  for (const name of GUARD_NAMES) {
+    app.decorate(
+      name,
+      (own: GuardOptionsByName[typeof name]): SluiceHook => compileGuard(name, name, own).hook,
+    );
+  }
 
   app.addHook('onRoute', (route) => {
+    const applied: Applied[] = [];
+    for (const name of GUARD_NAMES) {
+      const config = route.config?.[name];
+      if (config === false) continue;
+      const plugin = guardsEverywhere.get(name);
+      if (config === undefined) {
+        if (plugin !== undefined) applied.push(plugin);
+        continue;
+      }
+      const merged = mergeGuardOptions(guardOptions[name], plugin?.guard.engine, config, GUARDS[name].engine);
+      applied.push(compileGuard(name, `config.${name} of ${route.url}`, merged));
+    }
     const config = route.config?.rateLimit;
-    if (config === false) return;
-    const applied =
-      config === undefined
-        ? everywhere
-        : compile(`config.rateLimit of ${route.url}`, mergeRouteOptions(global, config));
-    if (applied === undefined) return;
-    // First in the route's own hooks, so a refused request costs no other hook's work.
+    if (config !== false) {
+      const limits =
+        config === undefined
+          ? everywhere
+          : compile(`config.rateLimit of ${route.url}`, mergeRouteOptions(global, config));
+      if (limits !== undefined) applied.push(limits);
+    }
+    if (applied.length === 0) return;
+    // First in the route's own hooks, in the order above, so a refused request costs no other
+    // hook's work and a shed request takes no lease and no rate-limit quota.
     const hooks = route as { onRequest?: unknown; preHandler?: unknown };
-    const existing = hooks[applied.at];
-    hooks[applied.at] =
-      existing === undefined
-        ? [applied.hook]
-        : [applied.hook, ...(Array.isArray(existing) ? existing : [existing])];
+    for (const at of HOOKS) {
+      const ours = applied.filter((entry) => entry.at === at).map((entry) => entry.hook);
+      if (ours.length === 0) continue;
+      const existing = hooks[at];
+      hooks[at] =
+        existing === undefined ? ours : [...ours, ...(Array.isArray(existing) ? existing : [existing])];
+    }
   });
 }
 
+function pickDefined<T extends object>(record: T): Partial<T> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
 /**
- * Fastify 5 plugin: global limits for every route registered after it, per-route
- * `config: { rateLimit: {...} | false }`, and `app.rateLimit({...})` for a route's own hook.
+ * Fastify 5 plugin: rate limits, the concurrency limit and both load shedders for every route
+ * registered after it; per-route `config: { rateLimit, concurrencyLimit, fleetShed,
+ * utilizationShed }` (options, or `false` to exempt); and the decorators `app.rateLimit()`,
+ * `app.concurrencyLimit()`, `app.fleetShed()`, `app.utilizationShed()` for a route's own hooks.
+ * On each route the hooks run utilization shedder, fleet shedder, concurrency limit, rate limits.
  * @example
- * await app.register(sluice, { limits: [
- *   { name: 'burst', key: byIp(), algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) },
- * ] });
+ * await app.register(sluice, {
+ *   limits: [{ name: 'burst', key: byIp(), algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }],
+ *   fleetShed: { shedder: fleet, priority: (request) => (request.url.startsWith('/pay') ? 'critical' : 'normal') },
+ *   concurrencyLimit: { limit: 20, key: byToken() },
+ * });
  */
 export const sluice = fp(sluicePlugin, { fastify: '5.x', name: '@sluice/fastify' });

@@ -1,11 +1,22 @@
 import type { Decision } from '@sluice/core';
 import type { SluiceHook } from './hook.js';
-import type { SluiceOptions } from './options.js';
+import type {
+  ConcurrencyLimitOptions,
+  FleetShedOptions,
+  SluiceOptions,
+  UtilizationShedOptions,
+} from './options.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Per-route limits: options that add to or override the global ones, or `false` to exempt the route. */
     rateLimit?: SluiceOptions | false;
+    /** Per-route concurrency limit: options over the plugin's (a new `limit` gets its own limiter), or `false` to exempt the route. */
+    concurrencyLimit?: ConcurrencyLimitOptions | false;
+    /** Per-route fleet shedding: options over the plugin's (`{ priority: 'low' }`), or `false` to exempt the route. */
+    fleetShed?: FleetShedOptions | false;
+    /** Per-route utilization shedding: options over the plugin's (`{ priority: 'low' }`), or `false` to exempt the route. */
+    utilizationShed?: UtilizationShedOptions | false;
   }
   interface FastifyRequest {
     /** The rate-limit Decision of the last sluice hook that limited this request. */
@@ -14,5 +25,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** A hook applying these limits, for a route's `onRequest` or `preHandler`. */
     rateLimit(options: SluiceOptions): SluiceHook;
+    /** A hook applying this concurrency limit, for a route's `onRequest` or `preHandler`. */
+    concurrencyLimit(options: ConcurrencyLimitOptions): SluiceHook;
+    /** A hook applying this fleet shedder, for a route's `onRequest` or `preHandler`. */
+    fleetShed(options: FleetShedOptions): SluiceHook;
+    /** A hook applying this utilization shedder, for a route's `onRequest` or `preHandler`. */
+    utilizationShed(options: UtilizationShedOptions): SluiceHook;
   }
 }

@@ -28,6 +28,20 @@ export function seconds(ms: number): number {
   return ms <= 0 ? 0 : Math.ceil(ms / 1000);
 }
 
+/**
+ * The RateLimit reset of one limit, in seconds. For a limit that refused the request, it is when
+ * the request can be retried (`retryAfter`, at least 1 s): the IETF draft asks that a response
+ * carrying both `Retry-After` and `RateLimit` name the same instant in both, and a token bucket
+ * whose next token is 1 s away must not tell clients to wait until it is full. For a limit that
+ * admitted (or one no retry can satisfy, `retryAfter` -1), it is when the limit is full again
+ * (`resetAfter`).
+ */
+export function resetSeconds(decision: Decision): number {
+  return !decision.allowed && decision.retryAfter >= 0
+    ? Math.max(1, seconds(decision.retryAfter))
+    : seconds(decision.resetAfter);
+}
+
 /** A String per RFC 8941 §3.3.3: printable ASCII with `"` and `\` escaped. */
 function sfString(text: string): string {
   return `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
@@ -67,16 +81,19 @@ export class RateLimitHeaders {
     this.fullPolicy = limits.map((limit) => this.byName.get(limit.name)!.policy).join(', ');
   }
 
-  /** Writes the headers for `decision`; nothing when no limit applied to the request. */
+  /**
+   * Writes the headers for `decision`; nothing when no limit applied to the request (no policy:
+   * skipped, or the store failed). A decision without `limits` is one limit's own.
+   */
   write<Res>(decision: Decision, res: Res, set: SetHeader<Res>): void {
-    const limits = decision.limits;
-    if (this.format === false || limits.length === 0) return;
+    if (this.format === false || decision.policy === '') return;
+    const limits = decision.limits.length === 0 ? [decision] : decision.limits;
     switch (this.format) {
       case 'ietf': {
         let value = '';
         for (let i = 0; i < limits.length; i++) {
           const d = limits[i]!;
-          const item = `${this.item(d.policy).quoted};r=${d.remaining};t=${seconds(d.resetAfter)}`;
+          const item = `${this.item(d.policy).quoted};r=${d.remaining};t=${resetSeconds(d)}`;
           value = i === 0 ? item : `${value}, ${item}`;
         }
         set(res, 'RateLimit-Policy', this.policy(limits));
@@ -88,19 +105,19 @@ export class RateLimitHeaders {
         set(
           res,
           'RateLimit',
-          `limit=${decision.limit}, remaining=${decision.remaining}, reset=${seconds(decision.resetAfter)}`,
+          `limit=${decision.limit}, remaining=${decision.remaining}, reset=${resetSeconds(decision)}`,
         );
         return;
       case 'draft-6':
         set(res, 'RateLimit-Policy', this.policy(limits));
         set(res, 'RateLimit-Limit', String(decision.limit));
         set(res, 'RateLimit-Remaining', String(decision.remaining));
-        set(res, 'RateLimit-Reset', String(seconds(decision.resetAfter)));
+        set(res, 'RateLimit-Reset', String(resetSeconds(decision)));
         return;
       case 'legacy':
         set(res, 'X-RateLimit-Limit', String(decision.limit));
         set(res, 'X-RateLimit-Remaining', String(decision.remaining));
-        set(res, 'X-RateLimit-Reset', String(seconds(decision.resetAfter)));
+        set(res, 'X-RateLimit-Reset', String(resetSeconds(decision)));
         return;
     }
   }

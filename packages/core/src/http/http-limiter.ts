@@ -184,8 +184,7 @@ export class HttpLimiter<Req> {
     if (decision.allowed) {
       if (decision.delay > this.maxDelay) {
         // The queue admitted it, but for longer than this middleware may hold a request.
-        await this.refund(req);
-        return { ...decision, allowed: false, retryAfter: decision.delay, delay: 0, reason: 'rate-limited' };
+        return overlong(decision, this.maxDelay, await this.refund(req));
       }
       if (!(await this.held(decision.delay, signal, req))) {
         await this.refund(req);
@@ -223,8 +222,12 @@ export class HttpLimiter<Req> {
       return key === undefined ? NOT_LIMITED : this.limiter.check(key, options);
     }
     const keys: (string | undefined)[] = new Array(this.keys.length);
-    for (let i = 0; i < keys.length; i++) keys[i] = this.key(i, req);
-    return this.limiter.check(keys, options);
+    let any = false;
+    for (let i = 0; i < keys.length; i++) {
+      keys[i] = this.key(i, req);
+      any ||= keys[i] !== undefined;
+    }
+    return any ? this.limiter.check(keys, options) : NOT_LIMITED;
   }
 
   private key(i: number, req: Req): string | undefined {
@@ -252,9 +255,10 @@ export class HttpLimiter<Req> {
     }
   }
 
-  private async refund(req: Req): Promise<void> {
+  /** Gives a held request's units back (on stores with `refund`); answers the units given back. */
+  private async refund(req: Req): Promise<number> {
     const store = this.limiter.store;
-    if (store.refund === undefined) return;
+    if (store.refund === undefined) return 0;
     try {
       const cost = this.costOf === undefined ? this.cost : this.costOf(req);
       const calls: LimitCall[] = [];
@@ -264,8 +268,10 @@ export class HttpLimiter<Req> {
         if (key !== undefined) calls.push({ algorithm: limit.algorithm, key, cost, policy: limit.name });
       }
       await store.refund(calls, undefined);
+      return cost;
     } catch (error) {
       this.report(error, req);
+      return 0;
     }
   }
 
@@ -283,8 +289,32 @@ export class HttpLimiter<Req> {
   }
 }
 
+/**
+ * A queue admission longer than `maxDelay`, as a refusal: each limit that would have held the
+ * request longer refuses with that wait as its `retryAfter`, so its RateLimit reset and
+ * `Retry-After` name the same instant, and counts the `refunded` units as left.
+ */
+function overlong(decision: Decision, maxDelay: number, refunded: number): Decision {
+  const refuse = (d: Decision): Decision => ({
+    ...d,
+    allowed: false,
+    remaining: Math.min(d.limit, d.remaining + refunded),
+    retryAfter: d.delay,
+    delay: 0,
+    reason: 'rate-limited',
+  });
+  // Only limits that queued the request (delay > 0) had units to give back.
+  const back = (d: Decision): Decision =>
+    d.delay > 0 ? { ...d, remaining: Math.min(d.limit, d.remaining + refunded) } : d;
+  return {
+    ...refuse(decision),
+    limits: decision.limits.map((d) => (d.delay > maxDelay ? refuse(d) : back(d))),
+  };
+}
+
+/** `undefined` for "no limit applied"; a single limit's own decision (no `limits`) did apply. */
 function applied(decision: Decision): Decision | undefined {
-  return decision.limits.length === 0 && decision.allowed ? undefined : decision;
+  return decision === NOT_LIMITED ? undefined : decision;
 }
 
 /** The limits of the options, from `limits` or from the single-limit shorthand. */

@@ -1,5 +1,23 @@
+export type {
+  HttpConcurrencyOptions,
+  HttpFleetShedOptions,
+  HttpGuardOptions,
+  HttpUtilizationShedOptions,
+  Priority,
+} from './guard-options.js';
+export {
+  CONCURRENCY_ENGINE,
+  CONCURRENCY_OPTIONS,
+  FLEET_ENGINE,
+  FLEET_OPTIONS,
+  GUARD_OPTIONS,
+  UTILIZATION_ENGINE,
+  UTILIZATION_OPTIONS,
+} from './guard-options.js';
 export type { HeaderFormat, SetHeader } from './headers.js';
-export { HEADER_FORMATS, RateLimitHeaders, seconds } from './headers.js';
+export { HEADER_FORMATS, RateLimitHeaders, resetSeconds, seconds } from './headers.js';
+export type { EndingResponse, GuardDefaults, GuardKind } from './http-guard.js';
+export { concurrencyGuard, fleetGuard, HttpGuard, releaseWhenDone, utilizationGuard } from './http-guard.js';
 export type { AdapterDefaults, Refusal, RequestAccessBase } from './http-limiter.js';
 export { HttpLimiter, httpLimits } from './http-limiter.js';
 export type { AddressList } from './ip.js';

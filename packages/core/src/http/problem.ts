@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import { seconds } from './headers.js';
+import { resetSeconds, seconds } from './headers.js';
 
 /** RFC 9457 problem type for a refusal by a rate limit (IETF RateLimit draft §5.1). */
 export const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
@@ -28,21 +28,22 @@ export function refusalStatus(decision: Decision): 429 | 503 {
 }
 
 /**
- * `Retry-After` in delay-seconds for a refusal: rounded up, at least 1, and never earlier than the
- * RateLimit reset (`t`) of any limit that refused, as the draft asks (§6). `undefined` when no
- * retry can succeed (`cost-exceeds-limit`, retryAfter -1): the header is then left out rather than
- * inviting a retry that will be refused again.
+ * `Retry-After` in delay-seconds for a refusal: the latest RateLimit reset among the limits that
+ * refused (`resetSeconds`: their `retryAfter`, rounded up, at least 1), so `Retry-After` and the
+ * refusing limit's `t` / `reset` name the same instant, as the IETF draft asks. `undefined` when
+ * no retry can succeed (`cost-exceeds-limit`, retryAfter -1): the header is then left out rather
+ * than inviting a retry that will be refused again.
  */
 export function retryAfterSeconds(decision: Decision): number | undefined {
-  const limits = decision.limits.length === 0 ? [decision] : decision.limits;
-  let ms = 0;
-  for (const d of limits) {
+  if (decision.retryAfter < 0) return undefined;
+  let latest = 0;
+  for (const d of decision.limits) {
     if (d.allowed) continue;
     if (d.retryAfter < 0) return undefined;
-    ms = Math.max(ms, d.retryAfter, d.resetAfter);
+    latest = Math.max(latest, resetSeconds(d));
   }
-  if (decision.retryAfter < 0) return undefined;
-  return Math.max(1, seconds(ms), seconds(decision.retryAfter));
+  // A decision of its own (a shedder's, a lease's) or one whose limits all admitted.
+  return latest === 0 ? Math.max(1, seconds(decision.retryAfter)) : latest;
 }
 
 /** The problem body for a refusal. */
