@@ -167,7 +167,7 @@ describe('RedisStore.refund when Redis is unavailable', () => {
     await server.stop();
   });
 
-  const store = (failurePolicy: RedisStoreOptions['failurePolicy']) =>
+  const store = (failurePolicy: NonNullable<RedisStoreOptions['failurePolicy']>) =>
     new RedisStore({ client, timeout: 100, failurePolicy, onError: (event) => failures.push(event) });
 
   it('resolves, reports the failure, and refunds the fallback store that took the request', async () => {
