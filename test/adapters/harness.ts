@@ -1,10 +1,18 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Decision, HttpLimitOptions, Store } from '@sluice/core';
-import { rateLimit } from '@sluice/express';
+import {
+  type Decision,
+  type HttpConcurrencyOptions,
+  type HttpFleetShedOptions,
+  type HttpLimitOptions,
+  type HttpUtilizationShedOptions,
+  refusalStatus,
+  type Store,
+} from '@sluice/core';
+import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
-import type { Express, NextFunction, Request, Response } from 'express';
+import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
 import Fastify from 'fastify';
@@ -13,9 +21,46 @@ import supertest from 'supertest';
 /** Options written once for both adapters: keys use the access argument, never the framework's request. */
 export type Options = HttpLimitOptions<unknown>;
 
+/** The guards, written once for both adapters (keys and priorities read only headers). */
+export interface Guards {
+  concurrencyLimit?: HttpConcurrencyOptions<unknown> | false;
+  fleetShed?: HttpFleetShedOptions<unknown> | false;
+  utilizationShed?: HttpUtilizationShedOptions<unknown> | false;
+}
+
+/** The guards in the order both adapters run them: shedders, then the concurrency limit. */
+export const GUARD_ORDER = ['utilizationShed', 'fleetShed', 'concurrencyLimit'] as const;
+
+/**
+ * What the app's handlers did, and a gate the `'wait'` handlers block on until `open()`: a
+ * request held in flight for as long as the test wants, with no timer.
+ */
+export class Probe {
+  /** Paths whose handler ran, in order. */
+  readonly handled: string[] = [];
+  private opened!: () => void;
+  private readonly gate = new Promise<void>((resolve) => {
+    this.opened = resolve;
+  });
+
+  async run(path: string, kind: RouteSpec['handler']): Promise<void> {
+    this.handled.push(path);
+    if (kind === 'throw') throw new Error('handler failed');
+    if (kind === 'wait') await this.gate;
+  }
+
+  open(): void {
+    this.opened();
+  }
+}
+
 export interface RouteSpec {
   method: 'GET' | 'POST';
   path: string;
+  /** What the handler does: answer at once (default), throw, or wait for `probe.open()`. */
+  handler?: 'ok' | 'throw' | 'wait';
+  /** Express: per-route guard middlewares. Fastify: `config.<guard>` (`false` exempts). */
+  guards?: Guards;
   /** Express: a per-route middleware. Fastify: `config.rateLimit` (merged with the global options). */
   limit?: Options | false;
   /** Fastify only: `onRequest: app.rateLimit(decorator)`. */
@@ -25,6 +70,10 @@ export interface RouteSpec {
 export interface AppSpec {
   /** Global limits: `app.use(rateLimit(options))` / `app.register(sluice, options)`. */
   options?: Options;
+  /** Global guards, before the global limits: `app.use(...)` / the plugin's guard options. */
+  guards?: Guards;
+  /** Records handler runs and holds `'wait'` handlers. */
+  probe?: Probe;
   routes: RouteSpec[];
   /** The framework's trust-proxy setting. */
   trustProxy?: boolean | string;
@@ -52,6 +101,8 @@ export interface Subject {
   build(spec: AppSpec): Promise<TestApp>;
   /** Creates the adapter with these options; rejects with the creation error. */
   create(options: unknown): Promise<void>;
+  /** Creates one guard with these options; rejects with the creation error. */
+  createGuard(name: (typeof GUARD_ORDER)[number], options: unknown): Promise<void>;
 }
 
 /** Makes a store; the behaviour suite passes its fake clock (ms since the epoch). */
@@ -76,6 +127,8 @@ function parse(text: string): unknown {
 
 type ExpressFactory = () => Express;
 
+const expressGuards = { concurrencyLimit, fleetShed, utilizationShed } as const;
+
 function expressSubject(name: string, create: ExpressFactory): Subject {
   return {
     name,
@@ -83,24 +136,40 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
     async create(options) {
       rateLimit(options as Options);
     },
+    async createGuard(name, options) {
+      expressGuards[name](options as never);
+    },
     async build(spec) {
       const app = create();
+      const probe = spec.probe ?? new Probe();
       if (spec.trustProxy !== undefined) app.set('trust proxy', spec.trustProxy);
       const withHandler = (options: Options) =>
         spec.customHandler
           ? {
               ...options,
               handler: (_req: Request, res: Response, _next: NextFunction, decision: Decision) => {
-                res.status(429).json({ custom: true, policy: decision.policy });
+                res.status(refusalStatus(decision)).json({ custom: true, policy: decision.policy });
               },
             }
           : options;
+      const guards = (given: Guards | undefined): RequestHandler[] =>
+        GUARD_ORDER.flatMap((name) => {
+          const options = given?.[name];
+          return options ? [expressGuards[name](withHandler(options as Options) as never)] : [];
+        });
+      for (const guard of guards(spec.guards)) app.use(guard);
       if (spec.options !== undefined) app.use(rateLimit(withHandler(spec.options)));
       for (const route of spec.routes) {
-        const handlers = route.limit ? [rateLimit(withHandler(route.limit))] : [];
+        const handlers = [
+          ...guards(route.guards),
+          ...(route.limit ? [rateLimit(withHandler(route.limit))] : []),
+        ];
         const method = route.method === 'GET' ? 'get' : 'post';
-        app[method](route.path, ...handlers, (req: Request, res: Response) => {
-          res.json({ ok: true, remaining: req.rateLimit?.remaining ?? null });
+        app[method](route.path, ...handlers, (req: Request, res: Response, next: NextFunction) => {
+          // Express 4 does not catch rejected promises: pass the error on by hand.
+          probe
+            .run(route.path, route.handler)
+            .then(() => res.json({ ok: true, remaining: req.rateLimit?.remaining ?? null }), next);
         });
       }
       app.use((error: Error, _req: Request, res: Response, _next: NextFunction) => {
@@ -144,8 +213,18 @@ const fastifySubject: Subject = {
       await app.close();
     }
   },
+  async createGuard(name, options) {
+    const app = Fastify();
+    try {
+      await app.register(sluice, { [name]: options });
+      await app.ready();
+    } finally {
+      await app.close();
+    }
+  },
   async build(spec) {
     const app = Fastify({ trustProxy: spec.trustProxy ?? false });
+    const probe = spec.probe ?? new Probe();
     const handler = spec.customHandler
       ? {
           handler: (_request: unknown, _reply: unknown, decision: Decision) => ({
@@ -154,19 +233,32 @@ const fastifySubject: Subject = {
           }),
         }
       : {};
-    await app.register(sluice, { ...(spec.options ?? {}), ...handler });
+    const guards = (given: Guards | undefined) =>
+      Object.fromEntries(
+        GUARD_ORDER.flatMap((name) => {
+          const options = given?.[name];
+          if (options === undefined) return [];
+          return [[name, options === false ? false : { ...options, ...handler }]];
+        }),
+      );
+    await app.register(sluice, { ...(spec.options ?? {}), ...guards(spec.guards), ...handler });
     for (const route of spec.routes) {
       app.route({
         method: route.method,
         url: route.path,
-        config:
-          route.limit === undefined
+        config: {
+          ...guards(route.guards),
+          ...(route.limit === undefined
             ? {}
-            : { rateLimit: route.limit === false ? false : { ...route.limit, ...handler } },
+            : { rateLimit: route.limit === false ? false : { ...route.limit, ...handler } }),
+        },
         ...(route.decorator === undefined
           ? {}
           : { onRequest: app.rateLimit({ ...route.decorator, ...handler }) }),
-        handler: async (request) => ({ ok: true, remaining: request.rateLimit?.remaining ?? null }),
+        handler: async (request) => {
+          await probe.run(route.path, route.handler);
+          return { ok: true, remaining: request.rateLimit?.remaining ?? null };
+        },
       });
     }
     await app.ready();

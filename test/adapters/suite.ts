@@ -15,6 +15,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { guardSuite } from './guard-suite.js';
 import type { AppSpec, Options, StoreFactory, Subject, TestApp } from './harness.js';
 
 /** A store that fails every call, synchronously or by rejecting: the failure-policy tests. */
@@ -684,5 +685,7 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       ).toBe('ERR_SLUICE_DUPLICATE_LIMIT');
       expect(await code({ algorithm, key: byIp() })).toBe('created');
     });
+
+    guardSuite(subject, makeStore);
   });
 }
