@@ -146,6 +146,51 @@ export function guardSuite(subject: Subject, makeStore: StoreFactory): void {
         expect(await inFlight(leases)).toBe(0);
       });
 
+      it('on an asynchronous store, a client that leaves while its lease is being taken does not leak it', async () => {
+        const memory = store.leases!;
+        let answer: (() => void) | undefined;
+        const slowLeases: Store = {
+          ...store,
+          leases: {
+            ...memory,
+            acquire: (call, at) =>
+              new Promise((resolve) => {
+                answer = () => resolve(memory.acquire(call, at));
+              }),
+            release: (call, at) => Promise.resolve(memory.release(call, at)),
+          },
+        };
+        let socketClosed = false;
+        const key = (req: unknown) => {
+          const raw =
+            (req as { raw?: { socket: NodeJS.EventEmitter } }).raw ??
+            (req as { socket: NodeJS.EventEmitter });
+          raw.socket.once('close', () => {
+            socketClosed = true;
+          });
+          return 'everyone';
+        };
+        await build({ guards: concurrency({ store: slowLeases, key }), routes });
+        const leases = observer({ limit: 1 });
+        const base = await app!.listen();
+        const leaving = httpRequest(`${base}/slow`);
+        leaving.on('error', () => undefined);
+        leaving.end();
+        await until(() => answer !== undefined);
+        leaving.destroy();
+        // The server saw the disconnect before the store answered.
+        await until(() => socketClosed);
+        answer!();
+        await until(async () => (await inFlight(leases)) === 0);
+        expect(probe.handled).toEqual([]);
+        answer = undefined;
+        const served = fetch(`${base}/`);
+        await until(() => answer !== undefined);
+        answer!();
+        expect((await served).status).toBe(200);
+        await until(async () => (await inFlight(leases)) === 0);
+      });
+
       it('admits exactly N of N + 1 concurrent requests', async () => {
         await build({ guards: concurrency({ limit: 3 }), routes });
         const leases = observer({ limit: 3 });
