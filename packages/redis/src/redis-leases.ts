@@ -57,7 +57,7 @@ export class RedisLeases implements LeaseStore {
       'acquire',
       1,
       () => {
-        sent = this.run(call, now, 'acquire');
+        sent = this.run(call, now, { op: 'acquire', limit: call.limit, ttl: call.ttl });
         return sent.then((reply) => readLease(reply, call));
       },
       () => {
@@ -71,7 +71,10 @@ export class RedisLeases implements LeaseStore {
     return this.guard.run(
       'peek',
       1,
-      () => this.run(call, now, 'peek').then((reply) => readLease(reply, call)),
+      () =>
+        this.run(call, now, { op: 'peek', limit: call.limit, ttl: call.ttl }).then((reply) =>
+          readLease(reply, call),
+        ),
       () => this.failPeek(call, now),
     );
   }
@@ -108,11 +111,17 @@ export class RedisLeases implements LeaseStore {
 
   // Redis ------------------------------------------------------------------------------------------
 
-  private run(call: LeaseAcquire | LeaseCall, now: number | undefined, op: string): Promise<unknown[]> {
+  /** One lease script call; `acquire` and `peek` also send the limit and ttl. */
+  private run(
+    call: LeaseCall,
+    now: number | undefined,
+    op: 'release' | { op: 'acquire' | 'peek'; limit: number; ttl: number },
+  ): Promise<unknown[]> {
     const { redisTime, clock } = this.options;
-    const args: (string | number)[] = [nowArg(now, redisTime, clock), op, call.id];
-    if ('limit' in call) args.push(call.limit, String(call.ttl));
-    return this.script(2, ...this.keysFor(call.space, call.key), ...args);
+    const keys = this.keysFor(call.space, call.key);
+    const time = nowArg(now, redisTime, clock);
+    if (op === 'release') return this.script(2, ...keys, time, op, call.id);
+    return this.script(2, ...keys, time, op.op, call.id, op.limit, String(op.ttl));
   }
 
   private releaseInRedis(call: LeaseCall, now: number | undefined): Promise<boolean> {
