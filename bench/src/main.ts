@@ -46,6 +46,7 @@ const MODE = quick
       redisRounds: 2,
       httpSeconds: 1,
       httpRounds: 1,
+      httpWarmupRequests: 3_000,
     }
   : {
       throughput: { roundMs: 250, rounds: 5, warmupMs: 300 },
@@ -54,6 +55,7 @@ const MODE = quick
       redisRounds: 3,
       httpSeconds: 3,
       httpRounds: 3,
+      httpWarmupRequests: 30_000,
     };
 
 const RESULTS = fileURLToPath(new URL('../results/', import.meta.url));
@@ -178,7 +180,7 @@ function readmeBlock(
 
 async function main(): Promise<void> {
   const m = machine();
-  const stale = await staleBuilds(['core', 'redis']);
+  const stale = await staleBuilds(['core', 'redis', 'express', 'fastify']);
   log(`sluice bench (${quick ? 'quick' : 'full'}) · ${machineLine(m)}`);
   log(`@sluice/core resolves to ${import.meta.resolve('@sluice/core')}`);
   if (stale.length > 0)
@@ -196,10 +198,16 @@ async function main(): Promise<void> {
     redis({ ms: MODE.redisMs, rounds: MODE.redisRounds }, log),
   );
   const httpSection = await section('http', () =>
-    http({ seconds: MODE.httpSeconds, rounds: MODE.httpRounds }, log),
+    http(
+      { seconds: MODE.httpSeconds, rounds: MODE.httpRounds, warmupRequests: MODE.httpWarmupRequests },
+      log,
+    ),
   );
 
-  const checks = verdicts(throughput, heap);
+  const checks = [
+    ...verdicts(throughput, heap),
+    ...(httpSection.status === 'measured' ? httpSection.result.verdicts : []),
+  ];
   const md: string[] = [
     `# sluice benchmarks (${quick ? 'quick mode: short rounds, figures are rough' : 'full run'})`,
     '',

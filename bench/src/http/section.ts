@@ -1,19 +1,207 @@
-import type { Section } from '../report/markdown.js';
+/**
+ * HTTP throughput and p99 latency: autocannon (in this process) against a minimal app in a
+ * separate server process per subject. Every server is started first and given the same warm-up;
+ * then rounds interleave the subjects (each round starts one subject later, so no subject is always
+ * measured first), and the report gives medians and ratios to the bare app of the same framework.
+ */
+import { spawnSync } from 'node:child_process';
+import { startRedis } from '../lib/redis-server.js';
+import { formatRate, formatRatio, median } from '../lib/stats.js';
+import { type Section, table, type Verdict } from '../report/markdown.js';
 import type { Chart } from '../report/svg.js';
+import { CONNECTIONS, load, PIPELINING, type Round } from './load.js';
+import { type ServerProcess, startServer } from './server-process.js';
+import { bareOf, HTTP_SUBJECTS, type HttpSubject, LIMIT, WINDOW_MS } from './subjects.js';
+
+export interface HttpRow {
+  readonly id: string;
+  readonly label: string;
+  readonly rounds: readonly Round[];
+  /** Medians over the rounds. */
+  readonly rps: number;
+  readonly p99: number;
+  readonly mean: number;
+  readonly serverCpu: number;
+  readonly loadCpu: number;
+  /** Throughput ÷ the bare app of the same framework (medians). */
+  readonly ratioToBare: number;
+  /** Non-2xx, socket errors, timeouts, store errors over warm-up and rounds: a row with any is invalid. */
+  readonly failures: number;
+  readonly storeErrors: number;
+  /** Rate-limit headers of one response, as the subject sends them by default. */
+  readonly headers: Readonly<Record<string, string>>;
+}
 
 export interface HttpResult {
   readonly markdown: string;
   readonly configs: string;
   readonly charts: readonly Chart[];
+  readonly verdicts: readonly Verdict[];
+  readonly settings: { readonly seconds: number; readonly rounds: number; readonly warmupRequests: number };
+  readonly rows: readonly HttpRow[];
+}
+
+/** Targets of issues #4 and #6 (reported, not enforced). */
+const TARGETS = { fastify: 0.95, express: 0.97 } as const;
+const PEER_NAMES = { fastify: '@fastify/rate-limit', express: 'express-rate-limit' } as const;
+
+/** The rate-limit headers of one response: proof that each subject sends its default headers. */
+async function headersOf(port: number): Promise<Record<string, string>> {
+  const response = await fetch(`http://127.0.0.1:${port}/`);
+  await response.arrayBuffer();
+  const out: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (/ratelimit|retry-after/i.test(name)) out[name] = value;
+  });
+  return out;
 }
 
 export async function http(
-  _settings: { seconds: number; rounds: number },
-  _log: (line: string) => void,
+  settings: { seconds: number; rounds: number; warmupRequests: number },
+  log: (line: string) => void,
 ): Promise<Section<HttpResult>> {
-  return {
-    status: 'skipped',
-    reason:
-      'not yet available (TODO: autocannon against Fastify and Express, bare / + @fastify/rate-limit or express-rate-limit / + sluice, in a separate server process)',
-  };
+  const haveRedis = spawnSync('redis-server', ['--version']).error === undefined;
+  if (!haveRedis) log('  redis-server is not installed: Redis rows skipped');
+  const subjects = HTTP_SUBJECTS.filter((s) => haveRedis || s.store !== 'redis');
+  const redis = haveRedis ? await startRedis() : undefined;
+  const servers = new Map<string, ServerProcess>();
+  const failures = new Map<string, number>(subjects.map((s) => [s.id, 0]));
+  const rounds = new Map<string, Round[]>(subjects.map((s) => [s.id, []]));
+  const headers = new Map<string, Record<string, string>>();
+  const storeErrors = new Map<string, number>();
+  const phase = (name: string, since: number) =>
+    log(`  ${name} in ${((performance.now() - since) / 1000).toFixed(1)} s`);
+  let t = performance.now();
+  try {
+    // One at a time: starting eleven processes at once would load both cores for seconds.
+    for (const s of subjects) servers.set(s.id, await startServer(s.id, redis?.port));
+    for (const s of subjects) headers.set(s.id, await headersOf(servers.get(s.id)!.port));
+    phase(`${subjects.length} servers started`, t);
+    t = performance.now();
+    for (const s of subjects) {
+      const warm = await load(servers.get(s.id)!, { requests: settings.warmupRequests });
+      failures.set(s.id, failures.get(s.id)! + warm.failures);
+    }
+    phase('warm-up', t);
+    t = performance.now();
+    for (let r = 0; r < settings.rounds; r++) {
+      for (let i = 0; i < subjects.length; i++) {
+        const s = subjects[(i + r) % subjects.length]!;
+        const round = await load(servers.get(s.id)!, settings.seconds);
+        rounds.get(s.id)!.push(round);
+        failures.set(s.id, failures.get(s.id)! + round.failures);
+      }
+    }
+    phase('rounds', t);
+    t = performance.now();
+  } finally {
+    for (const [id, server] of servers) storeErrors.set(id, (await server.stop()).storeErrors);
+    await redis?.stop();
+  }
+  phase('servers stopped', t);
+
+  const rows: HttpRow[] = subjects.map((s) => {
+    const list = rounds.get(s.id)!;
+    return {
+      id: s.id,
+      label: s.label,
+      rounds: list,
+      rps: median(list.map((x) => x.rps)),
+      p99: median(list.map((x) => x.p99)),
+      mean: median(list.map((x) => x.mean)),
+      serverCpu: median(list.map((x) => x.serverCpu)),
+      loadCpu: median(list.map((x) => x.loadCpu)),
+      ratioToBare: Number.NaN,
+      failures: failures.get(s.id)! + (storeErrors.get(s.id) ?? 0),
+      storeErrors: storeErrors.get(s.id) ?? 0,
+      headers: headers.get(s.id) ?? {},
+    };
+  });
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const withRatios = rows.map((r) => {
+    const bare = byId.get(bareOf(HTTP_SUBJECTS.find((s) => s.id === r.id)!));
+    return { ...r, ratioToBare: bare === undefined ? Number.NaN : r.rps / bare.rps };
+  });
+  for (const r of withRatios)
+    log(
+      `  ${r.label}: ${formatRate(r.rps)} req/s (${formatRatio(r.ratioToBare)} bare), p99 ${r.p99} ms${r.failures > 0 ? `, INVALID: ${r.failures} failures` : ''}`,
+    );
+  return { status: 'measured', result: report(settings, subjects, withRatios) };
+}
+
+function report(
+  settings: HttpResult['settings'],
+  subjects: readonly HttpSubject[],
+  rows: readonly HttpRow[],
+): HttpResult {
+  const row = (id: string) => rows.find((r) => r.id === id);
+  const valid = (r: HttpRow | undefined): r is HttpRow => r !== undefined && r.failures === 0;
+  const percent = (x: number) => `${Math.round(x * 100)}%`;
+  const verdicts: Verdict[] = [];
+  const sluiceVsPeer: string[] = [];
+  for (const framework of ['fastify', 'express'] as const) {
+    const sluice = row(`${framework}:sluice:memory`);
+    verdicts.push({
+      target: `HTTP: ${framework === 'fastify' ? 'Fastify' : 'Express'} + sluice ≥ ${TARGETS[framework]}× bare (memory store)`,
+      met: valid(sluice) ? sluice.ratioToBare >= TARGETS[framework] : undefined,
+      figure: valid(sluice)
+        ? `${formatRatio(sluice.ratioToBare)} (${PEER_NAMES[framework]}: ${formatRatio(row(`${framework}:peer:memory`)?.ratioToBare ?? Number.NaN)})`
+        : 'invalid or not measured',
+    });
+    for (const store of ['memory', 'redis'] as const) {
+      const ours = row(`${framework}:sluice:${store}`);
+      const peer = row(`${framework}:peer:${store}`);
+      if (!valid(ours) || !valid(peer)) continue;
+      sluiceVsPeer.push(
+        `${framework === 'fastify' ? 'Fastify' : 'Express'}, ${store}: sluice ÷ ${PEER_NAMES[framework]} = ${formatRatio(ours.rps / peer.rps)}`,
+      );
+      if (store === 'redis')
+        verdicts.push({
+          target: `HTTP: ${framework === 'fastify' ? 'Fastify' : 'Express'} + sluice ahead of ${PEER_NAMES[framework]} (Redis)`,
+          met: ours.rps > peer.rps,
+          figure: `${formatRatio(ours.ratioToBare)} vs ${formatRatio(peer.ratioToBare)} of bare`,
+        });
+    }
+  }
+
+  const cells = (r: HttpRow) => [
+    r.id.includes(':sluice') ? `**${r.label}**` : r.label,
+    r.failures > 0 ? `invalid: ${r.failures} failures` : formatRate(r.rps),
+    formatRatio(r.ratioToBare),
+    `${r.p99}`,
+    r.mean.toFixed(2),
+    percent(r.serverCpu),
+    percent(r.loadCpu),
+  ];
+  const markdown = [
+    `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). Every server got the same warm-up, ${settings.warmupRequests.toLocaleString('en')} requests; then ${settings.rounds} interleaved round${settings.rounds === 1 ? '' : 's'} of ${settings.seconds} s; medians. Ratios are to the bare app of the same framework. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused (a row with any non-2xx response, socket error or store error is marked invalid). "CPU" is the share of one core used by the server and by the load generator during the rounds: on 2 cores the two (and redis-server) compete, so ratios near 1 understate a limiter's cost when the generator, not the server, is the bottleneck.`,
+    '',
+    table(['subject', 'req/s', '× bare', 'p99 ms', 'mean ms', 'server CPU', 'load CPU'], rows.map(cells)),
+    '',
+    sluiceVsPeer.length > 0 ? `Head to head: ${sluiceVsPeer.join('; ')}.` : '',
+  ].join('\n');
+  const configs = [
+    `HTTP subjects (same limit, window and key everywhere; default headers of each library, as one response showed them):`,
+    '',
+    ...subjects.map((s) => {
+      const h = Object.entries(rows.find((r) => r.id === s.id)?.headers ?? {})
+        .map(([n, v]) => `${n}: ${v}`)
+        .join(' · ');
+      return `- **${s.label}**: \`${s.config}\`${h === '' ? '' : `; headers \`${h}\``}`;
+    }),
+  ].join('\n');
+  const charts: Chart[] = [
+    {
+      title: 'HTTP requests/s: ratio to the bare framework',
+      subtitle: `autocannon, ${CONNECTIONS} connections, separate server process; memory store, then Redis; higher is better`,
+      bars: rows
+        .filter((r) => !r.id.startsWith('node:') && r.failures === 0)
+        .map((r) => ({
+          label: r.label.replace(' (rate-limit-redis)', ''),
+          value: r.ratioToBare,
+          kind: r.id.endsWith(':bare') ? 'reference' : r.id.includes(':sluice') ? 'sluice' : 'peer',
+        })),
+    },
+  ];
+  return { markdown, configs, charts, verdicts, settings, rows };
 }

@@ -1,0 +1,119 @@
+import { createServer, type Server } from 'node:http';
+import type { Store } from '@sluice/core';
+import { Redis } from 'ioredis';
+import { BODY, type HttpSubject, LIMIT, ROUTE, WINDOW_MS } from './subjects.js';
+
+/** A listening app and what it counted. */
+export interface App {
+  readonly server: Server;
+  /** Store failures reported by the limiter (a row with any is invalid: it measured the fallback). */
+  storeErrors(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * @fastify/rate-limit is loaded through a specifier TypeScript does not resolve: it augments
+ * Fastify's `config.rateLimit` with its own type, as @sluice/fastify does, and the two
+ * augmentations cannot live in one typechecked program (the root `pnpm typecheck` includes bench/).
+ */
+const FASTIFY_PEER: string = '@fastify/rate-limit';
+
+type RedisStoreCtor = new (options: { client: Redis; onError?: () => void }) => Store;
+
+/** Builds the subject's app (in the server child) and listens on a free loopback port. */
+export async function buildApp(subject: HttpSubject, redisPort: number | undefined): Promise<App> {
+  let errors = 0;
+  const clients: Redis[] = [];
+  const redis = (): Redis => {
+    if (redisPort === undefined) throw new Error(`${subject.id} needs --redis-port`);
+    const client = new Redis({ host: '127.0.0.1', port: redisPort });
+    clients.push(client);
+    return client;
+  };
+  const sluiceStore = async (): Promise<Store | undefined> => {
+    if (subject.store !== 'redis') return undefined;
+    const { RedisStore } = (await import('@sluice/redis')) as unknown as { RedisStore: RedisStoreCtor };
+    return new RedisStore({ client: redis(), onError: () => errors++ });
+  };
+  const closeClients = () => {
+    for (const c of clients) c.disconnect();
+  };
+
+  let server: Server;
+  let close: () => Promise<void>;
+  if (subject.framework === 'node') {
+    const body = JSON.stringify(BODY);
+    server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(body);
+    });
+    close = () => new Promise((resolve) => server.close(() => resolve()));
+  } else if (subject.framework === 'fastify') {
+    const { default: Fastify } = await import('fastify');
+    const app = Fastify({ logger: false });
+    if (subject.limiter === 'peer') {
+      const { default: fastifyRateLimit } = (await import(FASTIFY_PEER)) as {
+        default: Parameters<typeof app.register>[0];
+      };
+      await app.register(fastifyRateLimit, {
+        max: LIMIT,
+        timeWindow: WINDOW_MS,
+        ...(subject.store === 'redis' ? { redis: redis() } : {}),
+      });
+    } else if (subject.limiter === 'sluice') {
+      const { default: sluice, fixedWindow } = await import('@sluice/fastify');
+      const store = await sluiceStore();
+      await app.register(sluice, {
+        algorithm: fixedWindow({ limit: LIMIT, window: WINDOW_MS }),
+        ...(store === undefined ? {} : { store }),
+      });
+    }
+    app.get(ROUTE, async () => BODY);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    server = app.server;
+    close = () => app.close();
+  } else {
+    const { default: express } = await import('express');
+    const app = express();
+    if (subject.limiter === 'peer') {
+      const { rateLimit } = await import('express-rate-limit');
+      let store: import('express-rate-limit').Store | undefined;
+      if (subject.store === 'redis') {
+        const { RedisStore } = await import('rate-limit-redis');
+        const client = redis();
+        store = new RedisStore({
+          sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as never,
+        });
+      }
+      app.use(rateLimit({ windowMs: WINDOW_MS, limit: LIMIT, ...(store === undefined ? {} : { store }) }));
+    } else if (subject.limiter === 'sluice') {
+      const { rateLimit, fixedWindow } = await import('@sluice/express');
+      const store = await sluiceStore();
+      app.use(
+        rateLimit({
+          algorithm: fixedWindow({ limit: LIMIT, window: WINDOW_MS }),
+          ...(store === undefined ? {} : { store }),
+        }),
+      );
+    }
+    app.get(ROUTE, (_req, res) => {
+      res.json(BODY);
+    });
+    server = createServer(app);
+    close = () => new Promise((resolve) => server.close(() => resolve()));
+  }
+  if (!server.listening)
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+  return {
+    server,
+    storeErrors: () => errors,
+    close: async () => {
+      server.closeAllConnections();
+      await close();
+      closeClients();
+    },
+  };
+}
