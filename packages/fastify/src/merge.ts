@@ -46,10 +46,11 @@ export function decoratorOptions(global: SluiceOptions, own: SluiceOptions): Slu
 export function mergeGuardOptions<O extends object>(
   global: O | undefined,
   built: Readonly<Record<string, unknown>> | undefined,
-  route: O,
+  route: Partial<O>,
   engine: readonly string[],
 ): O {
-  if (global === undefined) return route;
+  // Required options missing from the result are reported by the guard's factory.
+  if (global === undefined) return route as O;
   const settings: Record<string, unknown> = { ...(global as Record<string, unknown>) };
   for (const name of engine) delete settings[name];
   const own = engine.some((name) => (route as unknown as Record<string, unknown>)[name] !== undefined);

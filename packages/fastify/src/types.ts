@@ -12,11 +12,11 @@ declare module 'fastify' {
     /** Per-route limits: options that add to or override the global ones, or `false` to exempt the route. */
     rateLimit?: SluiceOptions | false;
     /** Per-route concurrency limit: options over the plugin's (a new `limit` gets its own limiter), or `false` to exempt the route. */
-    concurrencyLimit?: ConcurrencyLimitOptions | false;
+    concurrencyLimit?: Partial<ConcurrencyLimitOptions> | false;
     /** Per-route fleet shedding: options over the plugin's (`{ priority: 'low' }`), or `false` to exempt the route. */
-    fleetShed?: FleetShedOptions | false;
+    fleetShed?: Partial<FleetShedOptions> | false;
     /** Per-route utilization shedding: options over the plugin's (`{ priority: 'low' }`), or `false` to exempt the route. */
-    utilizationShed?: UtilizationShedOptions | false;
+    utilizationShed?: Partial<UtilizationShedOptions> | false;
   }
   interface FastifyRequest {
     /** The rate-limit Decision of the last sluice hook that limited this request. */
