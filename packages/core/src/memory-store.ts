@@ -18,30 +18,44 @@ export interface MemoryStoreOptions {
 
 const KNOWN = ['maxKeys', 'clock'] as const satisfies readonly (keyof MemoryStoreOptions)[];
 
-/** Entries looked at from the old end of a key space before falling back to plain LRU. */
+/** Entries at the old end looked at for an expired one before the least recent is evicted. */
 const EXPIRY_SCAN = 8;
 
 /**
- * The zero-config store: one process, no I/O, answers synchronously. One `Map` per algorithm
- * fingerprint (so keys need no prefixing on the hot path), ordered by last write for LRU eviction;
- * no timer per key: expired entries are reclaimed as new keys arrive.
+ * One algorithm fingerprint's keys, in two generations (the scheme of quick-lru / hashlru). Keys
+ * written since the last rotation live in `young` and are updated in place, so a decision costs
+ * one lookup and one in-place `set`: exact LRU re-inserts on every write, and on a 10,000-key map
+ * that delete-and-append churn costs several times the decision itself. Keys not written since
+ * the last rotation are in `old`, in the order they were first written in their generation, and
+ * leave from its front: so what goes first is (approximately) the least recently written. A write
+ * to an old key moves it to `young`. When `old` is empty, `young` becomes `old` (a swap, O(1)).
+ */
+interface KeySpace {
+  young: Map<string, unknown>;
+  old: Map<string, unknown>;
+  /** Walks `old` front to back; the keys it has passed and that are still in `old` are `front`. */
+  cursor: Iterator<string> | undefined;
+  /** Up to EXPIRY_SCAN keys at the front of `old`, in order (some may have left `old` since). */
+  readonly front: string[];
+  readonly algorithm: Algorithm;
+}
+
+/**
+ * The zero-config store: one process, no I/O, answers synchronously. One key space per algorithm
+ * fingerprint (so keys need no prefixing on the hot path), each in two generations for cheap
+ * approximate-LRU eviction. Never more than `maxKeys` keys; no timer per key: each new key
+ * reclaims an expired entry at the old end, and eviction takes expired entries before live ones.
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number;
   readonly clock: () => number;
   /** Concurrency leases, bounded by the same `maxKeys` (counted apart from limit keys). */
   readonly leases: MemoryLeases;
-  private readonly spaces = new Map<string, Map<string, unknown>>();
+  private readonly spaces = new Map<string, KeySpace>();
   private size = 0;
   /** The space of the last algorithm seen (spaces are never removed except by `shutdown`). */
   private lastAlgorithm: Algorithm | undefined;
-  private lastSpace: Map<string, unknown> | undefined;
-  /**
-   * The key appended last to `newestSpace`, i.e. its newest entry: rewriting it needs no
-   * delete-and-reinsert to stay last. Every append to a space goes through `write`, which sets it.
-   */
-  private newestSpace: Map<string, unknown> | undefined;
-  private newestKey: string | undefined;
+  private lastSpace: KeySpace | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     assertKnownOptions('MemoryStore', options, KNOWN);
@@ -69,12 +83,11 @@ export class MemoryStore implements Store {
       return [this.consumeOne(call.algorithm, call.key, call.cost, call.policy, at)];
     }
     const spaces = calls.map((call) => this.space(call.algorithm));
-    const states = calls.map((call, i) => spaces[i]!.get(call.key));
+    const states = calls.map((call, i) => read(spaces[i]!, call.key));
     const { decisions, writes } = settleBatch(calls, states, at);
     for (let i = 0; i < calls.length; i++) {
       const next = writes[i];
-      if (next !== UNCHANGED)
-        this.write(spaces[i]!, calls[i]!.key, next, states[i] !== undefined, calls[i]!.algorithm, at);
+      if (next !== UNCHANGED) this.write(spaces[i]!, calls[i]!.key, next, states[i] !== undefined, at);
     }
     return decisions;
   }
@@ -87,28 +100,23 @@ export class MemoryStore implements Store {
    */
   consumeOne(algorithm: Algorithm, key: string, cost: number, policy: string, now: number): Decision {
     const space = this.space(algorithm);
-    const state = space.get(key);
+    const state = read(space, key);
     const step = algorithm.consume(state, now, cost, policy);
-    if (step.state !== state) this.write(space, key, step.state, state !== undefined, algorithm, now);
+    if (step.state !== state) this.write(space, key, step.state, state !== undefined, now);
     return step.decision;
   }
 
   peek(calls: readonly LimitCall[], now: number | undefined): Decision[] {
     const at = now ?? this.clock();
     return calls.map((call) =>
-      call.algorithm.peek(
-        this.spaces.get(call.algorithm.fingerprint)?.get(call.key),
-        at,
-        call.cost,
-        call.policy,
-      ),
+      call.algorithm.peek(this.stateOf(call.algorithm, call.key), at, call.cost, call.policy),
     );
   }
 
   reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): void {
     for (const call of calls) {
       const space = this.spaces.get(call.algorithm.fingerprint);
-      if (space?.delete(call.key)) this.size--;
+      if (space !== undefined) this.remove(space, call.key);
     }
   }
 
@@ -116,32 +124,37 @@ export class MemoryStore implements Store {
     const at = now ?? this.clock();
     for (const call of calls) {
       const space = this.spaces.get(call.algorithm.fingerprint);
-      const state = space?.get(call.key);
+      const state = space === undefined ? undefined : read(space, call.key);
       if (space === undefined || state === undefined || call.algorithm.refund === undefined) continue;
       const next = call.algorithm.refund(state, at, call.cost);
-      if (next !== undefined) space.set(call.key, next);
-      else if (space.delete(call.key)) this.size--;
+      if (next !== undefined) this.write(space, call.key, next, true, at);
+      else this.remove(space, call.key);
     }
   }
 
   shutdown(): void {
     this.spaces.clear();
-    this.lastAlgorithm = this.lastSpace = this.newestSpace = this.newestKey = undefined;
+    this.lastAlgorithm = this.lastSpace = undefined;
     this.size = 0;
     this.leases.clear();
   }
 
   /** The stored state of one key, for tests and debugging. */
   inspect(algorithm: Algorithm, key: string): unknown {
-    return this.spaces.get(algorithm.fingerprint)?.get(key);
+    return this.stateOf(algorithm, key);
   }
 
-  private space(algorithm: Algorithm): Map<string, unknown> {
+  private stateOf(algorithm: Algorithm, key: string): unknown {
+    const space = this.spaces.get(algorithm.fingerprint);
+    return space === undefined ? undefined : read(space, key);
+  }
+
+  private space(algorithm: Algorithm): KeySpace {
     // One limiter per store is the common case: skip the lookup by fingerprint when it repeats.
     if (algorithm === this.lastAlgorithm) return this.lastSpace!;
     let space = this.spaces.get(algorithm.fingerprint);
     if (space === undefined) {
-      space = new Map();
+      space = { young: new Map(), old: new Map(), cursor: undefined, front: [], algorithm };
       this.spaces.set(algorithm.fingerprint, space);
     }
     this.lastAlgorithm = algorithm;
@@ -149,65 +162,104 @@ export class MemoryStore implements Store {
     return space;
   }
 
-  private write(
-    space: Map<string, unknown>,
-    key: string,
-    next: unknown,
-    existed: boolean,
-    algorithm: Algorithm,
-    now: number,
-  ): void {
+  private write(space: KeySpace, key: string, next: unknown, existed: boolean, now: number): void {
     if (next === undefined) {
-      if (space.delete(key)) this.size--;
+      this.remove(space, key);
       return;
     }
+    const young = space.young;
+    const before = young.size;
+    young.set(key, next);
+    if (young.size === before) return; // written in place: the hot path
     if (existed) {
-      // Re-insert so the Map's order is the order of last write: its first entry is the LRU.
-      // The newest entry is already last, so a hot key is updated in place.
-      if (key !== this.newestKey || space !== this.newestSpace) {
-        space.delete(key);
-        this.newestSpace = space;
-        this.newestKey = key;
-      }
-      space.set(key, next);
+      // Promoted from the old generation: same key count.
+      space.old.delete(key);
       return;
     }
-    space.set(key, next);
-    this.newestSpace = space;
-    this.newestKey = key;
     this.size++;
-    this.reclaimOldest(space, algorithm, now);
-    if (this.size > this.maxKeys) this.evict(space, algorithm, now);
+    this.reclaim(space, now);
+    while (this.size > this.maxKeys && this.evict(space, now));
   }
 
-  /** One expired entry reclaimed per new key keeps idle state from piling up, with no timer. */
-  private reclaimOldest(space: Map<string, unknown>, algorithm: Algorithm, now: number): void {
-    const oldest = space.entries().next();
-    if (!oldest.done && oldest.value[0] !== undefined && algorithm.ttl(oldest.value[1], now) <= 0) {
-      space.delete(oldest.value[0]);
+  private remove(space: KeySpace, key: string): void {
+    if (space.young.delete(key) || space.old.delete(key)) this.size--;
+  }
+
+  /** Each new key reclaims the oldest entry of its space if it has expired: no timer needed. */
+  private reclaim(space: KeySpace, now: number): void {
+    refill(space);
+    const oldest = space.front[0];
+    if (oldest !== undefined && space.algorithm.ttl(space.old.get(oldest), now) <= 0) {
+      space.old.delete(oldest);
+      space.front.shift();
       this.size--;
     }
   }
 
-  private evict(writing: Map<string, unknown>, algorithm: Algorithm, now: number): void {
-    // Expired first: look a few entries deep from the old end of the space being written.
-    let scanned = 0;
-    for (const [key, state] of writing) {
-      if (++scanned > EXPIRY_SCAN) break;
-      if (algorithm.ttl(state, now) <= 0) {
-        writing.delete(key);
-        this.size--;
-        return;
+  /** Evicts one key; false only if there was none to evict (then the count is already 0). */
+  private evict(writing: KeySpace, now: number): boolean {
+    // From the space holding the most keys: a flood of unique keys lands in one space and so
+    // evicts its own keys first. Ties go to another space, so the key just written stays.
+    let victim = writing;
+    let most = writing.young.size + writing.old.size - 1;
+    for (const space of this.spaces.values()) {
+      const held = space.young.size + space.old.size;
+      if (space !== writing && held > most) {
+        victim = space;
+        most = held;
       }
     }
-    // Then least recently written, from the largest space: a flood of unique keys lands in one
-    // space and so evicts its own keys first.
-    let largest = writing;
-    for (const space of this.spaces.values()) if (space.size > largest.size) largest = space;
-    const lru = largest.keys().next();
-    if (!lru.done) {
-      largest.delete(lru.value);
-      this.size--;
+    refill(victim);
+    const { front, old, algorithm } = victim;
+    if (front.length === 0) return false;
+    // Expired first, a few entries deep; then the least recently written.
+    let chosen = 0;
+    for (let i = 0; i < front.length; i++) {
+      if (algorithm.ttl(old.get(front[i]!), now) <= 0) {
+        chosen = i;
+        break;
+      }
     }
+    old.delete(front[chosen]!);
+    front.splice(chosen, 1);
+    this.size--;
+    return true;
+  }
+}
+
+/** A key's state: the young generation first (where hot keys live), then the old. */
+function read(space: KeySpace, key: string): unknown {
+  const state = space.young.get(key);
+  return state !== undefined || space.old.size === 0 ? state : space.old.get(key);
+}
+
+/**
+ * Brings `front` up to EXPIRY_SCAN keys of the old generation. When the cursor has passed every old
+ * entry and fewer than EXPIRY_SCAN remain, the young generation joins the back of the old one (a
+ * swap when the old one is empty). Amortised O(1): each key is appended and visited once per
+ * generation.
+ */
+function refill(space: KeySpace): void {
+  const { front } = space;
+  let kept = 0;
+  for (const key of front) if (space.old.has(key)) front[kept++] = key;
+  front.length = kept;
+  for (;;) {
+    while (front.length < EXPIRY_SCAN && space.cursor !== undefined) {
+      const next = space.cursor.next();
+      if (next.done) space.cursor = undefined;
+      else front.push(next.value);
+    }
+    if (front.length >= EXPIRY_SCAN || space.young.size === 0) return;
+    // The cursor has passed every old entry: the ones left are exactly `front`, first in
+    // iteration order. Append the young generation behind them and step the cursor past `front`.
+    if (space.old.size === 0) {
+      space.old = space.young;
+    } else {
+      for (const [key, state] of space.young) space.old.set(key, state);
+    }
+    space.young = new Map();
+    space.cursor = space.old.keys();
+    for (let i = 0; i < front.length; i++) space.cursor.next();
   }
 }
