@@ -7,8 +7,9 @@ import {
   resetSeconds,
   retryAfterSeconds,
   type SluiceWarning,
+  UtilizationShedder,
 } from '@sluice/core';
-import { rateLimit } from '@sluice/express';
+import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import express from 'express';
 import Fastify from 'fastify';
@@ -107,5 +108,53 @@ describe('fastify specifics', () => {
       ),
     ).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }));
     await other.close();
+  });
+});
+
+describe('guards: decorators and names', () => {
+  it('Fastify app.concurrencyLimit() is a route hook; a guard in preHandler runs after onRequest hooks', async () => {
+    const app = Fastify();
+    const seen: string[] = [];
+    app.addHook('onRequest', async () => {
+      seen.push('onRequest');
+    });
+    await app.register(sluice, {});
+    let entered = false;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    app.get(
+      '/slow',
+      { preHandler: app.concurrencyLimit({ limit: 1, key: () => 'one', hook: 'preHandler' }) },
+      async () => {
+        entered = true;
+        await gate;
+        return 'ok';
+      },
+    );
+    app.get('/fast', { preHandler: app.concurrencyLimit({ limit: 1, key: () => 'one' }) }, async () => 'ok');
+    const held = app.inject('/slow');
+    for (let i = 0; i < 1000 && !entered; i++) await new Promise((r) => setImmediate(r));
+    expect(entered).toBe(true);
+    // Separate hooks from separate decorator calls share the plugin's store and the default name.
+    const refused = await app.inject('/fast');
+    expect([refused.statusCode, refused.headers['retry-after']]).toEqual([429, '1']);
+    open();
+    expect((await held).statusCode).toBe(200);
+    expect((await app.inject('/fast')).statusCode).toBe(200);
+    expect(seen).toEqual(['onRequest', 'onRequest', 'onRequest']);
+    await app.close();
+  });
+
+  it('Express guard middlewares are named', () => {
+    const shedder = new UtilizationShedder({ timer: false });
+    expect(
+      [
+        concurrencyLimit({ limit: 1 }),
+        fleetShed({ budget: 5, priority: 'low' }),
+        utilizationShed({ shedder, priority: 'low' }),
+      ].map((m) => m.name),
+    ).toEqual(['sluiceConcurrencyLimit', 'sluiceFleetShed', 'sluiceUtilizationShed']);
   });
 });
