@@ -25,7 +25,7 @@ import { rateLimit } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import { type BreakerState, RedisStore } from '@sluice/redis';
 import express from 'express';
-import Fastify from 'fastify';
+import Fastify, { type FastifyHttpOptions } from 'fastify';
 import { Cluster, Redis } from 'ioredis';
 import type { AlgorithmSpec, AppConfig, BackendSpec, ChildStats, RouteSpec } from './app-config.js';
 
@@ -42,15 +42,15 @@ process.on('uncaughtException', (error) => {
 function algorithm(spec: AlgorithmSpec): Algorithm {
   switch (spec.kind) {
     case 'fixed-window':
-      return fixedWindow(spec.options as Parameters<typeof fixedWindow>[0]);
+      return fixedWindow(spec.options as never);
     case 'sliding-window-log':
-      return slidingWindowLog(spec.options as Parameters<typeof slidingWindowLog>[0]);
+      return slidingWindowLog(spec.options as never);
     case 'sliding-window-counter':
-      return slidingWindowCounter(spec.options as Parameters<typeof slidingWindowCounter>[0]);
+      return slidingWindowCounter(spec.options as never);
     case 'token-bucket':
-      return tokenBucket(spec.options as Parameters<typeof tokenBucket>[0]);
+      return tokenBucket(spec.options as never);
     case 'gcra':
-      return gcra(spec.options as Parameters<typeof gcra>[0]);
+      return gcra(spec.options as never);
   }
 }
 
@@ -125,7 +125,9 @@ async function expressApp(): Promise<Server> {
 }
 
 async function fastifyApp(): Promise<Server> {
-  const app = Fastify(config.trustProxy === undefined ? {} : { trustProxy: config.trustProxy });
+  const options: FastifyHttpOptions<Server> = {};
+  if (config.trustProxy !== undefined) options.trustProxy = config.trustProxy as string | boolean;
+  const app = Fastify(options);
   await app.register(sluice, {});
   for (const route of config.routes) {
     app.get(

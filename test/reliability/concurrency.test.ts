@@ -117,7 +117,7 @@ function peeker(store: Store) {
  * whenever another request wrote the key in between: under a burst, most refused requests leave
  * their units behind. Pinned with `it.fails` until the Redis store or the adapters fix it.
  */
-function exactSuite(label: string, target: () => Target, crossSlotLeak = false) {
+function exactSuite(label: string, target: () => Target, crossSlotLeak = false, tag = label) {
   const agent = keepAlive(CONCURRENCY);
   afterAll(() => agent.destroy());
   const leftovers: { layered?: number; oneKey?: number } = {};
@@ -128,7 +128,7 @@ function exactSuite(label: string, target: () => Target, crossSlotLeak = false) 
       const { ports, peek } = target();
       const samples = await hammer(ports, `/${label}/${name}`, { 'x-user': user }, TOTAL, CONCURRENCY, agent);
       const result = figures(samples);
-      results[`${label}/${name}`] = result;
+      results[`${tag}/${name}`] = result;
       expect(result).toMatchObject({
         requests: TOTAL,
         answered: TOTAL,
@@ -160,7 +160,7 @@ function exactSuite(label: string, target: () => Target, crossSlotLeak = false) 
       [user, team],
     );
     const leftover = TEAM_LIMIT - decision.limits[1]!.remaining - LIMIT;
-    results[`${label}/layered`] = { ...result, leftover };
+    results[`${tag}/layered`] = { ...result, leftover };
     expect(result).toMatchObject({
       requests: TOTAL,
       answered: TOTAL,
@@ -193,7 +193,7 @@ function exactSuite(label: string, target: () => Target, crossSlotLeak = false) 
       [user, user],
     );
     const leftover = TEAM_LIMIT - decision.limits[1]!.remaining - LIMIT;
-    results[`${label}/layered-one-key`] = { ...result, leftover };
+    results[`${tag}/layered-one-key`] = { ...result, leftover };
     expect(result).toMatchObject({
       requests: TOTAL,
       answered: TOTAL,
@@ -343,7 +343,7 @@ describe('memory store, one process', () => {
       beforeAll(async () => {
         port = adapter === 'express' ? await expressServer(store) : await fastifyServer(store);
       });
-      exactSuite('memory', () => ({ ports: [port], peek: peeker(store) }));
+      exactSuite('memory', () => ({ ports: [port], peek: peeker(store) }), false, `memory-${adapter}`);
     });
   }
 });

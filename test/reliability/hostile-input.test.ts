@@ -24,7 +24,7 @@ import { rateLimit } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import express from 'express';
-import Fastify from 'fastify';
+import Fastify, { type FastifyHttpOptions } from 'fastify';
 import type { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectCluster, connectRedis, uniquePrefix } from '../redis/clients.js';
@@ -133,7 +133,10 @@ async function expressApp(trusted: boolean, key = byIp()): Promise<HttpApp> {
 
 async function fastifyApp(trusted: boolean | 1, key = byIp()): Promise<HttpApp> {
   const store = new MemoryStore();
-  const app = Fastify(trusted === false ? {} : { trustProxy: trusted === 1 ? 1 : '127.0.0.1' });
+  const options: FastifyHttpOptions<Server> = {};
+  // Fastify 5's types no longer accept a hop count; at run time it trusts nothing.
+  if (trusted !== false) options.trustProxy = trusted === 1 ? (1 as unknown as boolean) : '127.0.0.1';
+  const app = Fastify(options);
   await app.register(sluice, { name: 'per-ip', key, algorithm: window, store, onWarning: () => {} });
   app.get('/', async () => ({ ok: true }));
   await app.listen({ port: 0, host: '127.0.0.1' });
