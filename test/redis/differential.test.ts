@@ -44,6 +44,16 @@ const ALGORITHMS: readonly [string, Algorithm][] = [
   ],
 ];
 
+/**
+ * Out-of-order (replayed, client-supplied) timestamps: most steps are on time (0); some arrive
+ * late by up to 3 windows of the limit, given as a fraction of its window (0.5 = half a window).
+ */
+const lateness = fc.oneof(
+  { weight: 4, arbitrary: fc.constant(0) },
+  { weight: 1, arbitrary: fc.double({ min: 0, max: 3, noNaN: true }) },
+  { weight: 1, arbitrary: fc.integer({ min: 0, max: 3 }) },
+);
+
 const step = fc.record({
   key: fc.constantFrom('a', 'b', '{c}'),
   cost: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 8 })),
@@ -54,6 +64,7 @@ const step = fc.record({
     fc.double({ min: 0, max: 100_000, noNaN: true }),
   ),
   peek: fc.boolean().map((b) => b && Math.random() < 0.3),
+  late: lateness,
 });
 const trace = fc.array(step, { minLength: 10, maxLength: 60 });
 
@@ -66,6 +77,32 @@ function traceClock(): (gap: number) => number {
     gaps += gap;
     return start + gaps + Math.ceil(SCALE * (performance.now() - real));
   };
+}
+
+/**
+ * Whether a request stamped before `newest` (the newest time so far) compares the algorithms
+ * rather than the stores' forgetting: a state whose ttl has run out by `newest` is as good as
+ * fresh from then on, so either store may have dropped it (the memory store when a new key
+ * reclaims it, Redis by its PX in real time), but it is not fresh for a request stamped before
+ * it ran out. So a step is late only on keys whose state both stores certainly hold (ttl left at
+ * `newest`) or neither holds; otherwise it is stamped on time. Out-of-order timestamps are still
+ * drawn on most steps that ask for them.
+ */
+async function canArriveLate(
+  memory: MemoryStore,
+  redis: RedisStore,
+  client: Redis | Cluster,
+  pairs: readonly (readonly [Algorithm, string | undefined])[],
+  newest: number,
+): Promise<boolean> {
+  for (const [algorithm, key] of pairs) {
+    if (key === undefined) continue;
+    const state = memory.inspect(algorithm, key);
+    if (state !== undefined) {
+      if (algorithm.ttl(state, newest) <= 0) return false;
+    } else if ((await client.exists(redis.keyFor(algorithm, key))) === 1) return false;
+  }
+  return true;
 }
 
 const errors: RedisStoreErrorEvent[] = [];
@@ -94,13 +131,20 @@ const subjects: readonly [string, Redis | Cluster][] = [
 describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_name, client) => {
   it.each(ALGORITHMS)('%s', async (_label, algorithm) => {
     let steps = 0;
+    let lateSteps = 0;
     await fc.assert(
       fc.asyncProperty(trace, async (calls) => {
-        const memory = new Limiter({ algorithm, store: new MemoryStore() });
-        const redis = new Limiter({ algorithm, store: redisStore(client) });
+        const memoryStore = new MemoryStore();
+        const store = redisStore(client);
+        const memory = new Limiter({ algorithm, store: memoryStore });
+        const redis = new Limiter({ algorithm, store });
         const clock = traceClock();
-        for (const { key, cost, gap, peek } of calls) {
-          const now = clock(gap);
+        for (const { key, cost, gap, peek, late } of calls) {
+          const newest = clock(gap);
+          const onTime =
+            late === 0 || !(await canArriveLate(memoryStore, store, client, [[algorithm, key]], newest));
+          const now = onTime ? newest : newest - late * algorithm.window;
+          if (!onTime) lateSteps++;
           const expected = peek ? memory.peek(key, { cost, now }) : memory.check(key, { cost, now });
           const actual = await (peek ? redis.peek(key, { cost, now }) : redis.check(key, { cost, now }));
           expect(actual).toEqual(expected);
@@ -111,6 +155,7 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
     );
     expect(errors).toEqual([]);
     expect(steps).toBeGreaterThanOrEqual(300);
+    expect(lateSteps).toBeGreaterThanOrEqual(30);
   });
 
   it('layered limits with per-limit keys (different slots on a Cluster)', async () => {
@@ -127,17 +172,26 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
         cost: fc.integer({ min: 1, max: 4 }),
         gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 60_000 })),
         peek: fc.boolean().map((b) => b && Math.random() < 0.2),
+        late: lateness,
       }),
       { minLength: 10, maxLength: 60 },
     );
     let steps = 0;
+    let lateSteps = 0;
     await fc.assert(
       fc.asyncProperty(layered, async (calls) => {
-        const memory = new Limiter({ limits, store: new MemoryStore() });
-        const redis = new Limiter({ limits, store: redisStore(client) });
+        const memoryStore = new MemoryStore();
+        const store = redisStore(client);
+        const memory = new Limiter({ limits, store: memoryStore });
+        const redis = new Limiter({ limits, store });
         const clock = traceClock();
-        for (const { keys, cost, gap, peek } of calls) {
-          const now = clock(gap);
+        for (const { keys, cost, gap, peek, late } of calls) {
+          const newest = clock(gap);
+          const pairs = limits.map((limit, i) => [limit.algorithm, keys[i]] as const);
+          const onTime = late === 0 || !(await canArriveLate(memoryStore, store, client, pairs, newest));
+          // Late by up to 3 × the longest window of the four limits.
+          const now = onTime ? newest : newest - late * 200_000;
+          if (!onTime) lateSteps++;
           const expected = peek ? memory.peek(keys, { cost, now }) : memory.check(keys, { cost, now });
           const actual = await (peek ? redis.peek(keys, { cost, now }) : redis.check(keys, { cost, now }));
           expect(actual).toEqual(expected);
@@ -148,5 +202,6 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
     );
     expect(errors).toEqual([]);
     expect(steps).toBeGreaterThanOrEqual(600);
+    expect(lateSteps).toBeGreaterThanOrEqual(60);
   });
 });

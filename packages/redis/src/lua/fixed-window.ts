@@ -8,17 +8,22 @@ local fixed_window = { nparams = 2 }
 
 function fixed_window.prepare(p) return { limit = p[1], window = p[2] } end
 
--- Time is read EPSILON late: a window boundary EPSILON away is already crossed.
-local function window_start(now, c) return math.floor((now + EPSILON) / c.window) * c.window end
+-- Time is read EPSILON late: a window boundary EPSILON away is already crossed. Replayed
+-- (client-supplied) times may go backwards: a late request counts in the newest window stored,
+-- so it can never reset a newer window's count.
+local function window_start(state, now, c)
+  local start = math.floor((now + EPSILON) / c.window) * c.window
+  if state ~= nil and state[2] > start then return state[2] end
+  return start
+end
 
-local function current(state, now, c)
-  local start = window_start(now, c)
+local function current(state, start)
   if state ~= nil and state[2] == start then return state[1] end
   return 0
 end
 
-local function evaluate(count, now, cost, c, consuming)
-  local reset_after = ceil_ms(window_start(now, c) + c.window - now)
+local function evaluate(count, start, now, cost, c, consuming)
+  local reset_after = ceil_ms(start + c.window - now)
   if cost > c.limit then
     local reset = 0
     if count > 0 then reset = reset_after end
@@ -34,13 +39,17 @@ local function evaluate(count, now, cost, c, consuming)
 end
 
 function fixed_window.consume(state, now, cost, c)
-  local count = current(state, now, c)
-  local decision = evaluate(count, now, cost, c, true)
+  local start = window_start(state, now, c)
+  local count = current(state, start)
+  local decision = evaluate(count, start, now, cost, c, true)
   if not decision[1] then return decision, state, false end
-  return decision, { count + cost, window_start(now, c) }, true
+  return decision, { count + cost, start }, true
 end
 
-function fixed_window.peek(state, now, cost, c) return evaluate(current(state, now, c), now, cost, c, false) end
+function fixed_window.peek(state, now, cost, c)
+  local start = window_start(state, now, c)
+  return evaluate(current(state, start), start, now, cost, c, false)
+end
 
 function fixed_window.ttl(state, now, c) return state[2] + c.window - now end
 `;
