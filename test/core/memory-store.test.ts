@@ -63,17 +63,34 @@ describe('MemoryStore bounds', () => {
     for (const key of ['c', 'd', 'e']) expect(store.inspect(algorithm, key), key).toBeDefined();
   });
 
-  it('a peek or a refusal is not a write: it does not save a key from eviction', () => {
+  it('a refused key is kept like a written one: a flood cannot make the store forget a client it is refusing', () => {
+    // Regression: refusals did not count as use, so a client being refused aged out under a
+    // flood of new keys and came back with a fresh limit (found by test/reliability).
     const store = new MemoryStore({ maxKeys: 2 });
     const algorithm = fixedWindow({ limit: 1, window: '1h' });
     const limiter = new Limiter({ store, algorithm });
     limiter.check('a', { now: T0 });
     limiter.check('b', { now: T0 });
-    limiter.peek('a', { now: T0 + 1 });
-    expect(limiter.check('a', { now: T0 + 1 })).toMatchObject({ allowed: false });
-    limiter.check('c', { now: T0 + 2 });
+    limiter.check('c', { now: T0 + 1 }); // evicts a, the oldest
     expect(store.inspect(algorithm, 'a')).toBeUndefined();
+    expect(limiter.check('b', { now: T0 + 2 })).toMatchObject({ allowed: false }); // b in use, refused
+    limiter.check('d', { now: T0 + 3 });
     expect(store.inspect(algorithm, 'b')).toBeDefined();
+    expect(store.inspect(algorithm, 'c')).toBeUndefined();
+    expect(limiter.check('b', { now: T0 + 4 })).toMatchObject({ allowed: false });
+  });
+
+  it('a peek is not a use: it does not save a key from eviction', () => {
+    const store = new MemoryStore({ maxKeys: 2 });
+    const algorithm = fixedWindow({ limit: 1, window: '1h' });
+    const limiter = new Limiter({ store, algorithm });
+    limiter.check('a', { now: T0 });
+    limiter.check('b', { now: T0 });
+    limiter.check('c', { now: T0 + 1 }); // evicts a
+    limiter.peek('b', { now: T0 + 2 });
+    limiter.check('d', { now: T0 + 3 });
+    expect(store.inspect(algorithm, 'b')).toBeUndefined();
+    expect(store.inspect(algorithm, 'c')).toBeDefined();
   });
 
   it('reclaims expired state as new keys arrive, with no timer', () => {

@@ -33,10 +33,15 @@ const EXPIRY_SCAN = 8;
 interface KeySpace {
   young: Map<string, unknown>;
   old: Map<string, unknown>;
-  /** Walks `old` front to back; the keys it has passed and that are still in `old` are `front`. */
-  cursor: Iterator<string> | undefined;
-  /** Up to EXPIRY_SCAN keys at the front of `old`, in order (some may have left `old` since). */
+  /** Walks `old` front to back; the entries it has passed and that are still in `old` are `front`. */
+  cursor: Iterator<[string, unknown]> | undefined;
+  /**
+   * Up to EXPIRY_SCAN keys at the front of `old`, in order, and when each expires. An old entry's
+   * state never changes (a write moves the key to `young`), so its expiry is computed once; a key
+   * that has left `old` since is dropped when met.
+   */
   readonly front: string[];
+  readonly expiresAt: number[];
   readonly algorithm: Algorithm;
 }
 
@@ -88,6 +93,7 @@ export class MemoryStore implements Store {
     for (let i = 0; i < calls.length; i++) {
       const next = writes[i];
       if (next !== UNCHANGED) this.write(spaces[i]!, calls[i]!.key, next, states[i] !== undefined, at);
+      else if (states[i] !== undefined) touch(spaces[i]!, calls[i]!.key, states[i]);
     }
     return decisions;
   }
@@ -103,6 +109,7 @@ export class MemoryStore implements Store {
     const state = read(space, key);
     const step = algorithm.consume(state, now, cost, policy);
     if (step.state !== state) this.write(space, key, step.state, state !== undefined, now);
+    else if (state !== undefined) touch(space, key, state);
     return step.decision;
   }
 
@@ -154,7 +161,7 @@ export class MemoryStore implements Store {
     if (algorithm === this.lastAlgorithm) return this.lastSpace!;
     let space = this.spaces.get(algorithm.fingerprint);
     if (space === undefined) {
-      space = { young: new Map(), old: new Map(), cursor: undefined, front: [], algorithm };
+      space = { young: new Map(), old: new Map(), cursor: undefined, front: [], expiresAt: [], algorithm };
       this.spaces.set(algorithm.fingerprint, space);
     }
     this.lastAlgorithm = algorithm;
@@ -187,12 +194,11 @@ export class MemoryStore implements Store {
 
   /** Each new key reclaims the oldest entry of its space if it has expired: no timer needed. */
   private reclaim(space: KeySpace, now: number): void {
-    refill(space);
-    const oldest = space.front[0];
-    if (oldest !== undefined && space.algorithm.ttl(space.old.get(oldest), now) <= 0) {
-      space.old.delete(oldest);
+    refill(space, now);
+    if (space.front.length !== 0 && space.expiresAt[0]! <= now) {
+      if (space.old.delete(space.front[0]!)) this.size--;
       space.front.shift();
-      this.size--;
+      space.expiresAt.shift();
     }
   }
 
@@ -209,21 +215,26 @@ export class MemoryStore implements Store {
         most = held;
       }
     }
-    refill(victim);
-    const { front, old, algorithm } = victim;
-    if (front.length === 0) return false;
-    // Expired first, a few entries deep; then the least recently written.
-    let chosen = 0;
-    for (let i = 0; i < front.length; i++) {
-      if (algorithm.ttl(old.get(front[i]!), now) <= 0) {
-        chosen = i;
-        break;
+    const { front, expiresAt, old } = victim;
+    for (;;) {
+      refill(victim, now);
+      if (front.length === 0) return false;
+      // Expired first, a few entries deep; then the least recently written.
+      let chosen = 0;
+      for (let i = 0; i < front.length; i++) {
+        if (expiresAt[i]! <= now) {
+          chosen = i;
+          break;
+        }
+      }
+      const removed = old.delete(front[chosen]!);
+      front.splice(chosen, 1);
+      expiresAt.splice(chosen, 1);
+      if (removed) {
+        this.size--;
+        return true;
       }
     }
-    old.delete(front[chosen]!);
-    front.splice(chosen, 1);
-    this.size--;
-    return true;
   }
 }
 
@@ -234,32 +245,62 @@ function read(space: KeySpace, key: string): unknown {
 }
 
 /**
- * Brings `front` up to EXPIRY_SCAN keys of the old generation. When the cursor has passed every old
- * entry and fewer than EXPIRY_SCAN remain, the young generation joins the back of the old one (a
- * swap when the old one is empty). Amortised O(1): each key is appended and visited once per
+ * A refused key moves to the back of the young generation, as if written now: a client that keeps
+ * being refused must never age out under a flood of new keys, since forgetting it would reset its
+ * limit. (Allowed writes update in place and keep their place in the generation: the re-insert
+ * that costs here is paid only by refused requests.)
+ */
+function touch(space: KeySpace, key: string, state: unknown): void {
+  if (!space.young.delete(key)) space.old.delete(key);
+  space.young.set(key, state);
+}
+
+/**
+ * Brings `front` up to EXPIRY_SCAN entries of the old generation. When the cursor has passed every
+ * old entry and fewer than EXPIRY_SCAN remain, the young generation joins the back of the old one
+ * (a swap when the old one is empty). Amortised O(1): each key is appended and visited once per
  * generation.
  */
-function refill(space: KeySpace): void {
-  const { front } = space;
-  let kept = 0;
-  for (const key of front) if (space.old.has(key)) front[kept++] = key;
-  front.length = kept;
+function refill(space: KeySpace, now: number): void {
+  const { front, expiresAt } = space;
   for (;;) {
     while (front.length < EXPIRY_SCAN && space.cursor !== undefined) {
       const next = space.cursor.next();
-      if (next.done) space.cursor = undefined;
-      else front.push(next.value);
+      if (next.done) {
+        space.cursor = undefined;
+      } else {
+        front.push(next.value[0]);
+        expiresAt.push(now + space.algorithm.ttl(next.value[1], now));
+      }
     }
     if (front.length >= EXPIRY_SCAN || space.young.size === 0) return;
-    // The cursor has passed every old entry: the ones left are exactly `front`, first in
-    // iteration order. Append the young generation behind them and step the cursor past `front`.
-    if (space.old.size === 0) {
+    // The cursor has passed every old entry: those left are in `front` (with keys that have left
+    // since). Append the young generation behind them and start the cursor at its first key.
+    // Every key in `front` must be in `old` after a rotation: a key that left and came back
+    // with the young generation would otherwise be evicted by its stale entry.
+    const start = liveFront(space);
+    if (start === 0) {
       space.old = space.young;
     } else {
       for (const [key, state] of space.young) space.old.set(key, state);
     }
     space.young = new Map();
-    space.cursor = space.old.keys();
-    for (let i = 0; i < front.length; i++) space.cursor.next();
+    space.cursor = space.old.entries();
+    for (let i = 0; i < start; i++) space.cursor.next();
   }
+}
+
+/** Drops keys that have left `old` from `front`; returns how many remain (all of `old`, in order). */
+function liveFront(space: KeySpace): number {
+  const { front, expiresAt } = space;
+  let kept = 0;
+  for (let i = 0; i < front.length; i++) {
+    if (space.old.has(front[i]!)) {
+      front[kept] = front[i]!;
+      expiresAt[kept++] = expiresAt[i]!;
+    }
+  }
+  front.length = kept;
+  expiresAt.length = kept;
+  return kept;
 }
