@@ -46,7 +46,7 @@ const MODE = quick
       redisRounds: 2,
       httpSeconds: 1,
       httpRounds: 1,
-      httpWarmupRequests: 3_000,
+      httpWarmupSeconds: 0.5,
     }
   : {
       throughput: { roundMs: 250, rounds: 5, warmupMs: 300 },
@@ -55,7 +55,7 @@ const MODE = quick
       redisRounds: 3,
       httpSeconds: 3,
       httpRounds: 3,
-      httpWarmupRequests: 30_000,
+      httpWarmupSeconds: 2,
     };
 
 const RESULTS = fileURLToPath(new URL('../results/', import.meta.url));
@@ -199,7 +199,12 @@ async function main(): Promise<void> {
   );
   const httpSection = await section('http', () =>
     http(
-      { seconds: MODE.httpSeconds, rounds: MODE.httpRounds, warmupRequests: MODE.httpWarmupRequests },
+      {
+        seconds: MODE.httpSeconds,
+        rounds: MODE.httpRounds,
+        warmupSeconds: MODE.httpWarmupSeconds,
+        references: !quick,
+      },
       log,
     ),
   );

@@ -51,7 +51,9 @@ export async function buildApp(subject: HttpSubject, redisPort: number | undefin
   } else if (subject.framework === 'fastify') {
     const { default: Fastify } = await import('fastify');
     const app = Fastify({ logger: false });
-    if (subject.limiter === 'peer') {
+    if (subject.limiter === 'noop') {
+      app.addHook('onRequest', (_request, _reply, done) => done());
+    } else if (subject.limiter === 'peer') {
       const { default: fastifyRateLimit } = (await import(FASTIFY_PEER)) as {
         default: Parameters<typeof app.register>[0];
       };
@@ -75,7 +77,9 @@ export async function buildApp(subject: HttpSubject, redisPort: number | undefin
   } else {
     const { default: express } = await import('express');
     const app = express();
-    if (subject.limiter === 'peer') {
+    if (subject.limiter === 'noop') {
+      app.use((_req, _res, next) => next());
+    } else if (subject.limiter === 'peer') {
       const { rateLimit } = await import('express-rate-limit');
       let store: import('express-rate-limit').Store | undefined;
       if (subject.store === 'redis') {

@@ -12,8 +12,8 @@ declare module 'autocannon' {
     pipelining?: number;
     /** Seconds (fractions allowed). */
     duration?: number;
-    /** Requests to send, instead of a duration. */
-    amount?: number;
+    /** Sampling interval, ms; a run stops at a sample tick. @default 1000 */
+    sampleInt?: number;
   }
   interface Result {
     /** Seconds, measured. */

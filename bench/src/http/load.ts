@@ -18,13 +18,25 @@ export interface Round {
   /** CPU used by the server process / by the load generator, as a fraction of one core. */
   readonly serverCpu: number;
   readonly loadCpu: number;
+  /**
+   * Server CPU time per 2xx response, µs: what the app costs per request whoever wins the race
+   * for the cores (on a busy 2-core machine throughput also depends on the load generator).
+   */
+  readonly cpuPerRequest: number;
+  /** redis-server CPU time per 2xx response, µs (NaN without Redis). */
+  readonly redisCpuPerRequest: number;
 }
 
 /**
- * Runs autocannon in this process against `server`, for `seconds` or for `{ requests }` (the
- * warm-up: the same number of requests for every subject, so each gets the same JIT warm-up).
+ * Runs autocannon in this process against `server` for `seconds` (fractions allowed).
+ * @param redisCpu redis-server's CPU time so far, µs, when the subject uses Redis
  */
-export async function load(server: ServerProcess, run: number | { requests: number }): Promise<Round> {
+export async function load(
+  server: ServerProcess,
+  seconds: number,
+  redisCpu?: () => Promise<number>,
+): Promise<Round> {
+  const redisBefore = redisCpu === undefined ? Number.NaN : await redisCpu();
   const serverBefore = await server.cpuMicros();
   const loadBefore = process.cpuUsage();
   const started = performance.now();
@@ -32,11 +44,14 @@ export async function load(server: ServerProcess, run: number | { requests: numb
     url: `http://127.0.0.1:${server.port}${ROUTE}`,
     connections: CONNECTIONS,
     pipelining: PIPELINING,
-    ...(typeof run === 'number' ? { duration: run } : { amount: run.requests }),
+    duration: seconds,
+    // autocannon stops at its next sample tick: sample every 100 ms so a run lasts what it was asked.
+    sampleInt: 100,
   });
   const wallMicros = (performance.now() - started) * 1000;
   const loadUsed = process.cpuUsage(loadBefore);
   const serverUsed = (await server.cpuMicros()) - serverBefore;
+  const redisUsed = redisCpu === undefined ? Number.NaN : (await redisCpu()) - redisBefore;
   return {
     rps: result['2xx'] / result.duration,
     p99: result.latency.p99,
@@ -44,5 +59,7 @@ export async function load(server: ServerProcess, run: number | { requests: numb
     failures: result.non2xx + result.errors + result.timeouts,
     serverCpu: serverUsed / wallMicros,
     loadCpu: (loadUsed.user + loadUsed.system) / wallMicros,
+    cpuPerRequest: serverUsed / Math.max(1, result['2xx']),
+    redisCpuPerRequest: redisUsed / Math.max(1, result['2xx']),
   };
 }

@@ -5,13 +5,14 @@
  * measured first), and the report gives medians and ratios to the bare app of the same framework.
  */
 import { spawnSync } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median } from '../lib/stats.js';
 import { type Section, table, type Verdict } from '../report/markdown.js';
 import type { Chart } from '../report/svg.js';
 import { CONNECTIONS, load, PIPELINING, type Round } from './load.js';
 import { type ServerProcess, startServer } from './server-process.js';
-import { bareOf, HTTP_SUBJECTS, type HttpSubject, LIMIT, WINDOW_MS } from './subjects.js';
+import { bareOf, HTTP_SUBJECTS, type HttpSubject, isReference, LIMIT, WINDOW_MS } from './subjects.js';
 
 export interface HttpRow {
   readonly id: string;
@@ -23,8 +24,12 @@ export interface HttpRow {
   readonly mean: number;
   readonly serverCpu: number;
   readonly loadCpu: number;
+  readonly cpuPerRequest: number;
+  readonly redisCpuPerRequest: number;
   /** Throughput ÷ the bare app of the same framework (medians). */
   readonly ratioToBare: number;
+  /** The bare app's server CPU per request ÷ this one's: the throughput ratio of a CPU-bound server. */
+  readonly cpuRatioToBare: number;
   /** Non-2xx, socket errors, timeouts, store errors over warm-up and rounds: a row with any is invalid. */
   readonly failures: number;
   readonly storeErrors: number;
@@ -37,7 +42,7 @@ export interface HttpResult {
   readonly configs: string;
   readonly charts: readonly Chart[];
   readonly verdicts: readonly Verdict[];
-  readonly settings: { readonly seconds: number; readonly rounds: number; readonly warmupRequests: number };
+  readonly settings: HttpSettings;
   readonly rows: readonly HttpRow[];
 }
 
@@ -56,14 +61,36 @@ async function headersOf(port: number): Promise<Record<string, string>> {
   return out;
 }
 
+export interface HttpSettings {
+  /** Length of a measured round, s. */
+  readonly seconds: number;
+  readonly rounds: number;
+  /** Load every server gets before the rounds, s. */
+  readonly warmupSeconds: number;
+  /** Also measure the subjects that only give scale (node:http ceiling, no-op floors). */
+  readonly references: boolean;
+}
+
+/** redis-server's CPU time so far (`INFO cpu`, user + system), µs. */
+async function redisCpuMicros(client: Redis): Promise<number> {
+  const info = await client.info('cpu');
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? Number.NaN);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
+}
+
 export async function http(
-  settings: { seconds: number; rounds: number; warmupRequests: number },
+  settings: HttpSettings,
   log: (line: string) => void,
 ): Promise<Section<HttpResult>> {
   const haveRedis = spawnSync('redis-server', ['--version']).error === undefined;
   if (!haveRedis) log('  redis-server is not installed: Redis rows skipped');
-  const subjects = HTTP_SUBJECTS.filter((s) => haveRedis || s.store !== 'redis');
+  const subjects = HTTP_SUBJECTS.filter(
+    (s) => (haveRedis || s.store !== 'redis') && (settings.references || !isReference(s)),
+  );
   const redis = haveRedis ? await startRedis() : undefined;
+  const probe = redis === undefined ? undefined : new Redis({ host: '127.0.0.1', port: redis.port });
+  const redisCpu = (s: HttpSubject) =>
+    s.store === 'redis' && probe !== undefined ? () => redisCpuMicros(probe) : undefined;
   const servers = new Map<string, ServerProcess>();
   const failures = new Map<string, number>(subjects.map((s) => [s.id, 0]));
   const rounds = new Map<string, Round[]>(subjects.map((s) => [s.id, []]));
@@ -73,13 +100,20 @@ export async function http(
     log(`  ${name} in ${((performance.now() - since) / 1000).toFixed(1)} s`);
   let t = performance.now();
   try {
-    // One at a time: starting eleven processes at once would load both cores for seconds.
-    for (const s of subjects) servers.set(s.id, await startServer(s.id, redis?.port));
+    // Two at a time (one per core): startup is mostly loading modules.
+    for (let i = 0; i < subjects.length; i += 2) {
+      const pair = subjects.slice(i, i + 2);
+      const started = await Promise.allSettled(pair.map((s) => startServer(s.id, redis?.port)));
+      // Keep every server that started, so `finally` stops it even when its pair failed.
+      for (const [j, outcome] of started.entries())
+        if (outcome.status === 'fulfilled') servers.set(pair[j]!.id, outcome.value);
+      for (const outcome of started) if (outcome.status === 'rejected') throw outcome.reason;
+    }
     for (const s of subjects) headers.set(s.id, await headersOf(servers.get(s.id)!.port));
     phase(`${subjects.length} servers started`, t);
     t = performance.now();
     for (const s of subjects) {
-      const warm = await load(servers.get(s.id)!, { requests: settings.warmupRequests });
+      const warm = await load(servers.get(s.id)!, settings.warmupSeconds);
       failures.set(s.id, failures.get(s.id)! + warm.failures);
     }
     phase('warm-up', t);
@@ -87,7 +121,7 @@ export async function http(
     for (let r = 0; r < settings.rounds; r++) {
       for (let i = 0; i < subjects.length; i++) {
         const s = subjects[(i + r) % subjects.length]!;
-        const round = await load(servers.get(s.id)!, settings.seconds);
+        const round = await load(servers.get(s.id)!, settings.seconds, redisCpu(s));
         rounds.get(s.id)!.push(round);
         failures.set(s.id, failures.get(s.id)! + round.failures);
       }
@@ -96,6 +130,7 @@ export async function http(
     t = performance.now();
   } finally {
     for (const [id, server] of servers) storeErrors.set(id, (await server.stop()).storeErrors);
+    probe?.disconnect();
     await redis?.stop();
   }
   phase('servers stopped', t);
@@ -111,7 +146,10 @@ export async function http(
       mean: median(list.map((x) => x.mean)),
       serverCpu: median(list.map((x) => x.serverCpu)),
       loadCpu: median(list.map((x) => x.loadCpu)),
+      cpuPerRequest: median(list.map((x) => x.cpuPerRequest)),
+      redisCpuPerRequest: median(list.map((x) => x.redisCpuPerRequest)),
       ratioToBare: Number.NaN,
+      cpuRatioToBare: Number.NaN,
       failures: failures.get(s.id)! + (storeErrors.get(s.id) ?? 0),
       storeErrors: storeErrors.get(s.id) ?? 0,
       headers: headers.get(s.id) ?? {},
@@ -120,11 +158,15 @@ export async function http(
   const byId = new Map(rows.map((r) => [r.id, r]));
   const withRatios = rows.map((r) => {
     const bare = byId.get(bareOf(HTTP_SUBJECTS.find((s) => s.id === r.id)!));
-    return { ...r, ratioToBare: bare === undefined ? Number.NaN : r.rps / bare.rps };
+    return {
+      ...r,
+      ratioToBare: bare === undefined ? Number.NaN : r.rps / bare.rps,
+      cpuRatioToBare: bare === undefined ? Number.NaN : bare.cpuPerRequest / r.cpuPerRequest,
+    };
   });
   for (const r of withRatios)
     log(
-      `  ${r.label}: ${formatRate(r.rps)} req/s (${formatRatio(r.ratioToBare)} bare), p99 ${r.p99} ms${r.failures > 0 ? `, INVALID: ${r.failures} failures` : ''}`,
+      `  ${r.label}: ${formatRate(r.rps)} req/s (${formatRatio(r.ratioToBare)} bare), p99 ${r.p99} ms, ${r.cpuPerRequest.toFixed(1)} µs CPU/req (${formatRatio(r.cpuRatioToBare)})${r.failures > 0 ? `, INVALID: ${r.failures} failures` : ''}`,
     );
   return { status: 'measured', result: report(settings, subjects, withRatios) };
 }
@@ -145,7 +187,7 @@ function report(
       target: `HTTP: ${framework === 'fastify' ? 'Fastify' : 'Express'} + sluice ≥ ${TARGETS[framework]}× bare (memory store)`,
       met: valid(sluice) ? sluice.ratioToBare >= TARGETS[framework] : undefined,
       figure: valid(sluice)
-        ? `${formatRatio(sluice.ratioToBare)} (${PEER_NAMES[framework]}: ${formatRatio(row(`${framework}:peer:memory`)?.ratioToBare ?? Number.NaN)})`
+        ? `${formatRatio(sluice.ratioToBare)}, CPU ${formatRatio(sluice.cpuRatioToBare)} (${PEER_NAMES[framework]}: ${formatRatio(row(`${framework}:peer:memory`)?.ratioToBare ?? Number.NaN)}, CPU ${formatRatio(row(`${framework}:peer:memory`)?.cpuRatioToBare ?? Number.NaN)})`
         : 'invalid or not measured',
     });
     for (const store of ['memory', 'redis'] as const) {
@@ -159,7 +201,7 @@ function report(
         verdicts.push({
           target: `HTTP: ${framework === 'fastify' ? 'Fastify' : 'Express'} + sluice ahead of ${PEER_NAMES[framework]} (Redis)`,
           met: ours.rps > peer.rps,
-          figure: `${formatRatio(ours.ratioToBare)} vs ${formatRatio(peer.ratioToBare)} of bare`,
+          figure: `${formatRatio(ours.ratioToBare)} vs ${formatRatio(peer.ratioToBare)} of bare (CPU: ${formatRatio(ours.cpuRatioToBare)} vs ${formatRatio(peer.cpuRatioToBare)})`,
         });
     }
   }
@@ -169,14 +211,29 @@ function report(
     r.failures > 0 ? `invalid: ${r.failures} failures` : formatRate(r.rps),
     formatRatio(r.ratioToBare),
     `${r.p99}`,
-    r.mean.toFixed(2),
+    r.cpuPerRequest.toFixed(1),
+    formatRatio(r.cpuRatioToBare),
+    Number.isFinite(r.redisCpuPerRequest) ? r.redisCpuPerRequest.toFixed(1) : '',
     percent(r.serverCpu),
     percent(r.loadCpu),
   ];
   const markdown = [
-    `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). Every server got the same warm-up, ${settings.warmupRequests.toLocaleString('en')} requests; then ${settings.rounds} interleaved round${settings.rounds === 1 ? '' : 's'} of ${settings.seconds} s; medians. Ratios are to the bare app of the same framework. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused (a row with any non-2xx response, socket error or store error is marked invalid). "CPU" is the share of one core used by the server and by the load generator during the rounds: on 2 cores the two (and redis-server) compete, so ratios near 1 understate a limiter's cost when the generator, not the server, is the bottleneck.`,
+    `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). Every server got the same warm-up, ${settings.warmupSeconds} s of the same load; then ${settings.rounds} interleaved round${settings.rounds === 1 ? '' : 's'} of ${settings.seconds} s; medians. Ratios are to the bare app of the same framework. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused (a row with any non-2xx response, socket error or store error is marked invalid). "server µs/req" is the server process's CPU time per response and "× bare (CPU)" the bare app's figure divided by it: the throughput ratio a CPU-bound server would show. "redis µs/req" is redis-server's CPU time per response (\`INFO cpu\`): on this machine Redis competes for the same 2 cores. "server CPU" and "load CPU" are the shares of one core the server and the load generator used: on 2 cores they (and redis-server, and anything else running) compete, so the req/s ratios are diluted towards 1 when the generator, not the server, is the bottleneck, and move with the machine's other load.`,
     '',
-    table(['subject', 'req/s', '× bare', 'p99 ms', 'mean ms', 'server CPU', 'load CPU'], rows.map(cells)),
+    table(
+      [
+        'subject',
+        'req/s',
+        '× bare',
+        'p99 ms',
+        'server µs/req',
+        '× bare (CPU)',
+        'redis µs/req',
+        'server CPU',
+        'load CPU',
+      ],
+      rows.map(cells),
+    ),
     '',
     sluiceVsPeer.length > 0 ? `Head to head: ${sluiceVsPeer.join('; ')}.` : '',
   ].join('\n');
@@ -199,7 +256,12 @@ function report(
         .map((r) => ({
           label: r.label.replace(' (rate-limit-redis)', ''),
           value: r.ratioToBare,
-          kind: r.id.endsWith(':bare') ? 'reference' : r.id.includes(':sluice') ? 'sluice' : 'peer',
+          kind:
+            r.id.endsWith(':bare') || r.id.endsWith(':noop')
+              ? 'reference'
+              : r.id.includes(':sluice')
+                ? 'sluice'
+                : 'peer',
         })),
     },
   ];

@@ -17,7 +17,7 @@ export const ROUTE = '/';
 export const BODY = { hello: 'world' } as const;
 
 export type Framework = 'fastify' | 'express' | 'node';
-export type Limiter = 'bare' | 'peer' | 'sluice';
+export type Limiter = 'bare' | 'noop' | 'peer' | 'sluice';
 export type StoreKind = 'memory' | 'redis';
 
 export interface HttpSubject {
@@ -49,6 +49,14 @@ export const HTTP_SUBJECTS: readonly HttpSubject[] = [
     store: undefined,
     label: 'Fastify bare',
     config: `Fastify({ logger: false }); app.get('/', async () => (${JSON.stringify(BODY)}))`,
+  },
+  {
+    id: 'fastify:noop',
+    framework: 'fastify',
+    limiter: 'noop',
+    store: undefined,
+    label: 'Fastify + no-op onRequest hook (floor)',
+    config: "app.addHook('onRequest', (request, reply, done) => done()): what any hook costs",
   },
   {
     id: 'fastify:peer:memory',
@@ -91,6 +99,14 @@ export const HTTP_SUBJECTS: readonly HttpSubject[] = [
     config: `express() (Express 5); app.get('/', (req, res) => res.json(${JSON.stringify(BODY)}))`,
   },
   {
+    id: 'express:noop',
+    framework: 'express',
+    limiter: 'noop',
+    store: undefined,
+    label: 'Express + no-op middleware (floor)',
+    config: 'app.use((req, res, next) => next()): what any middleware costs',
+  },
+  {
     id: 'express:peer:memory',
     framework: 'express',
     limiter: 'peer',
@@ -129,6 +145,9 @@ export function httpSubject(id: string): HttpSubject {
   if (found === undefined) throw new Error(`unknown HTTP subject ${id}`);
   return found;
 }
+
+/** Subjects that only give scale (the ceiling, the no-op floors): left out of quick runs. */
+export const isReference = (s: HttpSubject) => s.framework === 'node' || s.limiter === 'noop';
 
 /** The bare app a subject's throughput is divided by. */
 export const bareOf = (s: HttpSubject) => `${s.framework}:bare`;
