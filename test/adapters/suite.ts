@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
 import {
+  bindName,
   byIp,
   byRoute,
   byToken,
@@ -31,7 +32,7 @@ function failingStore(mode: 'throw' | 'reject'): Store {
 function recording(store: Store, keys: string[]): Store {
   return {
     consume: (calls: readonly LimitCall[], now) => {
-      for (const call of calls) keys.push(call.key);
+      for (const call of calls) keys.push(`${call.algorithm.fingerprint} ${call.key}`);
       return store.consume(calls, now);
     },
     peek: (calls, now) => store.peek(calls, now),
@@ -256,7 +257,26 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       await get('/', { authorization: 'Bearer s3cret' });
       await get('/', { authorization: 'Basic s3cret' });
       const hash = createHash('sha256').update('s3cret').digest('base64url').slice(0, 22);
-      expect(keys).toEqual([`api:token:${hash}`]);
+      // The limit's name is bound into the fingerprint, not the key (so a user key's limits
+      // share a Redis Cluster slot).
+      expect(keys).toEqual([`${bindName(window(5), 'api').fingerprint} token:${hash}`]);
+    });
+
+    it('limits with equal parameters but different names never share state', async () => {
+      const keys: string[] = [];
+      const shared = recording(store, keys);
+      await build({
+        routes: [
+          { method: 'GET', path: '/login', limit: { name: 'login', algorithm: window(1), store: shared } },
+          { method: 'GET', path: '/reset', limit: { name: 'reset', algorithm: window(1), store: shared } },
+        ],
+      });
+      expect((await get('/login')).status).toBe(200);
+      expect((await get('/reset')).status).toBe(200);
+      expect((await get('/login')).status).toBe(429);
+      const [login, reset] = keys.map((entry) => entry.split(' '));
+      expect(login![1]).toBe(reset![1]);
+      expect(login![0]).not.toBe(reset![0]);
     });
 
     it('byRoute counts per route pattern, never per raw URL', async () => {

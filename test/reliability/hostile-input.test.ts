@@ -11,6 +11,7 @@ import { type AddressInfo, connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
+  bindName,
   byIp,
   byToken,
   type Decision,
@@ -163,7 +164,7 @@ for (const [adapter, build] of Object.entries(ADAPTERS)) {
         const answers = await statuses(app.port, rotating);
         expect(answers.filter((s) => s === 200)).toHaveLength(LIMIT);
         expect(answers.filter((s) => s === 429)).toHaveLength(40 - LIMIT);
-        expect(app.store.inspect(window, 'per-ip:ip:2001:db8:1:ab00::/56')).toBeDefined();
+        expect(app.store.inspect(bindName(window, 'per-ip'), 'ip:2001:db8:1:ab00::/56')).toBeDefined();
         expect(await statuses(app.port, [{ 'x-forwarded-for': '2001:db8:1:ac00::1' }])).toEqual([200]);
       } finally {
         await app.close();
@@ -179,7 +180,10 @@ for (const [adapter, build] of Object.entries(ADAPTERS)) {
         const answers = await statuses(app.port, spoofed);
         expect(answers.filter((s) => s === 200)).toHaveLength(LIMIT);
         expect(app.store.keyCount).toBe(1);
-        expect(app.store.inspect(window, 'per-ip:ip:127.0.0.1')).toEqual([LIMIT, expect.any(Number)]);
+        expect(app.store.inspect(bindName(window, 'per-ip'), 'ip:127.0.0.1')).toEqual([
+          LIMIT,
+          expect.any(Number),
+        ]);
       } finally {
         await app.close();
       }
@@ -194,7 +198,10 @@ for (const [adapter, build] of Object.entries(ADAPTERS)) {
         const answers = await statuses(app.port, spoofed);
         expect(answers.filter((s) => s === 200)).toHaveLength(LIMIT);
         expect(app.store.keyCount).toBe(1);
-        expect(app.store.inspect(window, 'per-ip:ip:192.0.2.77')).toEqual([LIMIT, expect.any(Number)]);
+        expect(app.store.inspect(bindName(window, 'per-ip'), 'ip:192.0.2.77')).toEqual([
+          LIMIT,
+          expect.any(Number),
+        ]);
       } finally {
         await app.close();
       }
@@ -271,7 +278,10 @@ describe('fastify: trustProxy as a hop count', () => {
         Array.from({ length: 10 }, (_, i) => ({ 'x-forwarded-for': `198.51.100.${i}` })),
       );
       expect(answers.filter((s) => s === 200)).toHaveLength(LIMIT);
-      expect(app.store.inspect(window, 'per-ip:ip:127.0.0.1')).toEqual([LIMIT, expect.any(Number)]);
+      expect(app.store.inspect(bindName(window, 'per-ip'), 'ip:127.0.0.1')).toEqual([
+        LIMIT,
+        expect.any(Number),
+      ]);
     } finally {
       await app.close();
     }

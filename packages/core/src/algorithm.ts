@@ -85,3 +85,22 @@ export function fingerprint(kind: AlgorithmKind, params: Readonly<Record<string,
   }
   return (hash >>> 0).toString(36);
 }
+
+/**
+ * The same algorithm, with the limit's name bound into its fingerprint: two limits with equal
+ * parameters but different names (`login` and `reset-password`, both 5 per 15 minutes per IP) never
+ * share state, while every limit of one user key still shares a key in Redis except for the
+ * fingerprint, which stays outside the Cluster hash tag. The adapters bind every limit's name.
+ */
+export function bindName<S>(algorithm: Algorithm<S>, name: string): Algorithm<S> {
+  let hash = 0x811c9dc5;
+  const text = `${algorithm.fingerprint}|name=${name}`;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return Object.freeze({
+    ...algorithm,
+    fingerprint: `${algorithm.fingerprint}.${(hash >>> 0).toString(36)}`,
+  });
+}

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type Algorithm, bindName } from '../algorithm.js';
 import { type Decision, decide } from '../decision.js';
 import { parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
@@ -53,7 +54,6 @@ export class HttpLimiter<Req> {
   private readonly access: RequestAccess<Req>;
   private readonly keys: KeyFunction<Req>[];
   /** `name:` per limit: the limit's name is part of its stored key. */
-  private readonly prefixes: string[];
   private readonly skip: ((req: Req) => boolean) | undefined;
   private readonly allow: AddressList | undefined;
   private readonly cost: number;
@@ -73,12 +73,17 @@ export class HttpLimiter<Req> {
     assertKnownOptions(where, options, [...HTTP_OPTIONS, ...adapterOptions]);
     this.options = options;
     const limits = httpLimits(options);
+    // Each limit's name is bound into its algorithm's fingerprint (not into the key), so limits
+    // with equal parameters but different names never share state, and the limits of one user key
+    // share a Redis Cluster slot (the fingerprint is outside the hash tag, the key inside).
     this.limiter = new Limiter({
-      limits: limits.map((limit) =>
-        limit.name === undefined
-          ? { algorithm: limit.algorithm }
-          : { name: limit.name, algorithm: limit.algorithm },
-      ),
+      limits: limits.map((limit) => {
+        // Anything that is not an algorithm goes through unchanged, for Limiter's coded error.
+        const algorithm: Partial<Algorithm> | undefined = limit.algorithm;
+        if (typeof algorithm?.fingerprint !== 'string' || typeof algorithm.kind !== 'string') return limit;
+        const name = limit.name ?? limit.algorithm.kind;
+        return { name, algorithm: bindName(limit.algorithm, typeof name === 'string' ? name : '') };
+      }),
       store: options.store ?? new MemoryStore(),
     });
     for (const [i, limit] of this.limiter.limits.entries()) {
@@ -100,7 +105,6 @@ export class HttpLimiter<Req> {
       }
       return limit.key ?? byIp();
     });
-    this.prefixes = this.limiter.limits.map((limit) => `${limit.name}:`);
     const format = options.headers ?? 'ietf';
     this.headers = new RateLimitHeaders(
       format === false ? false : oneOfOption('headers', format, HEADER_FORMATS),
@@ -240,7 +244,7 @@ export class HttpLimiter<Req> {
         { option: `limits[${i}].key`, value: key },
       );
     }
-    return this.prefixes[i] + key;
+    return key;
   }
 
   private async held(ms: number, signal: AbortSignal, req: Req): Promise<boolean> {
