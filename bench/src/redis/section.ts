@@ -59,7 +59,7 @@ interface RedisSubject {
   make(client: Redis): RedisOp;
 }
 
-type RedisStoreCtor = new (options: {
+export type RedisStoreCtor = new (options: {
   client: Redis;
   prefix?: string;
   denyCache?: number;
@@ -72,7 +72,7 @@ type RedisStoreCtor = new (options: {
  * Store errors seen per subject. The store answers a timed-out call by its failure policy without
  * Redis, so a row with errors measured the policy, not Redis: it is reported as invalid.
  */
-const errors = new Map<string, number>();
+export const errors = new Map<string, number>();
 
 function sluice(
   RedisStore: RedisStoreCtor,
@@ -106,7 +106,7 @@ function sluice(
 /** 90% of requests from one abusive key far over its limit, 10% spread over 10,000 keys. */
 const abusive = (i: number) => (i % 10 === 0 ? KEYS[i % KEYS.length]! : 'abuser');
 
-function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[] {
+export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[] {
   const list: RedisSubject[] = [
     {
       id: 'ping',
@@ -233,7 +233,7 @@ function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[] {
 }
 
 /** `CONCURRENCY` loops each awaiting one decision at a time, for `ms`. */
-async function drive(op: RedisOp, ms: number): Promise<number> {
+export async function drive(op: RedisOp, ms: number): Promise<number> {
   let next = 0;
   let done = 0;
   const end = performance.now() + ms;

@@ -1,7 +1,7 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
 import { type BreakerState, CircuitBreaker } from './breaker.js';
 import type { RedisStoreErrorEvent, ResolvedOptions } from './options.js';
-import { withTimeout } from './timeout.js';
+import { Deadlines, timeoutError } from './timeout.js';
 
 export type Operation = RedisStoreErrorEvent['operation'];
 
@@ -11,8 +11,10 @@ export type Operation = RedisStoreErrorEvent['operation'];
  */
 export class Guard {
   private readonly breaker: CircuitBreaker | undefined;
+  private readonly deadlines: Deadlines;
 
   constructor(private readonly options: ResolvedOptions) {
+    this.deadlines = new Deadlines(options.timeout);
     const { breaker, clock, onBreakerChange } = options;
     this.breaker =
       breaker === undefined
@@ -37,22 +39,70 @@ export class Guard {
    * `fail`, so the result never rejects (unless `fail` does). An open breaker answers with `fail`
    * at once, without a report.
    */
-  async run<T>(
+  run<T>(
     operation: Operation,
     keys: number,
     attempt: () => Promise<T>,
     fail: () => T | Promise<T>,
   ): Promise<T> {
-    if (this.breaker !== undefined && !this.breaker.admit()) return fail();
+    return this.map(operation, keys, attempt, identity as (reply: T) => T, fail);
+  }
+
+  /**
+   * `run`, with the reply turned into the answer by `read` in the same step (the hot path of a
+   * decision: one promise of its own, no timer of its own). A `read` that throws is a failure.
+   */
+  map<R, T>(
+    operation: Operation,
+    keys: number,
+    attempt: () => Promise<R>,
+    read: (reply: R) => T,
+    fail: () => T | Promise<T>,
+  ): Promise<T> {
+    if (this.breaker !== undefined && !this.breaker.admit()) return answer(fail);
+    let pending: Promise<R>;
     try {
-      const result = await withTimeout(attempt(), this.options.timeout, operation);
-      this.breaker?.success();
-      return result;
+      pending = attempt();
     } catch (error) {
-      this.breaker?.failure();
-      this.report(operation, keys, error);
-      return fail();
+      return this.failed(operation, keys, error, fail);
     }
+    return new Promise<T>((resolve, reject) => {
+      const deadline = this.deadlines.add(() => {
+        this.failed(operation, keys, timeoutError(operation, this.deadlines.ms), fail).then(resolve, reject);
+      });
+      pending.then(
+        (reply) => {
+          // After a timeout the late outcome is only observed (never an unhandled rejection).
+          if (deadline.done) return;
+          deadline.done = true;
+          let value: T;
+          try {
+            value = read(reply);
+          } catch (error) {
+            this.failed(operation, keys, error, fail).then(resolve, reject);
+            return;
+          }
+          this.breaker?.success();
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (deadline.done) return;
+          deadline.done = true;
+          this.failed(operation, keys, error, fail).then(resolve, reject);
+        },
+      );
+    });
+  }
+
+  private failed<T>(
+    operation: Operation,
+    keys: number,
+    error: unknown,
+    fail: () => T | Promise<T>,
+  ): Promise<T> {
+    this.breaker?.failure();
+    this.report(operation, keys, error);
+    return answer(fail);
   }
 
   /**
@@ -67,7 +117,7 @@ export class Guard {
       );
     }
     try {
-      await withTimeout(attempt(), this.options.timeout, operation);
+      await this.deadlines.race(attempt(), operation);
       this.breaker?.success();
     } catch (error) {
       this.breaker?.failure();
@@ -86,6 +136,19 @@ export class Guard {
     } catch {
       // A throwing hook must not turn a handled failure into a crash.
     }
+  }
+}
+
+function identity<T>(value: T): T {
+  return value;
+}
+
+/** `fail()` as a promise: its value, or its throw as a rejection. */
+function answer<T>(fail: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(fail());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

@@ -3,6 +3,7 @@ import type { BreakerState } from './breaker.js';
 import { DenyCache } from './deny-cache.js';
 import { Guard } from './guard.js';
 import { escapeKey } from './keys.js';
+import { LUA_ALGORITHMS } from './lua/algorithms.js';
 import {
   type FailurePolicy,
   type RedisStoreOptions,
@@ -11,16 +12,36 @@ import {
 } from './options.js';
 import { RedisLeases } from './redis-leases.js';
 import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
-import { BATCH_SCRIPT } from './scripts/batch-script.js';
+import { batchScript } from './scripts/batch-script.js';
 import { REFUND_SCRIPT } from './scripts/refund-script.js';
 import { ROLLBACK_SCRIPT } from './scripts/rollback-script.js';
+import { singleScript } from './scripts/single-script.js';
 import { hashSlot } from './slot.js';
-import { DECISION_WIDTH, pushCallArgs, readDecision } from './wire.js';
+import { algorithmArgs, DECISION_WIDTH, luaAlgorithm, pushCallArgs, readDecision } from './wire.js';
 
-/** ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL fallback). */
+/**
+ * ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL
+ * fallback). A batch script is named for the set of algorithm kinds it holds (a bit mask of their
+ * codes), a single-limit script for its kind.
+ */
 const BATCH_COMMAND = 'sluiceBatch';
+const SINGLE_COMMAND = 'sluiceOne_';
 const ROLLBACK_COMMAND = 'sluiceRollback';
 const REFUND_COMMAND = 'sluiceRefund';
+
+/** What the store sends for one algorithm object, computed once: its params never change. */
+interface AlgorithmWire {
+  /** `<prefix><fingerprint>:{`: the key of a user key is this, the escaped key, and `}`. */
+  readonly base: string;
+  /** The params, as exact decimal strings, in the order its Lua fragment reads them. */
+  readonly params: readonly string[];
+  /** 1 << (code - 1): its place in a batch script's set of kinds. */
+  readonly bit: number;
+  /** Its single-limit script. */
+  readonly single: ScriptCommand;
+}
+
+type Mode = 'consume' | 'peek';
 
 /** A batch's calls that share one hash slot, with their positions in the batch. */
 interface SlotGroup {
@@ -53,7 +74,8 @@ export class RedisStore implements Store {
   readonly leases: RedisLeases;
   private readonly options: ResolvedOptions;
   private readonly isCluster: boolean;
-  private readonly batch: ScriptCommand;
+  private readonly batches = new Map<number, ScriptCommand>();
+  private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
   private readonly rollback: ScriptCommand;
   private readonly refunds: ScriptCommand;
   private readonly guard: Guard;
@@ -65,7 +87,6 @@ export class RedisStore implements Store {
     const { client } = this.options;
     this.prefix = this.options.prefix;
     this.isCluster = client.isCluster;
-    this.batch = scriptCommand(client, BATCH_COMMAND, BATCH_SCRIPT);
     this.rollback = scriptCommand(client, ROLLBACK_COMMAND, ROLLBACK_SCRIPT);
     this.refunds = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
     this.guard = new Guard(this.options);
@@ -80,12 +101,16 @@ export class RedisStore implements Store {
 
   /** The Redis key holding the state of `key` under `algorithm` (what `redis-cli` shows). */
   keyFor(algorithm: Algorithm, key: string): string {
+    return `${this.keyBase(algorithm)}${escapeKey(key)}}`;
+  }
+
+  private keyBase(algorithm: Algorithm): string {
     let base = this.keyBases.get(algorithm);
     if (base === undefined) {
       base = `${this.prefix}${algorithm.fingerprint}:{`;
       this.keyBases.set(algorithm, base);
     }
-    return `${base}${escapeKey(key)}}`;
+    return base;
   }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
@@ -93,23 +118,11 @@ export class RedisStore implements Store {
       const local = this.refuseLocally(calls, now ?? this.options.clock());
       if (local !== undefined) return Promise.resolve(local);
     }
-    const args = this.callArgs(calls, now, 'consume');
-    return this.guard.run(
-      'consume',
-      calls.length,
-      () => this.consumeInRedis(calls, args, now),
-      () => this.failConsume(calls, now),
-    );
+    return this.decide(calls, now, 'consume');
   }
 
   peek(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
-    const args = this.callArgs(calls, now, 'peek');
-    return this.guard.run(
-      'peek',
-      calls.length,
-      () => this.perSlot(calls, args, now, 'peek').then((groups) => groups.decisions),
-      () => this.failPeek(calls, now),
-    );
+    return this.decide(calls, now, 'peek');
   }
 
   /** Deletes the keys (and forgets local refusals). Rejects with `ERR_SLUICE_STORE_FAILURE` when Redis fails. */
@@ -171,6 +184,102 @@ export class RedisStore implements Store {
 
   // Redis ------------------------------------------------------------------------------------------
 
+  /**
+   * One round trip: a single limit runs its kind's own script; layered limits run the batch
+   * script of their kinds, once, or once per hash slot on a Cluster when their keys span slots.
+   * Throws (synchronously) for an algorithm without a Lua twin.
+   */
+  private decide(calls: readonly LimitCall[], now: number | undefined, mode: Mode): Promise<Decision[]> {
+    const fail = mode === 'consume' ? () => this.failConsume(calls, now) : () => this.failPeek(calls, now);
+    if (calls.length === 1) {
+      const call = calls[0]!;
+      const wire = this.wire(call.algorithm);
+      const key = `${wire.base}${escapeKey(call.key)}}`;
+      const time = this.nowArg(now);
+      return this.guard.map(
+        mode,
+        1,
+        () => wire.single(1, key, time, mode, call.cost, ...wire.params),
+        (reply) => this.settled(calls, [readDecision(reply, 0, call)], now, mode),
+        fail,
+      );
+    }
+    let kinds = 0;
+    const keys = calls.map((call) => {
+      const wire = this.wire(call.algorithm);
+      kinds |= wire.bit;
+      return `${wire.base}${escapeKey(call.key)}}`;
+    });
+    const batch = this.batchFor(kinds);
+    const groups = this.isCluster ? groupBySlot(keys) : undefined;
+    if (groups !== undefined && groups.size > 1) {
+      return this.guard.run(
+        mode,
+        calls.length,
+        () => this.perSlot(batch, calls, groups, now, mode).then((d) => this.settled(calls, d, now, mode)),
+        fail,
+      );
+    }
+    const args = this.callArgs(calls, now, mode);
+    return this.guard.map(
+      mode,
+      calls.length,
+      () => batch(keys.length, ...keys, ...args),
+      (reply) =>
+        this.settled(
+          calls,
+          calls.map((call, i) => readDecision(reply, 1 + i * DECISION_WIDTH, call)),
+          now,
+          mode,
+        ),
+      fail,
+    );
+  }
+
+  /** Remembers the refusals Redis gave (deny cache) and answers. */
+  private settled(
+    calls: readonly LimitCall[],
+    decisions: Decision[],
+    now: number | undefined,
+    mode: Mode,
+  ): Decision[] {
+    if (this.denied !== undefined && mode === 'consume') {
+      let at: number | undefined;
+      for (let i = 0; i < calls.length; i++) {
+        if (decisions[i]!.allowed) continue;
+        at ??= now ?? this.options.clock();
+        this.denied.remember(calls[i]!, at, decisions[i]!);
+      }
+    }
+    return decisions;
+  }
+
+  private wire(algorithm: Algorithm): AlgorithmWire {
+    let wire = this.wires.get(algorithm);
+    if (wire === undefined) {
+      const { code, entry } = luaAlgorithm(algorithm);
+      wire = {
+        base: this.keyBase(algorithm),
+        params: algorithmArgs(algorithm).slice(1),
+        bit: 1 << (code - 1),
+        single: scriptCommand(this.options.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry)),
+      };
+      this.wires.set(algorithm, wire);
+    }
+    return wire;
+  }
+
+  /** The batch script holding exactly the algorithm kinds in `kinds` (a bit mask of codes). */
+  private batchFor(kinds: number): ScriptCommand {
+    let batch = this.batches.get(kinds);
+    if (batch === undefined) {
+      const algorithms = LUA_ALGORITHMS.filter((_, i) => (kinds & (1 << i)) !== 0);
+      batch = scriptCommand(this.options.client, `${BATCH_COMMAND}${kinds}`, batchScript(algorithms));
+      this.batches.set(kinds, batch);
+    }
+    return batch;
+  }
+
   /** ARGV after the keys: now ('' = Redis TIME), mode, then each call's group. */
   private callArgs(calls: readonly LimitCall[], now: number | undefined, mode: string): (string | number)[] {
     const args: (string | number)[] = [this.nowArg(now), mode];
@@ -182,43 +291,23 @@ export class RedisStore implements Store {
     return nowArg(now, this.options.redisTime, this.options.clock);
   }
 
-  private async consumeInRedis(
-    calls: readonly LimitCall[],
-    args: (string | number)[],
-    now: number | undefined,
-  ): Promise<Decision[]> {
-    const result = await this.perSlot(calls, args, now, 'consume');
-    const decisions = result.decisions;
-    if (this.denied !== undefined) {
-      const at = now ?? this.options.clock();
-      for (let i = 0; i < calls.length; i++)
-        if (!decisions[i]!.allowed) this.denied.remember(calls[i]!, at, decisions[i]!);
-    }
-    return decisions;
-  }
-
   /**
-   * Runs the batch script once when every key shares a slot (always on a standalone server), else
-   * once per slot; a refused cross-slot consume rolls back the slots that admitted.
+   * A batch whose keys span several Cluster slots: the batch script once per slot, in parallel;
+   * a refused consume rolls back the slots that admitted.
    */
   private async perSlot(
+    batch: ScriptCommand,
     calls: readonly LimitCall[],
-    args: (string | number)[],
+    groups: Map<number, SlotGroup>,
     now: number | undefined,
-    mode: 'consume' | 'peek',
-  ): Promise<{ decisions: Decision[] }> {
-    const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
-    const groups = this.isCluster && calls.length > 1 ? groupBySlot(keys) : undefined;
-    if (groups === undefined || groups.size === 1) {
-      const reply = await this.batch(keys.length, ...keys, ...args);
-      return { decisions: calls.map((call, i) => readDecision(reply, 1 + i * DECISION_WIDTH, call)) };
-    }
+    mode: Mode,
+  ): Promise<Decision[]> {
     const decisions = new Array<Decision>(calls.length);
     const journaled = mode === 'consume';
     const runs = [...groups.values()].map(async (group) => {
       const groupCalls = group.indices.map((i) => calls[i]!);
       const groupArgs = this.callArgs(groupCalls, now, journaled ? 'journal' : 'peek');
-      const reply = await this.batch(group.keys.length, ...group.keys, ...groupArgs);
+      const reply = await batch(group.keys.length, ...group.keys, ...groupArgs);
       let admitted = true;
       group.indices.forEach((index, j) => {
         const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
@@ -228,7 +317,7 @@ export class RedisStore implements Store {
       return { group, groupCalls, reply, admitted };
     });
     const settled = await Promise.all(runs);
-    if (!journaled || settled.every((run) => run.admitted)) return { decisions };
+    if (!journaled || settled.every((run) => run.admitted)) return decisions;
     // Some slot refused: undo what the admitting slots wrote, and report them as they now stand.
     await Promise.all(
       settled
@@ -245,7 +334,7 @@ export class RedisStore implements Store {
           }
         }),
     );
-    return { decisions };
+    return decisions;
   }
 
   private async undo(

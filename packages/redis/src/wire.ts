@@ -7,7 +7,7 @@ import {
   type RefusalReason,
   SluiceError,
 } from '@sluice/core';
-import { LUA_ALGORITHMS } from './lua/algorithms.js';
+import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 
 const CODES = new Map(LUA_ALGORITHMS.map((entry, i) => [entry.kind, { code: String(i + 1), entry }]));
 const ARGS = new WeakMap<Algorithm, readonly string[]>();
@@ -46,6 +46,12 @@ export function algorithmArgs(algorithm: Algorithm): readonly string[] {
   }
   ARGS.set(algorithm, args);
   return args;
+}
+
+/** The Lua fragment of `algorithm` and its code (1-based position in `LUA_ALGORITHMS`). */
+export function luaAlgorithm(algorithm: Algorithm): { readonly code: number; readonly entry: LuaAlgorithm } {
+  const code = Number(algorithmArgs(algorithm)[0]);
+  return { code, entry: LUA_ALGORITHMS[code - 1]! };
 }
 
 /** Appends one call's ARGV group: code, cost, params. */

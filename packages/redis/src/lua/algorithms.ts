@@ -8,7 +8,7 @@ import { SLIDING_WINDOW_LOG_LUA } from './sliding-window-log.js';
 import { TOKEN_BUCKET_LUA } from './token-bucket.js';
 
 /** One algorithm as the scripts know it: its Lua table and the order its params travel in. */
-interface LuaAlgorithm {
+export interface LuaAlgorithm {
   readonly kind: AlgorithmKind;
   /** Name of the Lua table the fragment defines. */
   readonly table: string;
@@ -51,20 +51,44 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
 ];
 
 /**
- * The prelude, every algorithm fragment, and the shared call machinery every script uses:
+ * Storing a state, shared by every script that writes one: `write(key, call, state, now)` stores
+ * it with `PX` = the algorithm's ttl rounded up, or deletes the key when there is no state or its
+ * ttl is ≤ 0 (it is as good as fresh). `call` holds `algorithm` and its prepared params `c`.
+ */
+export const WRITE_LUA = `
+local function write(key, call, state, now)
+  if state ~= nil then
+    local ttl = call.algorithm.ttl(state, now, call.c)
+    if ttl > 0 then
+      local raw = encode(state)
+      redis.call('SET', key, raw, 'PX', fmt(math.ceil(ttl)))
+      return raw
+    end
+  end
+  redis.call('DEL', key)
+  return false
+end
+`;
+
+/**
+ * The prelude, the fragments of `algorithms` (by default every one), and the shared call
+ * machinery of the batch scripts:
  *
  * - `read_calls(first)`: parses KEYS[i] with its ARGV group `kind code, cost, params…` starting at
  *   ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
- *   the index of the first ARGV after them.
- * - `write(key, call, state, now)`: stores a state with `PX` = the algorithm's ttl rounded up,
- *   or deletes the key when there is no state or its ttl is ≤ 0 (it is as good as fresh).
+ *   the index of the first ARGV after them. A code whose fragment is not in the script is an error.
+ * - `write(key, call, state, now)`: see {@link WRITE_LUA}.
  * - `push_decision(out, d)`: appends a decision as 7 integers.
  */
-export const LIBRARY_LUA = [
-  PRELUDE_LUA,
-  ...LUA_ALGORITHMS.map((a) => a.lua),
-  `
-local ALGORITHMS = { ${LUA_ALGORITHMS.map((a) => a.table).join(', ')} }
+export function libraryLua(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS): string {
+  // A call names its algorithm by its code (position in LUA_ALGORITHMS, 1-based) in every script.
+  const table = algorithms.map((a) => `[${LUA_ALGORITHMS.indexOf(a) + 1}] = ${a.table}`).join(', ');
+  return [
+    PRELUDE_LUA,
+    ...algorithms.map((a) => a.lua),
+    WRITE_LUA,
+    `
+local ALGORITHMS = { ${table} }
 
 local function read_calls(first)
   local calls, a = {}, first
@@ -81,19 +105,6 @@ local function read_calls(first)
   return calls, a
 end
 
-local function write(key, call, state, now)
-  if state ~= nil then
-    local ttl = call.algorithm.ttl(state, now, call.c)
-    if ttl > 0 then
-      local raw = encode(state)
-      redis.call('SET', key, raw, 'PX', fmt(math.ceil(ttl)))
-      return raw
-    end
-  end
-  redis.call('DEL', key)
-  return false
-end
-
 local function push_decision(out, d)
   local allowed = 0
   if d[1] then allowed = 1 end
@@ -101,4 +112,8 @@ local function push_decision(out, d)
   for i = 2, 7 do out[#out + 1] = d[i] end
 end
 `,
-].join('\n');
+  ].join('\n');
+}
+
+/** {@link libraryLua} with every algorithm. */
+export const LIBRARY_LUA = libraryLua();

@@ -1,4 +1,4 @@
-import { LIBRARY_LUA } from '../lua/algorithms.js';
+import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms.js';
 
 /**
  * Evaluates one batch of layered limits, all-or-nothing, as `settleBatch` in `@sluice/core`
@@ -16,8 +16,13 @@ import { LIBRARY_LUA } from '../lua/algorithms.js';
  * (allowed 0/1, limit, remaining, resetAfter, retryAfter, delay, reason 0 none / 1 rate-limited /
  * 2 cost-exceeds-limit); in 'journal' mode, then per call `written 0/1, previous value or nil,
  * new value or nil`.
+ *
+ * `algorithms`: the fragments the script holds (every call's algorithm must be among them). Each
+ * EVALSHA runs the script's whole body, defining every function in it, so a store registers one
+ * script per set of algorithm kinds its batches use rather than paying for all six on every call.
  */
-export const BATCH_SCRIPT = `${LIBRARY_LUA}
+export function batchScript(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS): string {
+  return `${libraryLua(algorithms)}
 local now = read_now(ARGV[1])
 local mode = ARGV[2]
 local calls = read_calls(3)
@@ -64,3 +69,7 @@ if mode == 'journal' then
 end
 return out
 `;
+}
+
+/** {@link batchScript} with every algorithm: the script for any batch. */
+export const BATCH_SCRIPT = batchScript();

@@ -1,0 +1,45 @@
+import { type LuaAlgorithm, WRITE_LUA } from '../lua/algorithms.js';
+import { PRELUDE_LUA } from '../lua/prelude.js';
+
+/**
+ * One limit of one algorithm kind, what the batch script does for a single call. Each EVALSHA
+ * runs a script's whole body, defining every function in it, so the batch script (every
+ * algorithm) would make a single limit pay for all six: this one holds the prelude, `write` and
+ * the one algorithm fragment, composed from the same fragments as the batch script.
+ *
+ * KEYS[1]  state key
+ * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[2]  mode: 'consume' or 'peek' (no writes)
+ * ARGV[3]  cost
+ * ARGV[4…] the algorithm's params, in the order of `LUA_ALGORITHMS`
+ *
+ * Returns the decision as 7 integers (allowed 0/1, limit, remaining, resetAfter, retryAfter,
+ * delay, reason), as the batch script does per call.
+ */
+export function singleScript(algorithm: LuaAlgorithm): string {
+  return `${PRELUDE_LUA}
+${algorithm.lua}
+${WRITE_LUA}
+local now = read_now(ARGV[1])
+local algorithm = ${algorithm.table}
+local params = {}
+for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[3 + j]) end
+local call = { algorithm = algorithm, c = algorithm.prepare(params) }
+local raw = redis.call('GET', KEYS[1])
+local state = nil
+if raw then state = decode(raw) end
+local cost = tonumber(ARGV[3])
+local d
+if ARGV[2] == 'peek' then
+  d = algorithm.peek(state, now, cost, call.c)
+else
+  local next, changed
+  d, next, changed = algorithm.consume(state, now, cost, call.c)
+  -- One call is the whole batch: it writes whatever it changed, admitted or not.
+  if changed then write(KEYS[1], call, next, now) end
+end
+local allowed = 0
+if d[1] then allowed = 1 end
+return { allowed, d[2], d[3], d[4], d[5], d[6], d[7] }
+`;
+}
