@@ -64,9 +64,12 @@ export interface Algorithm<S = unknown> {
    */
   ttl(state: S, now: number): number;
   /**
-   * Gives back `cost` units that `consume` admitted with a delay, for a request that never ran
-   * (its client went away while held). Optional: only queue algorithms implement it. Returns the
-   * new state, or `undefined` when nothing is left to keep.
+   * Gives back `cost` units that `consume` admitted at `now`: for a request that never ran (its
+   * client went away while held in delay mode), or that a layered batch refused in another Redis
+   * Cluster slot. A compensation, not a restore: it stays right when other requests have written
+   * the state since. Where the units can no longer be told apart (their window has passed), it
+   * gives back nothing: a refund never over-admits. Returns the new state, or `undefined` when
+   * nothing is left to keep. Optional for third-party algorithms; every built-in has one.
    */
   refund?(state: S, now: number, cost: number): S | undefined;
 }

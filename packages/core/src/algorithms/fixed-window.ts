@@ -96,5 +96,11 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
       return evaluate(current(state, start), start, now, cost, policy, false);
     },
     ttl: (state, now) => state[1] + window - now,
+    // Only into the window the units were counted in; once it has passed there is nothing to undo.
+    refund: (state, now, cost) => {
+      if (state[1] !== Math.floor((now + EPSILON) / window) * window) return state;
+      const count = state[0] - cost;
+      return count <= 0 ? undefined : [count, state[1]];
+    },
   };
 }

@@ -81,5 +81,9 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     },
     peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false).decision,
     ttl: (state, now) => state - now,
+    refund: (state, now, cost) => {
+      const tat = state - emission * cost;
+      return tat <= now ? undefined : tat;
+    },
   };
 }

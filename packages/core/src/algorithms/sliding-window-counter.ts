@@ -176,5 +176,13 @@ export function slidingWindowCounter(
       }
       return 0;
     },
+    // From the sub-window the units were counted in, while it is still one of the N + 1 held.
+    refund(state, now, cost) {
+      const offset = state[0]! - subWindow(now);
+      if (offset < 0 || offset > precision || state[offset + 1]! <= 0) return state;
+      const next = state.slice();
+      next[offset + 1] = Math.max(0, next[offset + 1]! - cost);
+      return next.some((count, i) => i > 0 && count > 0) ? next : undefined;
+    },
   };
 }

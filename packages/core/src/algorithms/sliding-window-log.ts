@@ -124,5 +124,16 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       return evaluate(log, first, used, now, cost, policy, false);
     },
     ttl: (state, now) => (state.length === 0 ? 0 : state[state.length - 2]! + window - now),
+    // Removes the entry this request added (its time and cost), newest first.
+    refund(state, now, cost) {
+      for (let i = state.length - 2; i >= 0; i -= 2) {
+        if (state[i] === now && state[i + 1] === cost) {
+          const next = state.slice();
+          next.splice(i, 2);
+          return next.length === 0 ? undefined : next;
+        }
+      }
+      return state;
+    },
   };
 }

@@ -73,7 +73,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     : { ...base, ...continuousBucket(capacity, interval / refillAmount, strict) };
 }
 
-type Steps<S> = Pick<Algorithm<S>, 'consume' | 'peek' | 'ttl'>;
+type Steps<S> = Pick<Algorithm<S>, 'consume' | 'peek' | 'ttl' | 'refund'>;
 
 function continuousBucket(capacity: number, msPerToken: number, strict: boolean): Steps<TokenBucketState> {
   const fullSpan = capacity * msPerToken;
@@ -132,6 +132,11 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
       return { state: next, decision: peek(next, now, cost, policy) };
     },
     ttl: (state, now) => (state as number) + fullSpan - now,
+    // The tokens go back: the empty instant moves back by their refill time.
+    refund: (state, now, cost) => {
+      const emptyAt = (state as number) - cost * msPerToken;
+      return emptyAt <= now - fullSpan ? undefined : emptyAt;
+    },
   };
 }
 
@@ -199,6 +204,10 @@ function steppedBucket(
     ttl(state, now) {
       const [tokens, last] = state as readonly [number, number];
       return tokens >= capacity ? 0 : last + Math.ceil((capacity - tokens) / amount) * interval - now;
+    },
+    refund(state, _now, cost) {
+      const [tokens, last] = state as readonly [number, number];
+      return tokens + cost >= capacity ? undefined : [tokens + cost, last];
     },
   };
 }
