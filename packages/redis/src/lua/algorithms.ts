@@ -61,7 +61,10 @@ local function write(key, call, state, now)
     local ttl = call.algorithm.ttl(state, now, call.c)
     if ttl > 0 then
       local raw = encode(state)
-      redis.call('SET', key, raw, 'PX', fmt(math.ceil(ttl)))
+      -- A whole number below 1e14 reaches Redis exact as a Lua number (%.14g); format larger ones.
+      local px = math.ceil(ttl)
+      if px >= 1e14 then px = fmt(px) end
+      redis.call('SET', key, raw, 'PX', px)
       return raw
     end
   end

@@ -29,12 +29,16 @@ end
 
 -- A state is a list of numbers, stored as one string: '12.5' or '3,1700000000000'.
 local function decode(raw)
+  -- Most states are one number ('12.5'): no pattern matching for those.
+  local one = tonumber(raw)
+  if one ~= nil then return { one } end
   local state = {}
   for token in string.gmatch(raw, '[^,]+') do state[#state + 1] = tonumber(token) end
   return state
 end
 
 local function encode(state)
+  if #state == 1 then return fmt(state[1]) end
   local parts = {}
   for i = 1, #state do parts[i] = fmt(state[i]) end
   return table.concat(parts, ',')

@@ -12,7 +12,8 @@ import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms
  *          what was written, for a rollback across slots)
  * ARGV[3…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
  *
- * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string; each decision as 7 integers
+ * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string in 'journal' mode (0 in the
+ * others, which have no use for it); each decision as 7 integers
  * (allowed 0/1, limit, remaining, resetAfter, retryAfter, delay, reason 0 none / 1 rate-limited /
  * 2 cost-exceeds-limit); in 'journal' mode, then per call `written 0/1, previous value or nil,
  * new value or nil`.
@@ -26,7 +27,9 @@ export function batchScript(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS
 local now = read_now(ARGV[1])
 local mode = ARGV[2]
 local calls = read_calls(3)
-local out = { fmt(now) }
+-- The rollback of a journaled batch needs the exact now; other modes need none.
+local out = { 0 }
+if mode == 'journal' then out[1] = fmt(now) end
 
 if mode == 'peek' then
   for i = 1, #calls do

@@ -22,9 +22,7 @@ ${algorithm.lua}
 ${WRITE_LUA}
 local now = read_now(ARGV[1])
 local algorithm = ${algorithm.table}
-local params = {}
-for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[3 + j]) end
-local call = { algorithm = algorithm, c = algorithm.prepare(params) }
+local call = { algorithm = algorithm, c = algorithm.prepare({ ${algorithm.params.map((_, j) => `tonumber(ARGV[${4 + j}])`).join(', ')} }) }
 local raw = redis.call('GET', KEYS[1])
 local state = nil
 if raw then state = decode(raw) end
