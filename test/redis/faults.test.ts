@@ -124,6 +124,50 @@ describe('faults', () => {
     }
   });
 
+  it('calls in flight together each time out on their own deadline (one timer shared by all calls)', async () => {
+    const waves: Promise<{ decision: Decision; ms: number }>[][] = [[], []];
+    let limiter: Limiter | undefined;
+    const start = (wave: number) => {
+      for (let i = 0; i < 5; i++) {
+        const key = i % 2 === 0 ? `k${i}` : [`k${i}`, `j${i}`];
+        const run = () =>
+          (i === 4 ? limiter!.peek(key, { now: 0 }) : limiter!.check(key, { now: 0 })) as Promise<Decision>;
+        waves[wave]!.push(timed(run));
+      }
+    };
+    // The second wave starts when the first times out: the shared timer must re-arm for it.
+    const layered = new Limiter({
+      limits: [
+        { name: 'a', algorithm },
+        { name: 'b', algorithm: fixedWindow({ limit: 5, window: 1_000 }) },
+      ],
+      store: store({
+        breaker: false,
+        failurePolicy: 'deny',
+        onError: (event) => {
+          errors.push(event);
+          if (errors.length === 1) start(1);
+        },
+      }),
+    });
+    limiter = layered;
+    server.pause();
+    try {
+      start(0);
+      const first = await Promise.all(waves[0]!);
+      const second = await Promise.all(waves[1]!);
+      for (const { decision, ms } of [...first, ...second]) {
+        expect(ms).toBeGreaterThanOrEqual(TIMEOUT - 1);
+        expect(ms).toBeLessThan(BOUND);
+        expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+      }
+      expect(second).toHaveLength(5);
+      expect(errors).toHaveLength(10);
+    } finally {
+      server.resume();
+    }
+  });
+
   it('Redis killed then restarted on the same port: fallback store, then Redis again without a new store', async () => {
     const fallback = new MemoryStore();
     const redisStore = store({ failurePolicy: fallback });

@@ -66,15 +66,15 @@ export class Guard {
     } catch (error) {
       return this.failed(operation, keys, error, fail);
     }
+    const deadlines = this.deadlines;
     return new Promise<T>((resolve, reject) => {
-      const deadline = this.deadlines.add(() => {
-        this.failed(operation, keys, timeoutError(operation, this.deadlines.ms), fail).then(resolve, reject);
+      const deadline = deadlines.add(() => {
+        this.failed(operation, keys, timeoutError(operation, deadlines.ms), fail).then(resolve, reject);
       });
       pending.then(
         (reply) => {
           // After a timeout the late outcome is only observed (never an unhandled rejection).
-          if (deadline.done) return;
-          deadline.done = true;
+          if (!deadlines.settle(deadline)) return;
           let value: T;
           try {
             value = read(reply);
@@ -86,8 +86,7 @@ export class Guard {
           resolve(value);
         },
         (error: unknown) => {
-          if (deadline.done) return;
-          deadline.done = true;
+          if (!deadlines.settle(deadline)) return;
           this.failed(operation, keys, error, fail).then(resolve, reject);
         },
       );

@@ -1,36 +1,70 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
 
-/** A call in flight: `expire` runs once when `at` passes first; `done` marks it settled. */
+/** What `setTimeout` returns, as far as the sweep needs it. */
+export interface Timer {
+  unref?(): unknown;
+}
+
+/** A call in flight, in its store's list of deadlines until it settles or times out. */
 export interface Deadline {
   /** `performance.now()` ms at which the call times out. */
   readonly at: number;
-  /** Set by whoever settles the call first: its outcome, or the sweep. */
+  /** Settled (by its outcome or by the timeout): off the list. */
   done: boolean;
   readonly expire: () => void;
+  prev: Deadline | undefined;
+  next: Deadline | undefined;
 }
 
 /**
  * The deadlines of every call in flight under one timeout, behind a single timer. A timer per call
- * (`setTimeout` + `clearTimeout`) costs more than the rest of the client side of a decision; here
- * a call costs one small object. All calls share `ms`, so deadlines are in the order calls were
- * made: a queue. The timer is armed for the oldest pending deadline, fires, expires what is due,
- * skips what has settled, and re-arms for the next; with nothing in flight it is not armed at all
- * (and it is unref'd, so it never holds the process open). Every call still settles within `ms`
- * plus the timer's own lateness, as with a timer of its own.
+ * (`setTimeout` + `clearTimeout`) costs more than the rest of the client side of a decision. All
+ * calls share `ms`, so deadlines come in the order calls were made: a linked list, oldest first,
+ * from which a call that settles unlinks itself at once (so nothing it holds outlives it, even
+ * with a long timeout). The timer is armed for the oldest deadline; when it fires it expires what
+ * is due and re-arms for the next; with nothing in flight it is not re-armed, and it is unref'd so
+ * it never holds the process open. Every call still settles within `ms` plus the timer's own
+ * lateness, as with a timer of its own.
  */
 export class Deadlines {
-  private queue: Deadline[] = [];
-  private head = 0;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private head: Deadline | undefined;
+  private tail: Deadline | undefined;
+  private timer: Timer | undefined;
+  private sweeping = false;
 
-  constructor(readonly ms: number) {}
+  /**
+   * @param ms the timeout of every call, ms
+   * @param clock monotonic ms (tests inject one)
+   * @param schedule runs `run` once after `delay` ms (tests inject one)
+   */
+  constructor(
+    readonly ms: number,
+    private readonly clock: () => number = () => performance.now(),
+    private readonly schedule: (run: () => void, delay: number) => Timer = setTimeout,
+  ) {}
 
-  /** Starts the clock of one call; the caller sets `done` when the call settles first. */
+  /** Starts the clock of one call; `expire` runs if it has not settled by then. */
   add(expire: () => void): Deadline {
-    const deadline: Deadline = { at: performance.now() + this.ms, done: false, expire };
-    this.queue.push(deadline);
-    if (this.timer === undefined) this.arm(this.ms);
+    const deadline: Deadline = {
+      at: this.clock() + this.ms,
+      done: false,
+      expire,
+      prev: this.tail,
+      next: undefined,
+    };
+    if (this.tail === undefined) this.head = deadline;
+    else this.tail.next = deadline;
+    this.tail = deadline;
+    if (this.timer === undefined && !this.sweeping) this.arm(this.ms);
     return deadline;
+  }
+
+  /** Marks the call settled by its outcome; false if it had already timed out. */
+  settle(deadline: Deadline): boolean {
+    if (deadline.done) return false;
+    deadline.done = true;
+    this.unlink(deadline);
+    return true;
   }
 
   /** Settles with `promise`, or rejects after `ms` (the late outcome of `promise` is still observed). */
@@ -39,52 +73,45 @@ export class Deadlines {
       const deadline = this.add(() => reject(timeoutError(operation, this.ms)));
       promise.then(
         (value) => {
-          if (deadline.done) return;
-          deadline.done = true;
-          resolve(value);
+          if (this.settle(deadline)) resolve(value);
         },
         (error: unknown) => {
-          if (deadline.done) return;
-          deadline.done = true;
-          reject(error);
+          if (this.settle(deadline)) reject(error);
         },
       );
     });
   }
 
+  private unlink(deadline: Deadline): void {
+    const { prev, next } = deadline;
+    if (prev === undefined) this.head = next;
+    else prev.next = next;
+    if (next === undefined) this.tail = prev;
+    else next.prev = prev;
+    deadline.prev = deadline.next = undefined;
+  }
+
   private arm(delay: number): void {
-    this.timer = setTimeout(this.sweep, delay);
-    this.timer.unref();
+    this.timer = this.schedule(this.sweep, delay);
+    this.timer.unref?.();
   }
 
   private readonly sweep = (): void => {
     this.timer = undefined;
-    const now = performance.now();
-    const queue = this.queue;
-    let i = this.head;
-    for (; i < queue.length; i++) {
-      const deadline = queue[i]!;
-      if (deadline.done) continue;
-      if (deadline.at > now) break;
+    this.sweeping = true;
+    const now = this.clock();
+    for (let deadline = this.head; deadline !== undefined && deadline.at <= now; deadline = this.head) {
       deadline.done = true;
+      this.unlink(deadline);
       try {
         deadline.expire();
       } catch {
         // An expiry answers a caller; it must not stop the sweep.
       }
     }
-    if (i === queue.length) {
-      this.queue = [];
-      this.head = 0;
-      return;
-    }
-    if (i > 1024 && i * 2 > queue.length) {
-      this.queue = queue.slice(i);
-      this.head = 0;
-    } else {
-      this.head = i;
-    }
-    this.arm(Math.max(1, Math.ceil(queue[i]!.at - now)));
+    this.sweeping = false;
+    // Calls an expiry started are behind the head: arming for the head covers them.
+    if (this.head !== undefined) this.arm(Math.max(1, Math.ceil(this.head.at - now)));
   };
 }
 
