@@ -53,8 +53,8 @@ const MODE = quick
       memoryKeys: 1_000_000,
       redisMs: 1000,
       redisRounds: 3,
-      httpSeconds: 3,
-      httpRounds: 3,
+      httpSeconds: 1.5,
+      httpRounds: 7,
       httpWarmupSeconds: 2,
     };
 

@@ -26,9 +26,9 @@ export interface HttpRow {
   readonly loadCpu: number;
   readonly cpuPerRequest: number;
   readonly redisCpuPerRequest: number;
-  /** Throughput ÷ the bare app of the same framework (medians). */
+  /** Throughput ÷ the bare app of the same framework in the same round; median over rounds. */
   readonly ratioToBare: number;
-  /** The bare app's server CPU per request ÷ this one's: the throughput ratio of a CPU-bound server. */
+  /** The bare app's server CPU per request ÷ this one's (per round, median): the throughput ratio of a CPU-bound server. */
   readonly cpuRatioToBare: number;
   /** Non-2xx, socket errors, timeouts, store errors over warm-up and rounds: a row with any is invalid. */
   readonly failures: number;
@@ -158,10 +158,14 @@ export async function http(
   const byId = new Map(rows.map((r) => [r.id, r]));
   const withRatios = rows.map((r) => {
     const bare = byId.get(bareOf(HTTP_SUBJECTS.find((s) => s.id === r.id)!));
+    if (bare === undefined) return r;
+    // Per round, against the bare app measured in the same round, then the median: the machine's
+    // other load changes from round to round, and a ratio of two medians would mix rounds.
+    const per = (f: (x: Round, b: Round) => number) => median(r.rounds.map((x, i) => f(x, bare.rounds[i]!)));
     return {
       ...r,
-      ratioToBare: bare === undefined ? Number.NaN : r.rps / bare.rps,
-      cpuRatioToBare: bare === undefined ? Number.NaN : bare.cpuPerRequest / r.cpuPerRequest,
+      ratioToBare: per((x, b) => x.rps / b.rps),
+      cpuRatioToBare: per((x, b) => b.cpuPerRequest / x.cpuPerRequest),
     };
   });
   for (const r of withRatios)
@@ -218,7 +222,7 @@ function report(
     percent(r.loadCpu),
   ];
   const markdown = [
-    `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). Every server got the same warm-up, ${settings.warmupSeconds} s of the same load; then ${settings.rounds} interleaved round${settings.rounds === 1 ? '' : 's'} of ${settings.seconds} s; medians. Ratios are to the bare app of the same framework. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused (a row with any non-2xx response, socket error or store error is marked invalid). "server µs/req" is the server process's CPU time per response and "× bare (CPU)" the bare app's figure divided by it: the throughput ratio a CPU-bound server would show. "redis µs/req" is redis-server's CPU time per response (\`INFO cpu\`): on this machine Redis competes for the same 2 cores. "server CPU" and "load CPU" are the shares of one core the server and the load generator used: on 2 cores they (and redis-server, and anything else running) compete, so the req/s ratios are diluted towards 1 when the generator, not the server, is the bottleneck, and move with the machine's other load.`,
+    `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). Every server got the same warm-up, ${settings.warmupSeconds} s of the same load; then ${settings.rounds} interleaved round${settings.rounds === 1 ? '' : 's'} of ${settings.seconds} s (each round starts one subject later); medians. Ratios are to the bare app of the same framework measured in the same round, median over the rounds (the machine's other load moves between rounds). Each server is one process: differences of a few percent are within what separate processes of the same app show here. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused (a row with any non-2xx response, socket error or store error is marked invalid). "server µs/req" is the server process's CPU time per response and "× bare (CPU)" the bare app's figure divided by it: the throughput ratio a CPU-bound server would show. "redis µs/req" is redis-server's CPU time per response (\`INFO cpu\`): on this machine Redis competes for the same 2 cores. "server CPU" and "load CPU" are the shares of one core the server and the load generator used: on 2 cores they (and redis-server, and anything else running) compete, so the req/s ratios are diluted towards 1 when the generator, not the server, is the bottleneck, and move with the machine's other load.`,
     '',
     table(
       [
