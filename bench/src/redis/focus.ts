@@ -5,8 +5,12 @@
  * Writes nothing under bench/results. Runs against the BUILT packages, as `pnpm bench` does.
  *
  * usage: node --import tsx src/redis/focus.ts [--only=floor,sluice:token-bucket,…] [--ms=500]
- *          [--rounds=7] [--pipelining=off|on|both]
+ *          [--rounds=7] [--pipelining=off|on|both] [--before=path/to/an/older/build/index.js]
+ *
+ * `--before` adds the sluice subjects of another build of @sluice/redis (e.g. one made from an
+ * earlier commit) to the same run, labelled "(before)", for a before/after on the same machine state.
  */
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median, spread } from '../lib/stats.js';
@@ -22,6 +26,7 @@ const only = arg(
 const ms = Number(arg('ms', '500'));
 const rounds = Number(arg('rounds', '7'));
 const pipelining = arg('pipelining', 'off');
+const before = arg('before', '');
 
 /** Sum of calls and µs of the script commands since the last CONFIG RESETSTAT, and Redis CPU seconds. */
 async function redisSide(admin: Redis): Promise<{ calls: number; usec: number; cpu: number }> {
@@ -44,16 +49,22 @@ async function main(): Promise<void> {
   try {
     for (const piped of pipelining === 'both' ? [false, true] : [pipelining === 'on']) {
       const client = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: piped });
-      const list = subjects(mod.RedisStore)
-        .filter((s) => only.includes(s.id))
-        .map((s) => ({
-          s,
-          op: s.make(client),
-          ops: [] as number[],
-          usPerCall: [] as number[],
-          redisCpu: [] as number[],
-          nodeCpu: [] as number[],
-        }));
+      const older =
+        before === ''
+          ? []
+          : subjects(
+              ((await import(pathToFileURL(before).href)) as { RedisStore: RedisStoreCtor }).RedisStore,
+            )
+              .filter((s) => s.id.startsWith('sluice') && only.includes(s.id))
+              .map((s) => ({ ...s, label: `${s.label} (before)` }));
+      const list = [...subjects(mod.RedisStore).filter((s) => only.includes(s.id)), ...older].map((s) => ({
+        s,
+        op: s.make(client),
+        ops: [] as number[],
+        usPerCall: [] as number[],
+        redisCpu: [] as number[],
+        nodeCpu: [] as number[],
+      }));
       errors.clear();
       for (const x of list) await drive(x.op, 300);
       for (let r = 0; r < rounds; r++) {
