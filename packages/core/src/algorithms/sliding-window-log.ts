@@ -12,7 +12,10 @@ export interface SlidingWindowLogOptions {
 
 const KNOWN = ['limit', 'window'] as const satisfies readonly (keyof SlidingWindowLogOptions)[];
 
-/** Admitted requests, oldest first, flattened: `[time0, cost0, time1, cost1, …]`. */
+/**
+ * Admitted units by millisecond, oldest first, flattened: `[time0, units0, time1, units1, …]` (one
+ * entry per distinct time).
+ */
 export type SlidingWindowLogState = readonly number[];
 
 /**
@@ -115,7 +118,10 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       // Replayed (client-supplied) times may arrive out of order: keep the log sorted.
       let at = kept.length;
       while (at > 0 && kept[at - 2]! > now) at -= 2;
-      kept.splice(at, 0, now, cost);
+      // Requests in the same millisecond share one entry: they leave the window together, so the
+      // decisions are the same and a busy key's log stays at most one entry per millisecond.
+      if (at > 0 && kept[at - 2] === now) kept[at - 1]! += cost;
+      else kept.splice(at, 0, now, cost);
       return { state: kept, decision };
     },
     peek(state, now, cost, policy) {
@@ -124,12 +130,13 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       return evaluate(log, first, used, now, cost, policy, false);
     },
     ttl: (state, now) => (state.length === 0 ? 0 : state[state.length - 2]! + window - now),
-    // Removes the entry this request added (its time and cost), newest first.
+    // Takes this request's units out of the entry of its millisecond.
     refund(state, now, cost) {
       for (let i = state.length - 2; i >= 0; i -= 2) {
-        if (state[i] === now && state[i + 1] === cost) {
+        if (state[i] === now && state[i + 1]! >= cost) {
           const next = state.slice();
-          next.splice(i, 2);
+          if (next[i + 1] === cost) next.splice(i, 2);
+          else next[i + 1]! -= cost;
           return next.length === 0 ? undefined : next;
         }
       }
