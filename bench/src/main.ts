@@ -44,7 +44,7 @@ const MODE = quick
       memoryKeys: 100_000,
       redisMs: 300,
       redisRounds: 2,
-      httpSeconds: 1,
+      httpSeconds: 0.6,
       httpRounds: 1,
       httpWarmupSeconds: 0.5,
     }
@@ -53,8 +53,8 @@ const MODE = quick
       memoryKeys: 1_000_000,
       redisMs: 1000,
       redisRounds: 3,
-      httpSeconds: 1.5,
-      httpRounds: 7,
+      httpSeconds: 1,
+      httpRounds: 6,
       httpWarmupSeconds: 2,
     };
 

@@ -12,7 +12,15 @@ import { type Section, table, type Verdict } from '../report/markdown.js';
 import type { Chart } from '../report/svg.js';
 import { CONNECTIONS, load, PIPELINING, type Round } from './load.js';
 import { type ServerProcess, startServer } from './server-process.js';
-import { bareOf, HTTP_SUBJECTS, type HttpSubject, isReference, LIMIT, WINDOW_MS } from './subjects.js';
+import {
+  bareOf,
+  HTTP_SUBJECTS,
+  type HttpSubject,
+  httpSubject as httpSubjectOf,
+  isReference,
+  LIMIT,
+  WINDOW_MS,
+} from './subjects.js';
 
 export interface HttpRow {
   readonly id: string;
@@ -26,9 +34,9 @@ export interface HttpRow {
   readonly loadCpu: number;
   readonly cpuPerRequest: number;
   readonly redisCpuPerRequest: number;
-  /** Throughput ÷ the bare app of the same framework in the same round; median over rounds. */
+  /** Throughput ÷ the bare app's, measured right beside it; median over the pairs. */
   readonly ratioToBare: number;
-  /** The bare app's server CPU per request ÷ this one's (per round, median): the throughput ratio of a CPU-bound server. */
+  /** The bare app's server CPU per request ÷ this one's (per pair, median): the throughput ratio of a CPU-bound server. */
   readonly cpuRatioToBare: number;
   /** Non-2xx, socket errors, timeouts, store errors over warm-up and rounds: a row with any is invalid. */
   readonly failures: number;
@@ -94,6 +102,8 @@ export async function http(
   const servers = new Map<string, ServerProcess>();
   const failures = new Map<string, number>(subjects.map((s) => [s.id, 0]));
   const rounds = new Map<string, Round[]>(subjects.map((s) => [s.id, []]));
+  /** Per subject, its measurements each paired with the bare app's measured next to it. */
+  const pairs = new Map<string, { x: Round; bare: Round }[]>(subjects.map((s) => [s.id, []]));
   const headers = new Map<string, Record<string, string>>();
   const storeErrors = new Map<string, number>();
   const phase = (name: string, since: number) =>
@@ -118,12 +128,27 @@ export async function http(
     }
     phase('warm-up', t);
     t = performance.now();
+    const measure = async (s: HttpSubject) => {
+      const round = await load(servers.get(s.id)!, settings.seconds, redisCpu(s));
+      rounds.get(s.id)!.push(round);
+      failures.set(s.id, failures.get(s.id)! + round.failures);
+      return round;
+    };
+    // Each subject is measured right next to its bare app (bare first in even rounds, last in odd
+    // ones), so a ratio compares two measurements one round-length apart: the machine's other load
+    // changes over seconds, and a ratio of far-apart measurements would mostly measure that.
     for (let r = 0; r < settings.rounds; r++) {
       for (let i = 0; i < subjects.length; i++) {
         const s = subjects[(i + r) % subjects.length]!;
-        const round = await load(servers.get(s.id)!, settings.seconds, redisCpu(s));
-        rounds.get(s.id)!.push(round);
-        failures.set(s.id, failures.get(s.id)! + round.failures);
+        const bare = subjects.find((b) => b.id === bareOf(s))!;
+        if (bare === s) {
+          if (!subjects.some((o) => o !== s && bareOf(o) === s.id)) await measure(s); // no pairs: the ceiling
+          continue;
+        }
+        const [first, second] = r % 2 === 0 ? [bare, s] : [s, bare];
+        const a = await measure(first);
+        const b = await measure(second);
+        pairs.get(s.id)!.push(first === bare ? { x: b, bare: a } : { x: a, bare: b });
       }
     }
     phase('rounds', t);
@@ -155,17 +180,14 @@ export async function http(
       headers: headers.get(s.id) ?? {},
     };
   });
-  const byId = new Map(rows.map((r) => [r.id, r]));
   const withRatios = rows.map((r) => {
-    const bare = byId.get(bareOf(HTTP_SUBJECTS.find((s) => s.id === r.id)!));
-    if (bare === undefined) return r;
-    // Per round, against the bare app measured in the same round, then the median: the machine's
-    // other load changes from round to round, and a ratio of two medians would mix rounds.
-    const per = (f: (x: Round, b: Round) => number) => median(r.rounds.map((x, i) => f(x, bare.rounds[i]!)));
+    const list = pairs.get(r.id)!;
+    if (list.length === 0)
+      return r.id === bareOf(httpSubjectOf(r.id)) ? { ...r, ratioToBare: 1, cpuRatioToBare: 1 } : r;
     return {
       ...r,
-      ratioToBare: per((x, b) => x.rps / b.rps),
-      cpuRatioToBare: per((x, b) => b.cpuPerRequest / x.cpuPerRequest),
+      ratioToBare: median(list.map((p) => p.x.rps / p.bare.rps)),
+      cpuRatioToBare: median(list.map((p) => p.bare.cpuPerRequest / p.x.cpuPerRequest)),
     };
   });
   for (const r of withRatios)
@@ -222,7 +244,7 @@ function report(
     percent(r.loadCpu),
   ];
   const markdown = [
-    `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). Every server got the same warm-up, ${settings.warmupSeconds} s of the same load; then ${settings.rounds} interleaved round${settings.rounds === 1 ? '' : 's'} of ${settings.seconds} s (each round starts one subject later); medians. Ratios are to the bare app of the same framework measured in the same round, median over the rounds (the machine's other load moves between rounds). Each server is one process: differences of a few percent are within what separate processes of the same app show here. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused (a row with any non-2xx response, socket error or store error is marked invalid). "server µs/req" is the server process's CPU time per response and "× bare (CPU)" the bare app's figure divided by it: the throughput ratio a CPU-bound server would show. "redis µs/req" is redis-server's CPU time per response (\`INFO cpu\`): on this machine Redis competes for the same 2 cores. "server CPU" and "load CPU" are the shares of one core the server and the load generator used: on 2 cores they (and redis-server, and anything else running) compete, so the req/s ratios are diluted towards 1 when the generator, not the server, is the bottleneck, and move with the machine's other load.`,
+    `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). Every server got the same warm-up, ${settings.warmupSeconds} s of the same load; then ${settings.rounds} interleaved round${settings.rounds === 1 ? '' : 's'} (each starting one subject later) in which every subject is measured for ${settings.seconds} s right next to the bare app of its framework (bare first in even rounds, second in odd ones); medians. Ratios are per pair, median over the pairs: the machine's other load moves over seconds, so only measurements taken side by side compare. Each server is one process: differences of a few percent are within what separate processes of the same app show here. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused (a row with any non-2xx response, socket error or store error is marked invalid). "server µs/req" is the server process's CPU time per response and "× bare (CPU)" the bare app's figure divided by it: the throughput ratio a CPU-bound server would show. "redis µs/req" is redis-server's CPU time per response (\`INFO cpu\`): on this machine Redis competes for the same 2 cores. "server CPU" and "load CPU" are the shares of one core the server and the load generator used: on 2 cores they (and redis-server, and anything else running) compete, so the req/s ratios are diluted towards 1 when the generator, not the server, is the bottleneck, and move with the machine's other load.`,
     '',
     table(
       [

@@ -88,7 +88,7 @@ export const HTTP_SUBJECTS: readonly HttpSubject[] = [
     limiter: 'sluice',
     store: 'redis',
     label: 'Fastify + sluice, Redis',
-    config: `same, plus store: new RedisStore({ client: ${redisClient}, onError: count }) (store defaults otherwise: timeout 100 ms, breaker on, deny cache off)`,
+    config: `same, plus store: new RedisStore({ client: ${redisClient}, timeout: 10000, breaker: false, onError: count }) (deny cache off, the default; no timeout or breaker answers for Redis, as the peers have none)`,
   },
   {
     id: 'express:bare',
@@ -136,7 +136,7 @@ export const HTTP_SUBJECTS: readonly HttpSubject[] = [
     limiter: 'sluice',
     store: 'redis',
     label: 'Express + sluice, Redis',
-    config: `same, plus store: new RedisStore({ client: ${redisClient}, onError: count }) (store defaults otherwise)`,
+    config: `same, plus store: new RedisStore({ client: ${redisClient}, timeout: 10000, breaker: false, onError: count })`,
   },
 ];
 
