@@ -140,8 +140,8 @@ export class RedisStore implements Store {
 
   /**
    * Gives back the units of calls admitted with a delay whose request never ran (a client that
-   * disconnected while held): `Algorithm.refund` in Lua, one round trip per hash slot. Calls
-   * whose algorithm has no `refund` are ignored. Never rejects: a failure is reported to
+   * disconnected while held): `Algorithm.refund` in Lua (every built-in kind has its twin), one
+   * round trip per hash slot. Calls whose algorithm has no `refund` are ignored. Never rejects: a failure is reported to
    * `onError` (`operation: 'refund'`) and the slot drains with the queue. While Redis is
    * unavailable, the fallback store (when that is the policy) is refunded instead, since it took
    * the consumption then. Also forgets the local refusals of those keys (they may fit now).

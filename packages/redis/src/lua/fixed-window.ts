@@ -52,4 +52,12 @@ function fixed_window.peek(state, now, cost, c)
 end
 
 function fixed_window.ttl(state, now, c) return state[2] + c.window - now end
+
+-- Only into the window the units were counted in; once it has passed there is nothing to undo.
+function fixed_window.refund(state, now, cost, c)
+  if state[2] ~= math.floor((now + EPSILON) / c.window) * c.window then return state end
+  local count = state[1] - cost
+  if count <= 0 then return nil end
+  return { count, state[2] }
+end
 `;

@@ -39,4 +39,10 @@ function gcra.peek(state, now, cost, c)
 end
 
 function gcra.ttl(state, now) return state[1] - now end
+
+function gcra.refund(state, now, cost, c)
+  local tat = state[1] - c.emission * cost
+  if tat <= now then return nil end
+  return { tat }
+end
 `;

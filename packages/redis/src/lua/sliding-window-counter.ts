@@ -116,4 +116,16 @@ function sliding_window_counter.ttl(state, now, c)
   end
   return 0
 end
+
+-- From the sub-window the units were counted in, while it is still one of the N + 1 held.
+function sliding_window_counter.refund(state, now, cost, c)
+  local offset = state[1] - sub_window(now, c)
+  if offset < 0 or offset > c.precision or state[offset + 2] <= 0 then return state end
+  local next = copy(state)
+  next[offset + 2] = math.max(0, next[offset + 2] - cost)
+  for i = 2, #next do
+    if next[i] > 0 then return next end
+  end
+  return nil
+end
 `;

@@ -1,8 +1,8 @@
 /**
  * Lua twin of `@sluice/core` `algorithms/sliding-window-log.ts`, expression for expression.
  *
- * Params (ARGV order): limit, window. State: admitted requests oldest first, flattened
- * `{ time1, cost1, time2, cost2, … }`.
+ * Params (ARGV order): limit, window. State: admitted units by millisecond, oldest first,
+ * flattened `{ time1, units1, time2, units2, … }` (one entry per distinct time).
  */
 export const SLIDING_WINDOW_LOG_LUA = `
 local sliding_window_log = { nparams = 2 }
@@ -55,8 +55,14 @@ function sliding_window_log.consume(state, now, cost, c)
   while at > first and log[at - 2] > now do at = at - 2 end
   local kept = {}
   for j = first, at - 1 do kept[#kept + 1] = log[j] end
-  kept[#kept + 1] = now
-  kept[#kept + 1] = cost
+  -- Requests in the same millisecond share one entry: they leave the window together, so the
+  -- decisions are the same and a busy key's log stays at most one entry per millisecond.
+  if at > first and log[at - 2] == now then
+    kept[#kept] = kept[#kept] + cost
+  else
+    kept[#kept + 1] = now
+    kept[#kept + 1] = cost
+  end
   for j = at, #log do kept[#kept + 1] = log[j] end
   return decision, kept, true
 end
@@ -70,5 +76,23 @@ end
 function sliding_window_log.ttl(state, now, c)
   if #state == 0 then return 0 end
   return state[#state - 1] + c.window - now
+end
+
+-- Takes this request's units out of the entry of its millisecond.
+function sliding_window_log.refund(state, now, cost, c)
+  for i = #state - 1, 1, -2 do
+    if state[i] == now and state[i + 1] >= cost then
+      local next = copy(state)
+      if next[i + 1] == cost then
+        table.remove(next, i)
+        table.remove(next, i)
+      else
+        next[i + 1] = next[i + 1] - cost
+      end
+      if #next == 0 then return nil end
+      return next
+    end
+  end
+  return state
 end
 `;

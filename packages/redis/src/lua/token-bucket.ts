@@ -111,4 +111,16 @@ function token_bucket.ttl(state, now, c)
   if tokens >= c.capacity then return 0 end
   return last + math.ceil((c.capacity - tokens) / c.amount) * c.interval - now
 end
+
+-- The tokens go back (a compensation: right even if others wrote the state since).
+function token_bucket.refund(state, now, cost, c)
+  if c.stepped then
+    if state[1] + cost >= c.capacity then return nil end
+    return { state[1] + cost, state[2] }
+  end
+  -- The empty instant moves back by their refill time.
+  local empty = state[1] - cost * c.per_token
+  if empty <= now - c.full_span then return nil end
+  return { empty }
+end
 `;

@@ -1,10 +1,10 @@
 import { LIBRARY_LUA } from '../lua/algorithms.js';
 
 /**
- * Gives back the units of calls admitted earlier with a delay whose request never ran, as
- * `MemoryStore.refund` does: each call whose algorithm has a Lua `refund` and whose key holds
- * state gets `refund(state, now, cost)` written (with `PX` recomputed, or the key deleted when
- * nothing is left). Calls are independent: there is no all-or-nothing rule for a refund.
+ * Gives back the units of calls admitted earlier whose request never ran, as `MemoryStore.refund`
+ * does: each call whose key holds state gets `refund(state, now, cost)` written (with `PX`
+ * recomputed, or the key deleted when nothing is left); a refund that gives nothing back returns
+ * the state itself, and nothing is written. Calls are independent: there is no all-or-nothing rule for a refund.
  *
  * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
  * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
@@ -19,8 +19,12 @@ local changed = 0
 for i = 1, #calls do
   local call = calls[i]
   if call.algorithm.refund ~= nil and call.state ~= nil then
-    write(KEYS[i], call, call.algorithm.refund(call.state, now, call.cost, call.c), now)
-    changed = changed + 1
+    -- A refund that gives nothing back returns the state itself: nothing to write.
+    local next = call.algorithm.refund(call.state, now, call.cost, call.c)
+    if next ~= call.state then
+      write(KEYS[i], call, next, now)
+      changed = changed + 1
+    end
   end
 end
 return changed
