@@ -122,3 +122,18 @@ export function assertKey(key: unknown): asserts key is string {
     });
   }
 }
+
+/** An optional function option: `undefined`, or a function. */
+export function functionOption<F>(option: string, value: F | undefined): F | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `${option} must be a function; got ${describeValue(value)}`,
+      {
+        option,
+        value,
+      },
+    );
+  }
+  return value;
+}

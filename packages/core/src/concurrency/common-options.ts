@@ -13,21 +13,6 @@ export function nameOption(value: unknown): string {
   return value;
 }
 
-/** An optional function option. */
-export function callbackOption<F extends (...args: never[]) => unknown>(
-  option: string,
-  value: F | undefined,
-): F | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new SluiceError(
-      ErrorCode.INVALID_OPTION,
-      `${option} must be a function; got ${describeValue(value)}`,
-      { option, value },
-    );
-  }
-  return value;
-}
-
 /** The `now` of a call's options, checked. */
 export function readNow(options: { now?: number } | undefined, known: readonly string[]): number | undefined {
   if (options === undefined) return undefined;

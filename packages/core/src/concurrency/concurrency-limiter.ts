@@ -2,9 +2,9 @@ import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { MemoryStore } from '../memory-store.js';
 import type { MaybePromise, Store } from '../store.js';
-import { assertKey, assertKnownOptions, integerOption, requireOption } from '../validate.js';
+import { assertKey, assertKnownOptions, functionOption, integerOption, requireOption } from '../validate.js';
 import { acquireLease, requireLeases } from './acquire-lease.js';
-import { callbackOption, nameOption, readNow } from './common-options.js';
+import { nameOption, readNow } from './common-options.js';
 import type { Lease } from './lease.js';
 import { leaseId } from './lease-id.js';
 import type { LeaseAcquire, LeaseStore } from './lease-store.js';
@@ -80,7 +80,7 @@ export class ConcurrencyLimiter {
     this.name = nameOption(options.name ?? 'concurrency');
     this.store = options.store ?? new MemoryStore();
     this.leases = requireLeases('ConcurrencyLimiter', this.store);
-    this.onError = callbackOption('onError', options.onError);
+    this.onError = functionOption('onError', options.onError);
   }
 
   /** Takes a slot for `key`, or refuses. Release the lease when the request ends, however it ends. */

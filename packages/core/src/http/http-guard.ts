@@ -5,7 +5,7 @@ import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import { FleetShedder, type FleetShedderOptions } from '../shedding/fleet-shedder.js';
 import { UtilizationShedder } from '../shedding/utilization-shedder.js';
 import type { MaybePromise } from '../store.js';
-import { assertKnownOptions, oneOfOption } from '../validate.js';
+import { assertKnownOptions, functionOption, oneOfOption } from '../validate.js';
 import {
   CONCURRENCY_ENGINE,
   CONCURRENCY_OPTIONS,
@@ -18,9 +18,9 @@ import {
   type Priority,
   UTILIZATION_OPTIONS,
 } from './guard-options.js';
-import type { AdapterDefaults, Refusal, RequestAccessBase } from './http-limiter.js';
+import type { AdapterDefaults, RequestAccessBase } from './http-limiter.js';
 import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
-import { problemDetails, refusalStatus, retryAfterSeconds } from './problem.js';
+import { type Refusal, refusal } from './problem.js';
 
 /** The adapter's defaults for guards: its hooks, and where failed lease releases are logged. */
 export interface GuardDefaults<Req> extends AdapterDefaults<Req> {
@@ -113,8 +113,7 @@ export class HttpGuard<Req> {
 
   /** Status (429 for `'concurrency'`, 503 for `'shed'`), `Retry-After` and body for a refusal. */
   refusal(decision: Decision): Refusal {
-    const retryAfter = retryAfterSeconds(decision);
-    return { status: refusalStatus(decision), retryAfter, body: problemDetails(decision, retryAfter) };
+    return refusal(decision);
   }
 
   /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
@@ -323,15 +322,4 @@ function priorityOption<Req>(value: Priority<Req> | undefined, priorities: reado
     `priority must be a function of the request or one of ${priorities.map((p) => `'${p}'`).join(', ')}; got ${describeValue(value)}`,
     { option: 'priority', value },
   );
-}
-
-function functionOption<F>(option: string, value: F | undefined): F | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new SluiceError(
-      ErrorCode.INVALID_OPTION,
-      `${option} must be a function; got ${describeValue(value)}`,
-      { option, value },
-    );
-  }
-  return value;
 }

@@ -6,12 +6,12 @@ import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import { Limiter } from '../limiter.js';
 import { MemoryStore } from '../memory-store.js';
 import type { LimitCall, MaybePromise } from '../store.js';
-import { assertKnownOptions, integerOption, oneOfOption } from '../validate.js';
+import { assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
 import { HEADER_FORMATS, RateLimitHeaders } from './headers.js';
 import { type AddressList, addressList } from './ip.js';
 import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
 import { HTTP_OPTIONS, type HttpLimit, type HttpLimitOptions, type SluiceWarning } from './options.js';
-import { type ProblemDetails, problemDetails, refusalStatus, retryAfterSeconds } from './problem.js';
+import { type Refusal, refusal } from './problem.js';
 
 /** What an adapter supplies about its request type; `warn` is added from the options. */
 export type RequestAccessBase<Req> = Omit<RequestAccess<Req>, 'warn'>;
@@ -20,16 +20,6 @@ export type RequestAccessBase<Req> = Omit<RequestAccess<Req>, 'warn'>;
 export interface AdapterDefaults<Req> {
   onError(error: Error, req: Req): void;
   onWarning(warning: SluiceWarning): void;
-}
-
-/** How to answer a refused request. */
-export interface Refusal {
-  /** 429 (rate limit) or 503 (shed, or store down under `storeFailure: 'deny'`). */
-  readonly status: 429 | 503;
-  /** `Retry-After` in delay-seconds; `undefined` when no retry can succeed. */
-  readonly retryAfter: number | undefined;
-  /** The RFC 9457 body, sent as `application/problem+json`. */
-  readonly body: ProblemDetails;
 }
 
 /** The decision when the store failed and the policy is `'deny'`: 503, `Retry-After: 1`. */
@@ -110,7 +100,7 @@ export class HttpLimiter<Req> {
       format === false ? false : oneOfOption('headers', format, HEADER_FORMATS),
       this.limiter.limits,
     );
-    this.skip = optionalFunction('skip', options.skip);
+    this.skip = functionOption('skip', options.skip);
     this.allow =
       options.allowList === undefined || options.allowList.length === 0
         ? undefined
@@ -136,10 +126,10 @@ export class HttpLimiter<Req> {
     }
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
-    this.onLimited = optionalFunction('onLimited', options.onLimited);
-    this.onError = optionalFunction('onError', options.onError) ?? defaults.onError;
-    this.hold = optionalFunction('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
-    const onWarning = optionalFunction('onWarning', options.onWarning) ?? defaults.onWarning;
+    this.onLimited = functionOption('onLimited', options.onLimited);
+    this.onError = functionOption('onError', options.onError) ?? defaults.onError;
+    this.hold = functionOption('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
+    const onWarning = functionOption('onWarning', options.onWarning) ?? defaults.onWarning;
     this.access = {
       ip: access.ip,
       method: access.method,
@@ -205,8 +195,7 @@ export class HttpLimiter<Req> {
 
   /** Status, `Retry-After` and body for a refused decision. */
   refusal(decision: Decision): Refusal {
-    const retryAfter = retryAfterSeconds(decision);
-    return { status: refusalStatus(decision), retryAfter, body: problemDetails(decision, retryAfter) };
+    return refusal(decision);
   }
 
   /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
@@ -351,15 +340,4 @@ export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLi
   if (options.key !== undefined) limit.key = options.key;
   if (options.name !== undefined) limit.name = options.name;
   return [limit];
-}
-
-function optionalFunction<F>(option: string, value: F | undefined): F | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new SluiceError(
-      ErrorCode.INVALID_OPTION,
-      `${option} must be a function; got ${describeValue(value)}`,
-      { option, value },
-    );
-  }
-  return value;
 }

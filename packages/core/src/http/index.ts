@@ -18,7 +18,7 @@ export type { HeaderFormat, SetHeader } from './headers.js';
 export { HEADER_FORMATS, RateLimitHeaders, resetSeconds, seconds } from './headers.js';
 export type { EndingResponse, GuardDefaults, GuardKind } from './http-guard.js';
 export { concurrencyGuard, fleetGuard, HttpGuard, releaseWhenDone, utilizationGuard } from './http-guard.js';
-export type { AdapterDefaults, Refusal, RequestAccessBase } from './http-limiter.js';
+export type { AdapterDefaults, RequestAccessBase } from './http-limiter.js';
 export { HttpLimiter, httpLimits } from './http-limiter.js';
 export type { AddressList } from './ip.js';
 export { addressList, clientAddress } from './ip.js';
@@ -34,11 +34,12 @@ export type {
 export { byIp, byRoute, byToken, compose } from './keys.js';
 export type { HttpLimit, HttpLimitOptions, SluiceWarning } from './options.js';
 export { HTTP_OPTIONS } from './options.js';
-export type { ProblemDetails } from './problem.js';
+export type { ProblemDetails, Refusal } from './problem.js';
 export {
   PROBLEM_JSON,
   problemDetails,
   QUOTA_EXCEEDED,
+  refusal,
   refusalStatus,
   retryAfterSeconds,
   TEMPORARY_REDUCED_CAPACITY,

@@ -86,3 +86,19 @@ export function problemDetails(decision: Decision, retryAfter: number | undefine
         'violated-policies': violated,
       };
 }
+
+/** How to answer a refused request. */
+export interface Refusal {
+  /** 429 (rate limit) or 503 (shed, or store down under `storeFailure: 'deny'`). */
+  readonly status: 429 | 503;
+  /** `Retry-After` in delay-seconds; `undefined` when no retry can succeed. */
+  readonly retryAfter: number | undefined;
+  /** The RFC 9457 body, sent as `application/problem+json`. */
+  readonly body: ProblemDetails;
+}
+
+/** Status, `Retry-After` and problem body for a refused decision: what every adapter sends. */
+export function refusal(decision: Decision): Refusal {
+  const retryAfter = retryAfterSeconds(decision);
+  return { status: refusalStatus(decision), retryAfter, body: problemDetails(decision, retryAfter) };
+}

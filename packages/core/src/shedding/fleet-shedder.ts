@@ -1,6 +1,6 @@
 import { EPSILON } from '../algorithm.js';
 import { acquireLease, requireLeases } from '../concurrency/acquire-lease.js';
-import { callbackOption, nameOption, readNow } from '../concurrency/common-options.js';
+import { nameOption, readNow } from '../concurrency/common-options.js';
 import type { Lease } from '../concurrency/lease.js';
 import { leaseId } from '../concurrency/lease-id.js';
 import type { LeaseAcquire, LeaseStore } from '../concurrency/lease-store.js';
@@ -9,7 +9,7 @@ import { type Duration, parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import { MemoryStore } from '../memory-store.js';
 import type { MaybePromise, Store } from '../store.js';
-import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+import { assertKnownOptions, functionOption, integerOption, requireOption } from '../validate.js';
 import { DEFAULT_PRIORITIES, lookupPriority, prioritiesOption, priorityIndex } from './priorities.js';
 import { type ResolvedRetryRange, type RetryRange, retryHint, retryRangeOption } from './retry-hint.js';
 
@@ -121,11 +121,11 @@ export class FleetShedder {
     );
     this.ttl = parseDuration('ttl', options.ttl ?? '60s');
     this.retryRange = retryRangeOption(options.retryAfter);
-    this.random = callbackOption('random', options.random) ?? Math.random;
+    this.random = functionOption('random', options.random) ?? Math.random;
     this.name = nameOption(options.name ?? 'fleet');
     this.store = options.store ?? new MemoryStore();
     this.leases = requireLeases('FleetShedder', this.store);
-    this.onError = callbackOption('onError', options.onError);
+    this.onError = functionOption('onError', options.onError);
     this.index = priorityIndex(this.priorities);
     this.calls = this.ceilings.map((limit) => ({
       space: this.name,

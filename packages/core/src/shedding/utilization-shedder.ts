@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { callbackOption, nameOption } from '../concurrency/common-options.js';
+import { nameOption } from '../concurrency/common-options.js';
 import { type Decision, decide } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { assertKnownOptions, booleanOption } from '../validate.js';
+import { assertKnownOptions, booleanOption, functionOption } from '../validate.js';
 import { DEFAULT_PRIORITIES, lookupPriority, prioritiesOption, priorityIndex } from './priorities.js';
 import { type ResolvedRetryRange, type RetryRange, retryHint, retryRangeOption } from './retry-hint.js';
 import { eventLoopUtilizationSignal } from './signals.js';
@@ -110,7 +110,7 @@ export class UtilizationShedder {
   constructor(options: UtilizationShedderOptions = {}) {
     assertKnownOptions('UtilizationShedder', options, KNOWN);
     this.priorities = prioritiesOption(options.priorities ?? DEFAULT_PRIORITIES, 2);
-    this.signal = callbackOption('signal', options.signal) ?? eventLoopUtilizationSignal();
+    this.signal = functionOption('signal', options.signal) ?? eventLoopUtilizationSignal();
     this.interval = parseDuration('interval', options.interval ?? '1s');
     const good = shareOption('good', options.good ?? 0.7);
     const bad = shareOption('bad', options.bad ?? 0.8);
@@ -135,10 +135,10 @@ export class UtilizationShedder {
       sheddable: this.priorities.length - 1,
     });
     this.retryRange = retryRangeOption(options.retryAfter);
-    this.random = callbackOption('random', options.random) ?? Math.random;
-    this.clock = callbackOption('clock', options.clock) ?? (() => performance.now());
+    this.random = functionOption('random', options.random) ?? Math.random;
+    this.clock = functionOption('clock', options.clock) ?? (() => performance.now());
     this.name = nameOption(options.name ?? 'utilization');
-    this.onError = callbackOption('onError', options.onError);
+    this.onError = functionOption('onError', options.onError);
     this.index = priorityIndex(this.priorities);
     this.allowed = Object.freeze(decide(true, 0, 0, 0, 0, 0, this.name, undefined));
     this.current = restingState(this.params, this.clock());
