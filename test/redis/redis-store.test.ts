@@ -10,7 +10,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import { escapeKey, hashSlot, RedisStore } from '@sluice/redis';
+import { escapeKey, hashSlot, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import type { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startRedis } from '../setup/redis-server.js';
@@ -213,6 +213,130 @@ describe('Cluster: layered limits across slots', () => {
     // Never more consumed than admitted, and every admitted request is counted.
     expect(used).toBeGreaterThanOrEqual(allowed);
     expect(used).toBeLessThanOrEqual(5);
+  });
+
+  describe('a refused request gives back what it took in the slots that admitted it: same decisions as the memory store', () => {
+    // Per-IP and per-token limits in different slots, costs 1 and 2. A tight per-IP limit refuses
+    // first (the per-token slot is refunded), a loose one refuses last (the per-IP slot is).
+    const perIps = [fixedWindow({ limit: 3, window: 60_000 }), fixedWindow({ limit: 9, window: 60_000 })];
+    for (const [name, algorithm] of ALGORITHMS) {
+      it(name, async () => {
+        // Refused requests that a limit admitted, per limit: what the refunds must give back.
+        const refunded = [0, 0];
+        for (const perIp of perIps) {
+          const layered = [
+            { name: 'per-ip', algorithm: perIp },
+            { name: 'per-token', algorithm },
+          ];
+          const memory = new Limiter({ limits: layered, store: new MemoryStore() });
+          const store = new RedisStore({
+            client: cluster,
+            prefix: uniquePrefix('xslot-kind'),
+            timeout: 5_000,
+          });
+          const redis = new Limiter({ limits: layered, store });
+          for (let i = 0; i < 14; i++) {
+            const options = { now: 1_000 + i * 900, cost: 1 + (i % 2) };
+            const expected = memory.check([ip, token], options);
+            expect(await redis.check([ip, token], options), `step ${i}`).toEqual(expected);
+            if (expected.allowed) continue;
+            expected.limits.forEach((d, k) => {
+              if (d.allowed) refunded[k]!++;
+            });
+          }
+          const at = { now: 1_000 + 14 * 900 };
+          expect(await redis.peek([ip, token], at)).toEqual(memory.peek([ip, token], at));
+        }
+        expect(refunded[0]).toBeGreaterThan(0);
+        expect(refunded[1]).toBeGreaterThan(0);
+      });
+    }
+  });
+
+  it("time: 'redis': the refund runs at the now the admitting slot consumed at", async () => {
+    // A sliding window log gives back only the entry of that exact ms (µs here): any other now
+    // would give back nothing.
+    const log = slidingWindowLog({ limit: 10, window: 3_600_000 });
+    const layered = [
+      { name: 'per-ip', algorithm: fixedWindow({ limit: 3, window: 86_400_000 }) },
+      { name: 'per-token', algorithm: log },
+    ];
+    const store = new RedisStore({
+      client: cluster,
+      prefix: uniquePrefix('xslot-time'),
+      timeout: 5_000,
+      time: 'redis',
+      clock: () => 0, // a wrong app clock must not matter
+    });
+    const limiter = new Limiter({ limits: layered, store });
+    for (let i = 0; i < 3; i++) expect(await limiter.check([ip, token])).toMatchObject({ allowed: true });
+    for (let i = 0; i < 5; i++) {
+      const refused = await limiter.check([ip, token]);
+      expect(refused).toMatchObject({ allowed: false, policy: 'per-ip' });
+      expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 7 });
+    }
+    const entries = (await cluster.get(store.keyFor(log, token)))!.split(',');
+    // [at, count] pairs: exactly the three admitted requests.
+    expect(entries.filter((_, i) => i % 2 === 1).map(Number)).toEqual([1, 1, 1]);
+  });
+
+  it('a slot that fails: the failure policy answers and the slots that admitted are refunded', async () => {
+    const events: RedisStoreErrorEvent[] = [];
+    const store = new RedisStore({
+      client: cluster,
+      prefix: uniquePrefix('xslot-fail'),
+      timeout: 5_000,
+      failurePolicy: 'deny',
+      breaker: false,
+      onError: (event) => events.push(event),
+    });
+    const limiter = new Limiter({ limits, store });
+    await limiter.check([ip, token], { now: 1_000 });
+    // A real Redis error in the per-IP slot: its key holds a hash (WRONGTYPE in the script).
+    const ipKey = store.keyFor(limits[0]!.algorithm, ip);
+    await cluster.del(ipKey);
+    await cluster.hset(ipKey, 'x', '1');
+    const decision = await limiter.check([ip, token], { now: 1_000 });
+    expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+    expect(events.map((e) => e.operation)).toEqual(['consume']);
+    // Per-token admitted in its slot, then got it back: only the first request is counted.
+    expect(await cluster.get(store.keyFor(limits[1]!.algorithm, token))).toBe('1,0');
+  });
+
+  it("a refund that cannot run is reported as 'rollback', and its units stay", async () => {
+    const events: RedisStoreErrorEvent[] = [];
+    const store = new RedisStore({
+      client: cluster,
+      prefix: uniquePrefix('xslot-rollback'),
+      timeout: 5_000,
+      failurePolicy: 'deny',
+      breaker: { failures: 1, cooldown: 600_000 },
+      onError: (event) => events.push(event),
+    });
+    const limiter = new Limiter({ limits, store });
+    // Another limit on the per-IP user key: same slot, same node, same connection.
+    const side = fixedWindow({ limit: 7, window: 60_000 });
+    const sideLimiter = new Limiter({ algorithm: side, store });
+    for (let i = 0; i < 3; i++) await limiter.check([ip, token], { now: 1_000 });
+    await sideLimiter.check(ip, { now: 1_000 }); // its script is loaded on that node
+    const sideKey = store.keyFor(side, ip);
+    await cluster.del(sideKey);
+    await cluster.hset(sideKey, 'x', '1');
+    // The side call fails first on the per-IP node's connection and opens the breaker; the
+    // per-IP slot's refusal comes after it, so the per-token refund finds the breaker open.
+    const failing = sideLimiter.check(ip, { now: 1_000 });
+    const refused = limiter.check([ip, token], { now: 1_000 });
+    expect(await failing).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+    const decision = await refused;
+    expect(decision).toMatchObject({ allowed: false, policy: 'per-ip', reason: 'rate-limited' });
+    // The per-token limit reports what it holds: this request's unit stayed.
+    expect(decision.limits[1]).toMatchObject({ allowed: true, remaining: 1 });
+    expect(events.map((e) => [e.operation, e.keys])).toEqual([
+      ['consume', 1],
+      ['rollback', 1],
+    ]);
+    expect(events[1]!.error).toMatchObject({ code: ErrorCode.STORE_FAILURE });
+    expect(await cluster.get(store.keyFor(limits[1]!.algorithm, token))).toBe('4,0');
   });
 
   it('peek and reset work across slots', async () => {

@@ -60,6 +60,38 @@ export class Guard {
     fail: () => T | Promise<T>,
   ): Promise<T> {
     if (this.breaker !== undefined && !this.breaker.admit()) return answer(fail);
+    return this.call(operation, keys, attempt, read, fail);
+  }
+
+  /**
+   * For a compensation whose loss must never pass in silence (the refund of a refused cross-slot
+   * request): `run`, except that an open breaker is reported too (`ERR_SLUICE_STORE_FAILURE`, not
+   * applied). Never rejects; resolves to the reply, or `undefined` when it did not happen.
+   */
+  compensate<R>(operation: Operation, keys: number, attempt: () => Promise<R>): Promise<R | undefined> {
+    const none = (): undefined => undefined;
+    if (this.breaker !== undefined && !this.breaker.admit()) {
+      this.report(
+        operation,
+        keys,
+        new SluiceError(
+          ErrorCode.STORE_FAILURE,
+          `RedisStore: the circuit breaker is open; ${operation} not applied`,
+        ),
+      );
+      return Promise.resolve(undefined);
+    }
+    return this.call<R, R | undefined>(operation, keys, attempt, identity, none);
+  }
+
+  /** `map` once the breaker has let the call through. */
+  private call<R, T>(
+    operation: Operation,
+    keys: number,
+    attempt: () => Promise<R>,
+    read: (reply: R) => T,
+    fail: () => T | Promise<T>,
+  ): Promise<T> {
     let pending: Promise<R>;
     try {
       pending = attempt();

@@ -5,6 +5,5 @@ export type { RedisLeases } from './redis-leases.js';
 export { RedisStore } from './redis-store.js';
 export { BATCH_SCRIPT } from './scripts/batch-script.js';
 export { LEASE_SCRIPT } from './scripts/lease-script.js';
-export { REFUND_SCRIPT } from './scripts/refund-script.js';
-export { ROLLBACK_SCRIPT } from './scripts/rollback-script.js';
+export { REFUND_SCRIPT, SPLIT_REFUND_SCRIPT } from './scripts/refund-script.js';
 export { hashSlot } from './slot.js';

@@ -21,7 +21,8 @@ export type FailurePolicy = 'allow' | 'deny' | Store;
 /** What went wrong, for alerting. */
 export interface RedisStoreErrorEvent {
   /**
-   * The store operation that failed. `'rollback'` is the undo of a refused cross-slot request;
+   * The store operation that failed. `'rollback'` is the refund of what a request refused in one
+   * Cluster slot consumed in the slots that admitted it (those units stay until they drain);
    * `'acquire'` and `'release'` are concurrency leases (`store.leases`; their `peek` and `reset`
    * report as `'peek'` and `'reset'`); `'refund'` gives back a held queue slot.
    */

@@ -13,8 +13,7 @@ import {
 import { RedisLeases } from './redis-leases.js';
 import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
-import { REFUND_SCRIPT } from './scripts/refund-script.js';
-import { ROLLBACK_SCRIPT } from './scripts/rollback-script.js';
+import { REFUND_SCRIPT, SPLIT_REFUND_SCRIPT } from './scripts/refund-script.js';
 import { singleScript } from './scripts/single-script.js';
 import { hashSlot } from './slot.js';
 import { algorithmArgs, DECISION_WIDTH, luaAlgorithm, pushCallArgs, readDecision } from './wire.js';
@@ -26,8 +25,8 @@ import { algorithmArgs, DECISION_WIDTH, luaAlgorithm, pushCallArgs, readDecision
  */
 const BATCH_COMMAND = 'sluiceBatch';
 const SINGLE_COMMAND = 'sluiceOne_';
-const ROLLBACK_COMMAND = 'sluiceRollback';
 const REFUND_COMMAND = 'sluiceRefund';
+const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
 
 /** What the store sends for one algorithm object, computed once: its params never change. */
 interface AlgorithmWire {
@@ -49,11 +48,20 @@ interface SlotGroup {
   readonly keys: string[];
 }
 
+/** One slot of a split consume that admitted: what a refund needs to give it back. */
+interface AdmittedSlot {
+  readonly group: SlotGroup;
+  readonly calls: readonly LimitCall[];
+  /** The `now` the slot's batch consumed at, as the script returned it (exact `%.17g`). */
+  readonly at: string;
+}
+
 /**
  * Limit state in Redis: every algorithm runs as a Lua twin of its TypeScript reference, one round
  * trip per decision including layered limits (all-or-nothing inside one script). On a Cluster,
  * limits whose keys share a slot still take one script; limits across slots are evaluated per slot
- * and a refused request's consumption is rolled back (see the README for the exact guarantee).
+ * and what a refused request consumed in the other slots is refunded (see the README for the exact
+ * guarantee).
  * Every call is bounded by `timeout`; failures go to the failure policy, never to the caller.
  * Also implements the optional parts of the contract: `leases` (concurrency leases, see
  * {@link RedisLeases}) and `refund` (a held leaky-bucket-queue slot given back).
@@ -76,8 +84,8 @@ export class RedisStore implements Store {
   private readonly isCluster: boolean;
   private readonly batches = new Map<number, ScriptCommand>();
   private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
-  private readonly rollback: ScriptCommand;
   private readonly refunds: ScriptCommand;
+  private readonly splitRefunds: ScriptCommand;
   private readonly guard: Guard;
   private readonly denied: DenyCache | undefined;
   private readonly keyBases = new WeakMap<Algorithm, string>();
@@ -87,8 +95,8 @@ export class RedisStore implements Store {
     const { client } = this.options;
     this.prefix = this.options.prefix;
     this.isCluster = client.isCluster;
-    this.rollback = scriptCommand(client, ROLLBACK_COMMAND, ROLLBACK_SCRIPT);
     this.refunds = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
+    this.splitRefunds = scriptCommand(client, SPLIT_REFUND_COMMAND, SPLIT_REFUND_SCRIPT);
     this.guard = new Guard(this.options);
     this.leases = new RedisLeases(this.options, this.guard);
     this.denied = this.options.denyCache > 0 ? new DenyCache(this.options.denyCache) : undefined;
@@ -213,12 +221,10 @@ export class RedisStore implements Store {
     const batch = this.batchFor(kinds);
     const groups = this.isCluster ? groupBySlot(keys) : undefined;
     if (groups !== undefined && groups.size > 1) {
-      return this.guard.run(
-        mode,
-        calls.length,
-        () => this.perSlot(batch, calls, groups, now, mode).then((d) => this.settled(calls, d, now, mode)),
-        fail,
-      );
+      const slots = [...groups.values()];
+      if (mode === 'peek')
+        return this.guard.run(mode, calls.length, () => this.peekSlots(batch, calls, slots, now), fail);
+      return this.consumeSlots(batch, calls, slots, now, fail).then((d) => this.settled(calls, d, now, mode));
     }
     const args = this.callArgs(calls, now, mode);
     return this.guard.map(
@@ -291,74 +297,117 @@ export class RedisStore implements Store {
     return nowArg(now, this.options.redisTime, this.options.clock);
   }
 
-  /**
-   * A batch whose keys span several Cluster slots: the batch script once per slot, in parallel;
-   * a refused consume rolls back the slots that admitted.
-   */
-  private async perSlot(
+  /** A peek whose keys span several Cluster slots: the batch script once per slot, in parallel. */
+  private async peekSlots(
     batch: ScriptCommand,
     calls: readonly LimitCall[],
-    groups: Map<number, SlotGroup>,
+    slots: readonly SlotGroup[],
     now: number | undefined,
-    mode: Mode,
   ): Promise<Decision[]> {
     const decisions = new Array<Decision>(calls.length);
-    const journaled = mode === 'consume';
-    const runs = [...groups.values()].map(async (group) => {
-      const groupCalls = group.indices.map((i) => calls[i]!);
-      const groupArgs = this.callArgs(groupCalls, now, journaled ? 'journal' : 'peek');
-      const reply = await batch(group.keys.length, ...group.keys, ...groupArgs);
-      let admitted = true;
-      group.indices.forEach((index, j) => {
-        const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
-        decisions[index] = decision;
-        if (!decision.allowed) admitted = false;
-      });
-      return { group, groupCalls, reply, admitted };
-    });
-    const settled = await Promise.all(runs);
-    if (!journaled || settled.every((run) => run.admitted)) return decisions;
-    // Some slot refused: undo what the admitting slots wrote, and report them as they now stand.
     await Promise.all(
-      settled
-        .filter((run) => run.admitted)
-        .map(async ({ group, groupCalls, reply }) => {
-          try {
-            const undone = await this.undo(group, groupCalls, reply);
-            group.indices.forEach((index, j) => {
-              decisions[index] = undone[j]!;
-            });
-          } catch (error) {
-            // The request is refused either way; its consumption in this slot may remain.
-            this.guard.report('rollback', group.keys.length, error);
-          }
-        }),
+      slots.map(async (group) => {
+        const args = this.callArgs(
+          group.indices.map((i) => calls[i]!),
+          now,
+          'peek',
+        );
+        const reply = await batch(group.keys.length, ...group.keys, ...args);
+        group.indices.forEach((index, j) => {
+          decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
+        });
+      }),
     );
     return decisions;
   }
 
-  private async undo(
-    group: SlotGroup,
+  /**
+   * A consume whose keys span several Cluster slots. The refunds run after the consume's deadline,
+   * under their own: a slow refund must not turn a refusal Redis already gave into the failure
+   * policy's answer (an admission, under `'allow'`). A slot that failed is answered by the policy
+   * once the others are refunded; after a timeout the policy answers at once and the refunds run
+   * in the background when the slots reply.
+   */
+  private async consumeSlots(
+    batch: ScriptCommand,
     calls: readonly LimitCall[],
-    reply: readonly unknown[],
+    slots: readonly SlotGroup[],
+    now: number | undefined,
+    fail: () => Decision[] | Promise<Decision[]>,
   ): Promise<Decision[]> {
-    const args: (string | number)[] = [reply[0] as string];
-    for (const call of calls) pushCallArgs(args, call);
-    const journal = 1 + calls.length * DECISION_WIDTH;
-    for (let j = 0; j < calls.length; j++) {
-      const at = journal + j * 3;
-      const written = reply[at] === 1;
-      const previous = reply[at + 1];
-      const next = reply[at + 2];
-      if (!written) {
-        args.push(0, 0, '', 0, '');
-        continue;
-      }
-      args.push(1, typeof previous === 'string' ? 1 : 0, typeof previous === 'string' ? previous : '');
-      args.push(typeof next === 'string' ? 1 : 0, typeof next === 'string' ? next : '');
+    // Settle (never reject) once each admitting slot is refunded or its failure reported.
+    const refunds: Promise<void>[] = [];
+    const decisions = await this.guard.run(
+      'consume',
+      calls.length,
+      () => this.splitConsume(batch, calls, slots, now, refunds),
+      fail,
+    );
+    if (refunds.length > 0) await Promise.all(refunds);
+    return decisions;
+  }
+
+  /**
+   * The batch script once per slot, in parallel, each all-or-nothing within its slot. When not
+   * every slot admitted (one refused, or failed), each slot that admitted is refunded exactly what
+   * it consumed, at the `now` it consumed at (`Algorithm.refund` in Lua), one round trip per slot,
+   * in parallel (pushed to `refunds`); then its limits report as they stand (`peek`), as a
+   * one-slot batch reports the limits that would have admitted a refused request.
+   */
+  private async splitConsume(
+    batch: ScriptCommand,
+    calls: readonly LimitCall[],
+    slots: readonly SlotGroup[],
+    now: number | undefined,
+    refunds: Promise<void>[],
+  ): Promise<Decision[]> {
+    const decisions = new Array<Decision>(calls.length);
+    const runs = await Promise.allSettled(
+      slots.map(async (group): Promise<AdmittedSlot | undefined> => {
+        const groupCalls = group.indices.map((i) => calls[i]!);
+        const reply = await batch(
+          group.keys.length,
+          ...group.keys,
+          ...this.callArgs(groupCalls, now, 'split'),
+        );
+        let admitted = true;
+        group.indices.forEach((index, j) => {
+          const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
+          decisions[index] = decision;
+          if (!decision.allowed) admitted = false;
+        });
+        return admitted ? { group, calls: groupCalls, at: reply[0] as string } : undefined;
+      }),
+    );
+    let failed: PromiseRejectedResult | undefined;
+    const admitted: AdmittedSlot[] = [];
+    for (const run of runs) {
+      if (run.status === 'rejected') failed ??= run;
+      else if (run.value !== undefined) admitted.push(run.value);
     }
-    const undone = await this.rollback(group.keys.length, ...group.keys, ...args);
-    return calls.map((call, j) => readDecision(undone, j * DECISION_WIDTH, call));
+    if (admitted.length === slots.length) return decisions;
+    for (const slot of admitted) refunds.push(this.refundSlot(slot, decisions));
+    // A failed slot is answered by the failure policy, which counts this request its own way.
+    if (failed !== undefined) throw failed.reason;
+    return decisions;
+  }
+
+  /**
+   * Gives back what one admitting slot consumed. Never rejects: a failure (or an open breaker) is
+   * reported as `operation: 'rollback'` and the slot keeps the units until they drain; its
+   * decisions then stay as consumed, which is how the slot stands.
+   */
+  private async refundSlot(slot: AdmittedSlot, decisions: Decision[]): Promise<void> {
+    const { group, calls, at } = slot;
+    const args: (string | number)[] = [at];
+    for (const call of calls) pushCallArgs(args, call);
+    const reply = await this.guard.compensate('rollback', group.keys.length, () =>
+      this.splitRefunds(group.keys.length, ...group.keys, ...args),
+    );
+    if (reply === undefined) return;
+    group.indices.forEach((index, j) => {
+      decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[j]!);
+    });
   }
 
   // Failure ----------------------------------------------------------------------------------------
