@@ -237,7 +237,7 @@ describe('Cluster: layered limits across slots', () => {
           const redis = new Limiter({ limits: layered, store });
           for (let i = 0; i < 14; i++) {
             const options = { now: 1_000 + i * 900, cost: 1 + (i % 2) };
-            const expected = memory.check([ip, token], options);
+            const expected = await memory.check([ip, token], options);
             expect(await redis.check([ip, token], options), `step ${i}`).toEqual(expected);
             if (expected.allowed) continue;
             expected.limits.forEach((d, k) => {
@@ -245,7 +245,7 @@ describe('Cluster: layered limits across slots', () => {
             });
           }
           const at = { now: 1_000 + 14 * 900 };
-          expect(await redis.peek([ip, token], at)).toEqual(memory.peek([ip, token], at));
+          expect(await redis.peek([ip, token], at)).toEqual(await memory.peek([ip, token], at));
         }
         expect(refunded[0]).toBeGreaterThan(0);
         expect(refunded[1]).toBeGreaterThan(0);
@@ -253,9 +253,9 @@ describe('Cluster: layered limits across slots', () => {
     }
   });
 
-  it("time: 'redis': the refund runs at the now the admitting slot consumed at", async () => {
-    // A sliding window log gives back only the entry of that exact ms (µs here): any other now
-    // would give back nothing.
+  it("under contention the refund runs at the now the admitting slot consumed at (time: 'redis')", async () => {
+    // A sliding window log gives back only the entry of that exact instant (µs here): a refund at
+    // any other now gives back nothing.
     const log = slidingWindowLog({ limit: 10, window: 3_600_000 });
     const layered = [
       { name: 'per-ip', algorithm: fixedWindow({ limit: 3, window: 86_400_000 }) },
@@ -269,15 +269,39 @@ describe('Cluster: layered limits across slots', () => {
       clock: () => 0, // a wrong app clock must not matter
     });
     const limiter = new Limiter({ limits: layered, store });
+    const tokenOnly = new Limiter({ limits: [layered[1]!], store });
     for (let i = 0; i < 3; i++) expect(await limiter.check([ip, token])).toMatchObject({ allowed: true });
+    await tokenOnly.peek(token); // its script is loaded on the per-token node
     for (let i = 0; i < 5; i++) {
-      const refused = await limiter.check([ip, token]);
+      // The per-token node gets, in this order on one connection: this request's consume, another
+      // request's write, then the refund (sent once the per-IP slot has refused): the key is no
+      // longer what the consume wrote, so the refund path runs, not the restore.
+      const [refused, other] = await Promise.all([limiter.check([ip, token]), tokenOnly.check(token)]);
       expect(refused).toMatchObject({ allowed: false, policy: 'per-ip' });
-      expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 7 });
+      expect(other).toMatchObject({ allowed: true });
+      expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 6 - i });
     }
-    const entries = (await cluster.get(store.keyFor(log, token)))!.split(',');
-    // [at, count] pairs: exactly the three admitted requests.
-    expect(entries.filter((_, i) => i % 2 === 1).map(Number)).toEqual([1, 1, 1]);
+    const entries = (await cluster.get(store.keyFor(log, token)))!.split(',').map(Number);
+    // [at, count] pairs: the three admitted layered requests and the five others, nothing more.
+    expect(entries.filter((_, i) => i % 2 === 1)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+  });
+
+  it('uncontended, a refused request restores the exact previous state, even out of order', async () => {
+    // A request whose now is behind the window the limit is in: refund cannot tell its units from
+    // an older window's, restoring the value it replaced can.
+    const window = fixedWindow({ limit: 5, window: 10_000 });
+    const layered = [
+      { name: 'per-ip', algorithm: fixedWindow({ limit: 1, window: 60_000 }) },
+      { name: 'per-token', algorithm: window },
+    ];
+    const store = new RedisStore({ client: cluster, prefix: uniquePrefix('xslot-late'), timeout: 5_000 });
+    const limiter = new Limiter({ limits: layered, store });
+    expect(await limiter.check([ip, token], { now: 12_000 })).toMatchObject({ allowed: true });
+    expect(await limiter.check([ip, token], { now: 9_000 })).toMatchObject({
+      allowed: false,
+      policy: 'per-ip',
+    });
+    expect(await cluster.get(store.keyFor(window, token))).toBe('1,10000');
   });
 
   it('a slot that fails: the failure policy answers and the slots that admitted are refunded', async () => {

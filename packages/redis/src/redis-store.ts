@@ -13,8 +13,9 @@ import {
 import { RedisLeases } from './redis-leases.js';
 import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
-import { REFUND_SCRIPT, SPLIT_REFUND_SCRIPT } from './scripts/refund-script.js';
+import { REFUND_SCRIPT } from './scripts/refund-script.js';
 import { singleScript } from './scripts/single-script.js';
+import { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
 import { hashSlot } from './slot.js';
 import { algorithmArgs, DECISION_WIDTH, luaAlgorithm, pushCallArgs, readDecision } from './wire.js';
 
@@ -52,8 +53,8 @@ interface SlotGroup {
 interface AdmittedSlot {
   readonly group: SlotGroup;
   readonly calls: readonly LimitCall[];
-  /** The `now` the slot's batch consumed at, as the script returned it (exact `%.17g`). */
-  readonly at: string;
+  /** The batch's reply: the `now` it consumed at (exact `%.17g`), decisions, then its journal. */
+  readonly reply: readonly unknown[];
 }
 
 /**
@@ -349,10 +350,11 @@ export class RedisStore implements Store {
 
   /**
    * The batch script once per slot, in parallel, each all-or-nothing within its slot. When not
-   * every slot admitted (one refused, or failed), each slot that admitted is refunded exactly what
-   * it consumed, at the `now` it consumed at (`Algorithm.refund` in Lua), one round trip per slot,
-   * in parallel (pushed to `refunds`); then its limits report as they stand (`peek`), as a
-   * one-slot batch reports the limits that would have admitted a refused request.
+   * every slot admitted (one refused, or failed), each slot that admitted gets back exactly what it
+   * consumed, at the `now` it consumed at ({@link SPLIT_REFUND_SCRIPT}: the previous value when
+   * nobody wrote the key since, else `Algorithm.refund`), one round trip per slot, in parallel
+   * (pushed to `refunds`); then its limits report as they stand (`peek`), as a one-slot batch
+   * reports the limits that would have admitted a refused request.
    */
   private async splitConsume(
     batch: ScriptCommand,
@@ -376,7 +378,7 @@ export class RedisStore implements Store {
           decisions[index] = decision;
           if (!decision.allowed) admitted = false;
         });
-        return admitted ? { group, calls: groupCalls, at: reply[0] as string } : undefined;
+        return admitted ? { group, calls: groupCalls, reply } : undefined;
       }),
     );
     let failed: PromiseRejectedResult | undefined;
@@ -398,9 +400,18 @@ export class RedisStore implements Store {
    * decisions then stay as consumed, which is how the slot stands.
    */
   private async refundSlot(slot: AdmittedSlot, decisions: Decision[]): Promise<void> {
-    const { group, calls, at } = slot;
-    const args: (string | number)[] = [at];
+    const { group, calls, reply: consumed } = slot;
+    const args: (string | number)[] = [consumed[0] as string];
     for (const call of calls) pushCallArgs(args, call);
+    const journal = 1 + calls.length * DECISION_WIDTH;
+    for (let j = 0; j < calls.length; j++) {
+      const at = journal + j * 3;
+      const previous = consumed[at + 1];
+      const next = consumed[at + 2];
+      args.push(consumed[at] === 1 ? 1 : 0);
+      args.push(typeof previous === 'string' ? 1 : 0, typeof previous === 'string' ? previous : '');
+      args.push(typeof next === 'string' ? 1 : 0, typeof next === 'string' ? next : '');
+    }
     const reply = await this.guard.compensate('rollback', group.keys.length, () =>
       this.splitRefunds(group.keys.length, ...group.keys, ...args),
     );

@@ -8,14 +8,14 @@ import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms
  *
  * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
  * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
- * ARGV[2]  mode: 'consume', 'peek' (no writes), or 'split' (consume, and return the `now` used:
- *          one slot of a batch split across Cluster slots, which a refund may have to undo at
- *          that same `now`)
+ * ARGV[2]  mode: 'consume', 'peek' (no writes), or 'split' (consume, and return what the
+ *          split refund needs to undo it: one slot of a batch split across Cluster slots)
  * ARGV[3…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
  *
- * Returns `{ now, d1…, dN }`: `now` as a `%.17g` string in 'split' mode (0 in the others, which
- * have no use for it); each decision as 7 integers (allowed 0/1, limit, remaining, resetAfter,
- * retryAfter, delay, reason 0 none / 1 rate-limited / 2 cost-exceeds-limit).
+ * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string in 'split' mode (0 in the
+ * others, which have no use for it); each decision as 7 integers (allowed 0/1, limit, remaining,
+ * resetAfter, retryAfter, delay, reason 0 none / 1 rate-limited / 2 cost-exceeds-limit); in
+ * 'split' mode, then per call `written 0/1, previous value or nil, new value or nil`.
  *
  * `algorithms`: the fragments the script holds (every call's algorithm must be among them). Each
  * EVALSHA runs the script's whole body, defining every function in it, so a store registers one
@@ -26,7 +26,7 @@ export function batchScript(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS
 local now = read_now(ARGV[1])
 local mode = ARGV[2]
 local calls = read_calls(3)
--- A refund of a split batch must run at the exact now it consumed at (Redis TIME differs per node).
+-- Undoing a split batch must run at the exact now it consumed at (Redis TIME differs per node).
 local out = { 0 }
 if mode == 'split' then out[1] = fmt(now) end
 
@@ -45,16 +45,30 @@ for i = 1, #calls do
   if not decisions[i][1] then all = false end
 end
 
+local written = {}
 for i = 1, #calls do
   local call = calls[i]
   if all or not decisions[i][1] then
-    if changed[i] then write(KEYS[i], call, nexts[i], now) end
+    if changed[i] then written[i] = write(KEYS[i], call, nexts[i], now) end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
   end
   push_decision(out, decisions[i])
 end
 
+if mode == 'split' then
+  for i = 1, #calls do
+    if written[i] == nil then
+      out[#out + 1] = 0
+      out[#out + 1] = false
+      out[#out + 1] = false
+    else
+      out[#out + 1] = 1
+      out[#out + 1] = calls[i].raw
+      out[#out + 1] = written[i]
+    end
+  end
+end
 return out
 `;
 }
