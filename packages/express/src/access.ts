@@ -23,7 +23,9 @@ function proxyTrust(req: Request): ProxyTrust {
 
 /** What sluice's keys read from an Express request (4 and 5). */
 export const expressAccess: RequestAccessBase<Request> = {
-  ip: (req) => req.ip,
+  // With no proxy trusted, Express's req.ip is the socket address, but its getter still runs
+  // proxy-addr over X-Forwarded-For on every call: read the socket directly (same answer).
+  ip: (req) => (proxyTrust(req) === 'none' ? req.socket.remoteAddress : req.ip),
   method: (req) => req.method,
   // Set only once a route has matched: inside per-route middleware, not in app.use().
   route: (req) => {
