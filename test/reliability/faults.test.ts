@@ -59,7 +59,8 @@ const WORKERS = 2;
 const GAP = 20;
 
 class Traffic {
-  phase: Phase = 'before';
+  /** `'transition'` while a fault is being applied or lifted: Redis's state is then unknown. */
+  phase: Bucket = 'before';
   readonly samples: { phase: Bucket; policy: Policy; sample: Sample }[] = [];
   private running = true;
   private readonly loops: Promise<void>[] = [];
@@ -82,7 +83,9 @@ class Traffic {
         { 'x-key': randomUUID() },
         { agent: this.agent, bound: BOUND },
       );
-      this.samples.push({ phase, policy, sample });
+      // A request still in flight when the phase changed saw both Redis states (sent to a healthy
+      // Redis that stopped before answering, say): it belongs to neither phase.
+      this.samples.push({ phase: this.phase === phase ? phase : 'transition', policy, sample });
       await new Promise((resolve) => setTimeout(resolve, GAP));
     }
   }
@@ -141,9 +144,10 @@ async function scenario(name: string, backend: BackendSpec, fault: Fault): Promi
   const traffic = new Traffic(ports);
   try {
     await traffic.run('before', 1_000);
-    traffic.phase = 'outage';
+    traffic.phase = 'transition';
     await fault.begin();
     await traffic.run('outage', fault.lasts);
+    traffic.phase = 'transition';
     await fault.end();
     traffic.phase = 'recovery';
     // Recovered once every app's client is connected and every breaker has closed again.
