@@ -56,32 +56,7 @@ function launch(port: number, dir: string, cluster: boolean): Promise<ChildProce
     'no',
   ];
   if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`redis-server on ${port} did not start:\n${output}`));
-    }, 10_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Ready to accept connections')) {
-        clearTimeout(timer);
-        child.stdout?.off('data', onData);
-        child.stdout?.resume();
-        child.stderr?.resume();
-        resolve(child);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`redis-server on ${port} exited with ${code}:\n${output}`));
-    });
-  });
+  return spawnUntil(args, 'Ready to accept connections', `redis-server on ${port}`);
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -145,4 +120,37 @@ export async function startCluster(): Promise<RedisProcess[]> {
     await Promise.all(nodes.map((node) => node.stop()));
     throw error;
   }
+}
+
+/**
+ * Starts `redis-server` with `args` and resolves once its output contains `ready` (it rejects when
+ * the process exits first or after 10 s, with what it printed).
+ */
+export function spawnUntil(args: readonly string[], ready: string, label: string): Promise<ChildProcess> {
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${label} did not start:\n${output}`));
+    }, 10_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(ready)) {
+        clearTimeout(timer);
+        child.stdout?.off('data', onData);
+        child.stdout?.resume();
+        child.stderr?.resume();
+        resolve(child);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${label} exited with ${code}:\n${output}`));
+    });
+  });
 }

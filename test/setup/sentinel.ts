@@ -1,9 +1,9 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, type RedisProcess, startRedis } from './redis-server.js';
+import { freePort, type RedisProcess, spawnUntil, startRedis } from './redis-server.js';
 
 const run = promisify(execFile);
 
@@ -48,32 +48,7 @@ async function poll(what: string, condition: () => Promise<boolean>, within = 20
 
 function launchSentinel(config: string): Promise<ChildProcess> {
   // `redis-server <conf> --sentinel` is what the redis-sentinel binary runs (it may not be installed).
-  const child = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`redis-sentinel did not start:\n${output}`));
-    }, 10_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('+monitor master')) {
-        clearTimeout(timer);
-        child.stdout?.off('data', onData);
-        child.stdout?.resume();
-        child.stderr?.resume();
-        resolve(child);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`redis-sentinel exited with ${code}:\n${output}`));
-    });
-  });
+  return spawnUntil([config, '--sentinel'], '+monitor master', 'redis-sentinel');
 }
 
 /**
