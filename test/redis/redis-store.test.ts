@@ -428,7 +428,7 @@ describe('scripts', () => {
 
   it('refuses an algorithm it has no Lua twin for, with a coded error', async () => {
     const store = new RedisStore({ client });
-    const fake = { ...gcra({ rate: 1, period: 1 }), kind: 'concurrency' } as Algorithm;
+    const fake = { ...gcra({ rate: 1, period: 1 }), kind: 'third-party' } as unknown as Algorithm;
     expect(() => store.consume([{ algorithm: fake, key: 'k', cost: 1, policy: 'p' }], 0)).toThrow(
       expect.objectContaining({ code: ErrorCode.UNSUPPORTED }),
     );

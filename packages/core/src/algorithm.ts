@@ -18,8 +18,7 @@ export type AlgorithmKind =
   | 'fixed-window'
   | 'sliding-window-log'
   | 'sliding-window-counter'
-  | 'leaky-bucket-queue'
-  | 'concurrency';
+  | 'leaky-bucket-queue';
 
 /** The result of one pure step. */
 export interface Transition<S> {

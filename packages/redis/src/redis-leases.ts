@@ -151,19 +151,10 @@ export class RedisLeases implements LeaseStore {
   private async failAcquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
     const policy = this.options.failurePolicy;
     if (policy === 'deny') return this.unavailable(call);
-    if (policy !== 'allow') {
-      const leases = policy.leases;
-      if (leases === undefined) {
-        this.guard.report('fallback', 1, noLeases());
-      } else {
-        try {
-          const decision = await leases.acquire(call, now);
-          if (decision.allowed) this.remember(call, leases);
-          return decision;
-        } catch (error) {
-          this.guard.report('fallback', 1, error);
-        }
-      }
+    const answer = await this.fallback((leases) => leases.acquire(call, now));
+    if (answer !== undefined) {
+      if (answer.decision.allowed) this.remember(call, answer.leases);
+      return answer.decision;
     }
     // Fail open: admitted as a fresh set would admit it, held nowhere.
     this.remember(call, undefined);
@@ -171,21 +162,31 @@ export class RedisLeases implements LeaseStore {
   }
 
   private async failPeek(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
+    if (this.options.failurePolicy === 'deny') return this.unavailable(call);
+    const answer = await this.fallback((leases) => leases.peek(call, now));
+    return answer?.decision ?? decide(true, call.limit, call.limit, 0, 0, 0, call.policy, undefined);
+  }
+
+  /**
+   * The fallback store's answer when the policy is a store with leases; `undefined` (fail open)
+   * when the policy is `'allow'`, the store has no leases, or it failed too (both reported).
+   */
+  private async fallback(
+    run: (leases: LeaseStore) => Decision | Promise<Decision>,
+  ): Promise<{ decision: Decision; leases: LeaseStore } | undefined> {
     const policy = this.options.failurePolicy;
-    if (policy === 'deny') return this.unavailable(call);
-    if (policy !== 'allow') {
-      const leases = policy.leases;
-      if (leases === undefined) {
-        this.guard.report('fallback', 1, noLeases());
-      } else {
-        try {
-          return await leases.peek(call, now);
-        } catch (error) {
-          this.guard.report('fallback', 1, error);
-        }
-      }
+    if (policy === 'allow' || policy === 'deny') return undefined;
+    const leases = policy.leases;
+    if (leases === undefined) {
+      this.guard.report('fallback', 1, noLeases());
+      return undefined;
     }
-    return decide(true, call.limit, call.limit, 0, 0, 0, call.policy, undefined);
+    try {
+      return { decision: await run(leases), leases };
+    } catch (error) {
+      this.guard.report('fallback', 1, error);
+      return undefined;
+    }
   }
 
   private unavailable(call: LeaseAcquire): Decision {
