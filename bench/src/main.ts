@@ -116,7 +116,9 @@ function charts(
   if (throughput.status === 'measured') {
     for (const s of throughput.result.scenarios) {
       const bars: Bar[] = throughput.result.rows
-        .filter((r) => !r.id.startsWith('raw:') && !r.id.startsWith('sluice-await'))
+        .filter(
+          (r) => !r.id.startsWith('raw:') && !r.id.startsWith('sluice-await') && r.id !== 'floor-decision',
+        )
         .map((r) => ({
           label: r.label.replace(' (floor)', ''),
           value: r.scenarios[s]!.ratioToFloor,

@@ -31,7 +31,7 @@ export async function inProcess(settings: ThroughputSettings, log: (line: string
   const groups: { algorithm: string; result: GroupResult }[] = [];
   for (const name of Object.keys(ALGORITHMS)) {
     const ids = ['floor', `sluice:${name}`, `raw:${name}`, ...PEERS.map((p) => p.id)];
-    if (name === 'token-bucket') ids.push('sluice-await:token-bucket');
+    if (name === 'token-bucket') ids.push('sluice-await:token-bucket', 'floor-decision');
     log(`  group ${name}: ${ids.join(', ')}`);
     const result = await runChild<GroupResult>('in-process/child.ts', [
       String(settings.roundMs),
@@ -83,7 +83,8 @@ export async function inProcess(settings: ThroughputSettings, log: (line: string
   rows.push(rowFor('floor', groups));
   for (const g of groups) {
     for (const id of Object.keys(g.result[scenarios[0]!]!)) {
-      if (id.startsWith('sluice') || id.startsWith('raw')) rows.push(rowFor(id, [g]));
+      if (id.startsWith('sluice') || id.startsWith('raw') || id === 'floor-decision')
+        rows.push(rowFor(id, [g]));
     }
   }
   for (const peer of PEERS) rows.push(rowFor(peer.id, groups));

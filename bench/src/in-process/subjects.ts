@@ -13,7 +13,7 @@ import {
 import { MemoryStore as ErlMemoryStore, type Options as ErlOptions } from 'express-rate-limit';
 import { RateLimiter } from 'limiter';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { inlineTokenBucket } from './floor.js';
+import { inlineTokenBucket, inlineTokenBucketDecision } from './floor.js';
 
 /** One decision for `key`: true when allowed. Async for the peers whose API returns promises. */
 export type Op = (key: string) => boolean | Promise<boolean>;
@@ -150,6 +150,17 @@ const floor: Subject = {
   },
 };
 
+const floorDecision: Subject = {
+  id: 'floor-decision',
+  label: 'inline Map token bucket returning a decision object (diagnosis)',
+  config: `the floor, returning { allowed, limit, remaining, resetAfter, retryAfter } instead of a boolean`,
+  async: false,
+  make() {
+    const take = inlineTokenBucketDecision(HIGH, 1 / HOUR);
+    return { op: (key) => take(key, Date.now()).allowed };
+  },
+};
+
 const rlf: Subject = {
   id: 'rate-limiter-flexible',
   label: 'rate-limiter-flexible RateLimiterMemory',
@@ -207,6 +218,7 @@ export const PEERS: readonly Subject[] = [rlf, erl, limiterPeer];
 /** `forMemory`: the configuration of the memory table, where it differs (the log's window). */
 export function subject(id: string, forMemory = false): Subject {
   if (id === 'floor') return floor;
+  if (id === 'floor-decision') return floorDecision;
   const peer = PEERS.find((p) => p.id === id);
   if (peer !== undefined) return peer;
   const [kind, name] = id.split(':') as [string, string];
