@@ -52,10 +52,10 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     const headroom = tolerance - ttl;
     const remaining = Math.max(0, Math.floor((headroom + EPSILON) / emission));
     if (allowed)
-      return { tat: newTat, decision: decide(true, burst, remaining, ceilMs(ttl), 0, 0, policy, undefined) };
+      return { state: newTat, decision: decide(true, burst, remaining, ceilMs(ttl), 0, 0, policy, undefined) };
     const never = increment > tolerance + EPSILON;
     return {
-      tat: state,
+      state,
       decision: decide(
         false,
         burst,
@@ -75,10 +75,8 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     fingerprint: fingerprint('gcra', params),
     limit: burst,
     window: tolerance,
-    consume(state, now, cost, policy) {
-      const { tat, decision } = evaluate(state, now, cost, policy, true);
-      return { state: tat, decision };
-    },
+    // The step is the transition itself: no second object on the hot path.
+    consume: (state, now, cost, policy) => evaluate(state, now, cost, policy, true),
     peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false).decision,
     ttl: (state, now) => state - now,
     refund: (state, now, cost) => {
