@@ -107,6 +107,44 @@ function verdicts(throughput: Section<InProcessResult>, heap: Section<MemoryResu
   return out;
 }
 
+/** #3's targets, from the rows without auto-pipelining (the default client). */
+function redisVerdicts(redisSection: Section<RedisResult>): Verdict[] {
+  if (redisSection.status !== 'measured') return [];
+  const rate = (id: string) =>
+    redisSection.result.rows.find((r) => r.id === id && !r.pipelining)?.opsPerSecond;
+  const floor = rate('floor');
+  const single = rate('sluice:token-bucket');
+  if (floor === undefined || single === undefined) return [];
+  const out: Verdict[] = [];
+  for (const name of ['token-bucket', 'gcra']) {
+    const ops = rate(`sluice:${name}`);
+    if (ops === undefined) continue;
+    out.push({
+      target: `Redis: ${name}, one limit, ≥ 0.95× the EVALSHA floor`,
+      met: ops / floor >= 0.95,
+      figure: formatRatio(ops / floor),
+    });
+  }
+  const layered = rate('sluice:layered');
+  if (layered !== undefined) {
+    out.push({
+      target: 'Redis: 3 layered limits ≥ 0.85× one limit (token-bucket)',
+      met: layered / single >= 0.85,
+      figure: formatRatio(layered / single),
+    });
+  }
+  const cached = rate('sluice:abusive-deny-cache');
+  const rlf = rate('rate-limiter-flexible');
+  if (cached !== undefined && rlf !== undefined) {
+    out.push({
+      target: 'Redis: deny cache on, 90% abusive, ≥ 5× rate-limiter-flexible',
+      met: cached / rlf >= 5,
+      figure: formatRatio(cached / rlf),
+    });
+  }
+  return out;
+}
+
 function charts(
   throughput: Section<InProcessResult>,
   httpSection: Section<HttpResult>,
@@ -213,6 +251,7 @@ async function main(): Promise<void> {
 
   const checks = [
     ...verdicts(throughput, heap),
+    ...redisVerdicts(redisSection),
     ...(httpSection.status === 'measured' ? httpSection.result.verdicts : []),
   ];
   const md: string[] = [
