@@ -125,7 +125,7 @@ export class MemoryStore implements Store {
    */
   consumeOne(algorithm: Algorithm, key: string, cost: number, policy: string, now: number): Decision {
     const space = algorithm === this.lastAlgorithm ? this.lastSpace! : this.space(algorithm);
-    const cell = space.young.get(key) ?? this.promoted(space, key);
+    const cell = space.young.get(key) ?? this.fromOld(space, key);
     if (cell === undefined) {
       const step = algorithm.consume(undefined, now, cost, policy);
       if (step.state !== undefined) this.insert(space, key, step.state, now);
@@ -185,8 +185,12 @@ export class MemoryStore implements Store {
    * written or refused now, and either counts as recent use). `undefined` for a key not held.
    */
   private promoted(space: KeySpace, key: string): Cell | undefined {
-    const cell = space.young.get(key);
-    if (cell !== undefined || space.old.size === 0) return cell;
+    return space.young.get(key) ?? this.fromOld(space, key);
+  }
+
+  /** `promoted` for a key known not to be young. */
+  private fromOld(space: KeySpace, key: string): Cell | undefined {
+    if (space.old.size === 0) return undefined;
     const old = space.old.get(key);
     if (old !== undefined) {
       space.old.delete(key);
