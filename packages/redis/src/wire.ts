@@ -12,8 +12,12 @@ import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 const CODES = new Map(LUA_ALGORITHMS.map((entry, i) => [entry.kind, { code: String(i + 1), entry }]));
 const ARGS = new WeakMap<Algorithm, readonly string[]>();
 
-/** Per-decision reply width: allowed, limit, remaining, resetAfter, retryAfter, delay, reason. */
-export const DECISION_WIDTH = 7;
+/**
+ * Per-decision reply width: reason (0 allowed, 1 rate-limited, 2 cost-exceeds-limit), remaining,
+ * resetAfter, retryAfter, delay. `allowed` is `reason === 0` and `limit` is the algorithm's own
+ * (every Lua twin decides with it): every element of a reply costs Redis time to write.
+ */
+export const DECISION_WIDTH = 5;
 
 const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'rate-limited', 'cost-exceeds-limit'];
 
@@ -61,16 +65,20 @@ export function pushCallArgs(args: (string | number)[], call: LimitCall): void {
   for (let i = 1; i < group.length; i++) args.push(group[i]!);
 }
 
-/** Reads the decision of `call` from a script reply at `offset`. */
+/**
+ * Reads the decision of `call` from a script reply at `offset` ({@link DECISION_WIDTH} integers;
+ * a single-limit reply leaves out a zero delay, its last element).
+ */
 export function readDecision(reply: readonly unknown[], offset: number, call: LimitCall): Decision {
+  const reason = reply[offset] as number;
   return decide(
-    reply[offset] === 1,
+    reason === 0,
+    call.algorithm.limit,
     reply[offset + 1] as number,
     reply[offset + 2] as number,
     reply[offset + 3] as number,
-    reply[offset + 4] as number,
-    reply[offset + 5] as number,
+    (reply[offset + 4] as number | undefined) ?? 0,
     call.policy,
-    REASONS[reply[offset + 6] as number],
+    REASONS[reason],
   );
 }

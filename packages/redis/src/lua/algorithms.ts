@@ -51,20 +51,19 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
 ];
 
 /**
- * Storing a state, shared by every script that writes one: `write(key, call, state, now)` stores
- * it with `PX` = the algorithm's ttl rounded up, or deletes the key when there is no state or its
- * ttl is ≤ 0 (it is as good as fresh). `call` holds `algorithm` and its prepared params `c`.
+ * Storing a state, shared by every script that writes one: `write(key, algorithm, c, state, now,
+ * exact)` stores it with `PX` = the algorithm's ttl rounded up, or deletes the key when there is no
+ * state or its ttl is ≤ 0 (it is as good as fresh). `c` holds the algorithm's prepared params.
+ * Returns what it stored (a string when `exact`, see `encode`), or false when it deleted the key.
  */
 export const WRITE_LUA = `
-local function write(key, call, state, now)
+local function write(key, algorithm, c, state, now, exact)
   if state ~= nil then
-    local ttl = call.algorithm.ttl(state, now, call.c)
+    local ttl = algorithm.ttl(state, now, c)
     if ttl > 0 then
-      local raw = encode(state)
-      -- A whole number below 1e14 reaches Redis exact as a Lua number (%.14g); format larger ones.
-      local px = math.ceil(ttl)
-      if px >= 1e14 then px = fmt(px) end
-      redis.call('SET', key, raw, 'PX', px)
+      local raw = encode(state, exact)
+      -- Redis writes a number argument exactly (%.17g), so PX needs no formatting here.
+      redis.call('SET', key, raw, 'PX', math.ceil(ttl))
       return raw
     end
   end
@@ -80,8 +79,9 @@ end
  * - `read_calls(first)`: parses KEYS[i] with its ARGV group `kind code, cost, params…` starting at
  *   ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
  *   the index of the first ARGV after them. A code whose fragment is not in the script is an error.
- * - `write(key, call, state, now)`: see {@link WRITE_LUA}.
- * - `push_decision(out, d)`: appends a decision as 7 integers.
+ * - `write(key, algorithm, c, state, now, exact)`: see {@link WRITE_LUA}.
+ * - `push_decision(out, d)`: appends a decision as 5 integers (reason, remaining, resetAfter,
+ *   retryAfter, delay: see `DECISION_WIDTH` in wire.ts).
  */
 export function libraryLua(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS): string {
   // A call names its algorithm by its code (position in LUA_ALGORITHMS, 1-based) in every script.
@@ -109,10 +109,8 @@ local function read_calls(first)
 end
 
 local function push_decision(out, d)
-  local allowed = 0
-  if d[1] then allowed = 1 end
-  out[#out + 1] = allowed
-  for i = 2, 7 do out[#out + 1] = d[i] end
+  local n = #out
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = d[7], d[3], d[4], d[5], d[6]
 end
 `,
   ].join('\n');

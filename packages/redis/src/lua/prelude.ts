@@ -37,8 +37,14 @@ local function decode(raw)
   return state
 end
 
-local function encode(state)
-  if #state == 1 then return fmt(state[1]) end
+-- A one-number state goes to Redis as a Lua number, which Redis writes exactly itself (%.17g, or
+-- the shortest round-trip form from Redis 7.2): no string.format on the hot path. \`exact\` asks
+-- for the string (the split journal compares it later with what the key holds).
+local function encode(state, exact)
+  if #state == 1 then
+    if exact then return fmt(state[1]) end
+    return state[1]
+  end
   local parts = {}
   for i = 1, #state do parts[i] = fmt(state[i]) end
   return table.concat(parts, ',')

@@ -13,8 +13,8 @@ import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms
  * ARGV[3…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
  *
  * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string in 'split' mode (0 in the
- * others, which have no use for it); each decision as 7 integers (allowed 0/1, limit, remaining,
- * resetAfter, retryAfter, delay, reason 0 none / 1 rate-limited / 2 cost-exceeds-limit); in
+ * others, which have no use for it); each decision as 5 integers (reason 0 allowed / 1
+ * rate-limited / 2 cost-exceeds-limit, remaining, resetAfter, retryAfter, delay); in
  * 'split' mode, then per call `written 0/1, previous value or nil, new value or nil`.
  *
  * `algorithms`: the fragments the script holds (every call's algorithm must be among them). Each
@@ -49,7 +49,7 @@ local written = {}
 for i = 1, #calls do
   local call = calls[i]
   if all or not decisions[i][1] then
-    if changed[i] then written[i] = write(KEYS[i], call, nexts[i], now) end
+    if changed[i] then written[i] = write(KEYS[i], call.algorithm, call.c, nexts[i], now, mode == 'split') end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
   end

@@ -22,7 +22,7 @@ for i = 1, #calls do
     -- A refund that gives nothing back returns the state itself: nothing to write.
     local next = call.algorithm.refund(call.state, now, call.cost, call.c)
     if next ~= call.state then
-      write(KEYS[i], call, next, now)
+      write(KEYS[i], call.algorithm, call.c, next, now)
       changed = changed + 1
     end
   end

@@ -13,8 +13,8 @@ import { PRELUDE_LUA } from '../lua/prelude.js';
  * ARGV[3]  cost
  * ARGV[4…] the algorithm's params, in the order of `LUA_ALGORITHMS`
  *
- * Returns the decision as 7 integers (allowed 0/1, limit, remaining, resetAfter, retryAfter,
- * delay, reason), as the batch script does per call.
+ * Returns the decision as the batch script does per call (reason, remaining, resetAfter,
+ * retryAfter, delay), without the delay when it is 0: every element costs Redis time to write.
  */
 export function singleScript(algorithm: LuaAlgorithm): string {
   return `${PRELUDE_LUA}
@@ -22,22 +22,21 @@ ${algorithm.lua}
 ${WRITE_LUA}
 local now = read_now(ARGV[1])
 local algorithm = ${algorithm.table}
-local call = { algorithm = algorithm, c = algorithm.prepare({ ${algorithm.params.map((_, j) => `tonumber(ARGV[${4 + j}])`).join(', ')} }) }
+local c = algorithm.prepare({ ${algorithm.params.map((_, j) => `tonumber(ARGV[${4 + j}])`).join(', ')} })
 local raw = redis.call('GET', KEYS[1])
 local state = nil
 if raw then state = decode(raw) end
 local cost = tonumber(ARGV[3])
 local d
 if ARGV[2] == 'peek' then
-  d = algorithm.peek(state, now, cost, call.c)
+  d = algorithm.peek(state, now, cost, c)
 else
   local next, changed
-  d, next, changed = algorithm.consume(state, now, cost, call.c)
+  d, next, changed = algorithm.consume(state, now, cost, c)
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
-  if changed then write(KEYS[1], call, next, now) end
+  if changed then write(KEYS[1], algorithm, c, next, now) end
 end
-local allowed = 0
-if d[1] then allowed = 1 end
-return { allowed, d[2], d[3], d[4], d[5], d[6], d[7] }
+if d[6] ~= 0 then return { d[7], d[3], d[4], d[5], d[6] } end
+return { d[7], d[3], d[4], d[5] }
 `;
 }

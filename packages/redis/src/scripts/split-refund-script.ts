@@ -20,7 +20,7 @@ import { LIBRARY_LUA } from '../lua/algorithms.js';
  *          written value` (values '' when absent; `written 0`: nothing was consumed, nothing to do)
  *
  * Returns `{ restored, d1…, dN }`: how many keys were restored (the others were refunded), then
- * each decision as 7 integers (as the batch script).
+ * each decision as 5 integers (as the batch script).
  */
 export const SPLIT_REFUND_SCRIPT = `${LIBRARY_LUA}
 local now = read_now(ARGV[1])
@@ -34,13 +34,13 @@ for i = 1, #calls do
     if call.raw == written then
       local state = nil
       if ARGV[a + 1] == '1' then state = decode(ARGV[a + 2]) end
-      write(KEYS[i], call, state, now)
+      write(KEYS[i], call.algorithm, call.c, state, now)
       call.state = state
       restored = restored + 1
     elseif call.state ~= nil and call.algorithm.refund ~= nil then
       local next = call.algorithm.refund(call.state, now, call.cost, call.c)
       if next ~= call.state then
-        write(KEYS[i], call, next, now)
+        write(KEYS[i], call.algorithm, call.c, next, now)
         call.state = next
       end
     end
