@@ -49,6 +49,9 @@ async function main(): Promise<void> {
   try {
     for (const piped of pipelining === 'both' ? [false, true] : [pipelining === 'on']) {
       const client = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: piped });
+      // The other build registers its scripts under the same ioredis command names: on a client of
+      // its own, or it would run this build's scripts (a client keeps the first registration).
+      const olderClient = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: piped });
       const older =
         before === ''
           ? []
@@ -56,7 +59,11 @@ async function main(): Promise<void> {
               ((await import(pathToFileURL(before).href)) as { RedisStore: RedisStoreCtor }).RedisStore,
             )
               .filter((s) => s.id.startsWith('sluice') && only.includes(s.id))
-              .map((s) => ({ ...s, label: `${s.label} (before)` }));
+              .map((s) => ({
+                ...s,
+                label: `${s.label} (before)`,
+                make: () => s.make(olderClient),
+              }));
       const list = [...subjects(mod.RedisStore).filter((s) => only.includes(s.id)), ...older].map((s) => ({
         s,
         op: s.make(client),
@@ -103,6 +110,7 @@ async function main(): Promise<void> {
         );
       }
       client.disconnect();
+      olderClient.disconnect();
     }
   } finally {
     admin.disconnect();

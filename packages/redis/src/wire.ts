@@ -9,7 +9,6 @@ import {
 } from '@sluice/core';
 import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 
-const CODES = new Map(LUA_ALGORITHMS.map((entry, i) => [entry.kind, { code: String(i + 1), entry }]));
 const ARGS = new WeakMap<Algorithm, readonly string[]>();
 
 /**
@@ -28,11 +27,14 @@ const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'rate-limite
 export function algorithmArgs(algorithm: Algorithm): readonly string[] {
   const cached = ARGS.get(algorithm);
   if (cached !== undefined) return cached;
-  const known = CODES.get(algorithm.kind);
+  const index = LUA_ALGORITHMS.findIndex(
+    (entry) => entry.kind === algorithm.kind && (entry.matches?.(algorithm.params) ?? true),
+  );
+  const known = index < 0 ? undefined : { code: String(index + 1), entry: LUA_ALGORITHMS[index]! };
   if (known === undefined) {
     throw new SluiceError(
       ErrorCode.UNSUPPORTED,
-      `RedisStore has no Lua twin for the algorithm kind ${JSON.stringify(algorithm.kind)}; supported: ${LUA_ALGORITHMS.map((a) => a.kind).join(', ')}`,
+      `RedisStore has no Lua twin for the algorithm kind ${JSON.stringify(algorithm.kind)}; supported: ${[...new Set(LUA_ALGORITHMS.map((a) => a.kind))].join(', ')}`,
       { option: 'algorithm', value: algorithm.kind },
     );
   }

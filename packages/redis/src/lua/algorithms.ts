@@ -5,11 +5,16 @@ import { LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
 import { PRELUDE_LUA } from './prelude.js';
 import { SLIDING_WINDOW_COUNTER_LUA } from './sliding-window-counter.js';
 import { SLIDING_WINDOW_LOG_LUA } from './sliding-window-log.js';
-import { TOKEN_BUCKET_LUA } from './token-bucket.js';
+import { STEPPED_TOKEN_BUCKET_LUA, TOKEN_BUCKET_LUA } from './token-bucket.js';
 
 /** One algorithm as the scripts know it: its Lua table and the order its params travel in. */
 export interface LuaAlgorithm {
   readonly kind: AlgorithmKind;
+  /**
+   * For a kind with several twins (one per variant, as the TypeScript has): whether this twin is
+   * the one for these params. The first entry of the kind that matches runs it.
+   */
+  readonly matches?: (params: Readonly<Record<string, number>>) => boolean;
   /** Name of the Lua table the fragment defines. */
   readonly table: string;
   /** `algorithm.params` names, in the ARGV order the fragment reads them. */
@@ -24,9 +29,17 @@ export interface LuaAlgorithm {
 export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
   {
     kind: 'token-bucket',
+    matches: (params) => params.stepped !== 1,
     table: 'token_bucket',
-    params: ['capacity', 'refillAmount', 'refillInterval', 'stepped', 'strict'],
+    params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
     lua: TOKEN_BUCKET_LUA,
+  },
+  {
+    kind: 'token-bucket',
+    matches: (params) => params.stepped === 1,
+    table: 'stepped_token_bucket',
+    params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
+    lua: STEPPED_TOKEN_BUCKET_LUA,
   },
   { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA },
   { kind: 'fixed-window', table: 'fixed_window', params: ['limit', 'window'], lua: FIXED_WINDOW_LUA },

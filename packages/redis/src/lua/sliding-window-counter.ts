@@ -5,127 +5,130 @@
  * counts newest first (N = precision).
  */
 export const SLIDING_WINDOW_COUNTER_LUA = `
-local sliding_window_counter = { nparams = 3 }
-
-function sliding_window_counter.prepare(p)
-  local c = { limit = p[1], window = p[2], precision = p[3] }
-  c.size = c.window / c.precision
-  return c
-end
-
--- Counts aligned to the sub-window containing now, newest first (length precision + 1).
-local function align(state, index, c)
-  local counts = {}
-  for i = 1, c.precision + 1 do counts[i] = 0 end
-  if state == nil then return counts end
-  -- Replayed times may go backwards: count them in the newest sub-window we have.
-  local shift = math.max(0, index - state[1])
-  local i = 0
-  while i + shift <= c.precision do
-    counts[i + shift + 1] = state[i + 2]
-    i = i + 1
+local sliding_window_counter
+do
+  local function prepare(p)
+    local c = { limit = p[1], window = p[2], precision = p[3] }
+    c.size = c.window / c.precision
+    return c
   end
-  return counts
-end
 
--- Time is read EPSILON late: a sub-window boundary EPSILON away is already crossed, and the
--- oldest sub-window's weight is the one EPSILON later.
-local function sub_window(now, c) return math.floor((now + EPSILON) / c.size) end
-
-local function weighted(oldest, elapsed, c) return oldest * math.max(0, c.size - elapsed - EPSILON) end
-
-local function estimate(counts, elapsed, c)
-  local total = 0
-  for i = 1, c.precision do total = total + counts[i] end
-  return total + weighted(counts[c.precision + 1], elapsed, c) / c.size
-end
-
--- Earliest offset from now at which estimate + cost <= limit, walking sub-window boundaries.
-local function wait_for(counts, elapsed, cost, c)
-  local shifted = copy(counts)
-  local offset, at = 0, elapsed
-  for _ = 0, c.precision + 1 do
-    local full = 0
-    for i = 1, c.precision do full = full + shifted[i] end
-    local oldest = shifted[c.precision + 1]
-    local room = c.limit - cost - full
-    if room >= 0 then
-      if weighted(oldest, at, c) <= room * c.size then return offset end
-      return offset + c.size * (1 - room / oldest) - at
+  -- Counts aligned to the sub-window containing now, newest first (length precision + 1).
+  local function align(state, index, c)
+    local counts = {}
+    for i = 1, c.precision + 1 do counts[i] = 0 end
+    if state == nil then return counts end
+    -- Replayed times may go backwards: count them in the newest sub-window we have.
+    local shift = math.max(0, index - state[1])
+    local i = 0
+    while i + shift <= c.precision do
+      counts[i + shift + 1] = state[i + 2]
+      i = i + 1
     end
-    offset = offset + (c.size - at)
-    at = 0
-    local next = { 0 }
-    for i = 1, c.precision do next[i + 1] = shifted[i] end
-    shifted = next
+    return counts
   end
-  return offset
-end
 
--- Time until every count has left the window (weight of the oldest sub-window reaches 0).
-local function reset_after(counts, index, now, c)
-  for i = 0, c.precision do
-    if counts[i + 1] > 0 then return ceil_ms((index - i + c.precision + 1) * c.size - now) end
+  -- Time is read EPSILON late: a sub-window boundary EPSILON away is already crossed, and the
+  -- oldest sub-window's weight is the one EPSILON later.
+  local function sub_window(now, c) return math.floor((now + EPSILON) / c.size) end
+
+  local function weighted(oldest, elapsed, c) return oldest * math.max(0, c.size - elapsed - EPSILON) end
+
+  local function estimate(counts, elapsed, c)
+    local total = 0
+    for i = 1, c.precision do total = total + counts[i] end
+    return total + weighted(counts[c.precision + 1], elapsed, c) / c.size
   end
-  return 0
-end
 
-local function evaluate(counts, index, now, cost, c, consuming)
-  local elapsed = now - index * c.size
-  local used = estimate(counts, elapsed, c)
-  if cost > c.limit then
+  -- Earliest offset from now at which estimate + cost <= limit, walking sub-window boundaries.
+  local function wait_for(counts, elapsed, cost, c)
+    local shifted = copy(counts)
+    local offset, at = 0, elapsed
+    for _ = 0, c.precision + 1 do
+      local full = 0
+      for i = 1, c.precision do full = full + shifted[i] end
+      local oldest = shifted[c.precision + 1]
+      local room = c.limit - cost - full
+      if room >= 0 then
+        if weighted(oldest, at, c) <= room * c.size then return offset end
+        return offset + c.size * (1 - room / oldest) - at
+      end
+      offset = offset + (c.size - at)
+      at = 0
+      local next = { 0 }
+      for i = 1, c.precision do next[i + 1] = shifted[i] end
+      shifted = next
+    end
+    return offset
+  end
+
+  -- Time until every count has left the window (weight of the oldest sub-window reaches 0).
+  local function reset_after(counts, index, now, c)
+    for i = 0, c.precision do
+      if counts[i + 1] > 0 then return ceil_ms((index - i + c.precision + 1) * c.size - now) end
+    end
+    return 0
+  end
+
+  local function evaluate(counts, index, now, cost, c, consuming)
+    local elapsed = now - index * c.size
+    local used = estimate(counts, elapsed, c)
+    if cost > c.limit then
+      return decide(false, c.limit, math.max(0, math.floor(c.limit - used)),
+        reset_after(counts, index, now, c), -1, 0, COST)
+    end
+    if used + cost <= c.limit then
+      if not consuming then
+        return decide(true, c.limit, math.max(0, math.floor(c.limit - used)),
+          reset_after(counts, index, now, c), 0, 0, NONE)
+      end
+      local after = copy(counts)
+      after[1] = after[1] + cost
+      return decide(true, c.limit, math.max(0, math.floor(c.limit - used - cost)),
+        reset_after(after, index, now, c), 0, 0, NONE)
+    end
     return decide(false, c.limit, math.max(0, math.floor(c.limit - used)),
-      reset_after(counts, index, now, c), -1, 0, COST)
+      reset_after(counts, index, now, c), ceil_ms(wait_for(counts, elapsed, cost, c)), 0, RATE)
   end
-  if used + cost <= c.limit then
-    if not consuming then
-      return decide(true, c.limit, math.max(0, math.floor(c.limit - used)),
-        reset_after(counts, index, now, c), 0, 0, NONE)
+
+  local function consume(state, now, cost, c)
+    local index = sub_window(now, c)
+    local counts = align(state, index, c)
+    local decision = evaluate(counts, index, now, cost, c, true)
+    if not decision[1] then return decision, state, false end
+    counts[1] = counts[1] + cost
+    local stored = index
+    if state ~= nil then stored = math.max(index, state[1]) end
+    local next = { stored }
+    for i = 1, #counts do next[i + 1] = counts[i] end
+    return decision, next, true
+  end
+
+  local function peek(state, now, cost, c)
+    local index = sub_window(now, c)
+    return evaluate(align(state, index, c), index, now, cost, c, false)
+  end
+
+  local function ttl(state, now, c)
+    local index = state[1]
+    for i = 0, c.precision do
+      if state[i + 2] > 0 then return (index - i + c.precision + 1) * c.size - now end
     end
-    local after = copy(counts)
-    after[1] = after[1] + cost
-    return decide(true, c.limit, math.max(0, math.floor(c.limit - used - cost)),
-      reset_after(after, index, now, c), 0, 0, NONE)
+    return 0
   end
-  return decide(false, c.limit, math.max(0, math.floor(c.limit - used)),
-    reset_after(counts, index, now, c), ceil_ms(wait_for(counts, elapsed, cost, c)), 0, RATE)
-end
 
-function sliding_window_counter.consume(state, now, cost, c)
-  local index = sub_window(now, c)
-  local counts = align(state, index, c)
-  local decision = evaluate(counts, index, now, cost, c, true)
-  if not decision[1] then return decision, state, false end
-  counts[1] = counts[1] + cost
-  local stored = index
-  if state ~= nil then stored = math.max(index, state[1]) end
-  local next = { stored }
-  for i = 1, #counts do next[i + 1] = counts[i] end
-  return decision, next, true
-end
-
-function sliding_window_counter.peek(state, now, cost, c)
-  local index = sub_window(now, c)
-  return evaluate(align(state, index, c), index, now, cost, c, false)
-end
-
-function sliding_window_counter.ttl(state, now, c)
-  local index = state[1]
-  for i = 0, c.precision do
-    if state[i + 2] > 0 then return (index - i + c.precision + 1) * c.size - now end
+  -- From the sub-window the units were counted in, while it is still one of the N + 1 held.
+  local function refund(state, now, cost, c)
+    local offset = state[1] - sub_window(now, c)
+    if offset < 0 or offset > c.precision or state[offset + 2] <= 0 then return state end
+    local next = copy(state)
+    next[offset + 2] = math.max(0, next[offset + 2] - cost)
+    for i = 2, #next do
+      if next[i] > 0 then return next end
+    end
+    return nil
   end
-  return 0
-end
 
--- From the sub-window the units were counted in, while it is still one of the N + 1 held.
-function sliding_window_counter.refund(state, now, cost, c)
-  local offset = state[1] - sub_window(now, c)
-  if offset < 0 or offset > c.precision or state[offset + 2] <= 0 then return state end
-  local next = copy(state)
-  next[offset + 2] = math.max(0, next[offset + 2] - cost)
-  for i = 2, #next do
-    if next[i] > 0 then return next end
-  end
-  return nil
+  sliding_window_counter = { nparams = 3, prepare = prepare, consume = consume, peek = peek, ttl = ttl, refund = refund }
 end
 `;
