@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Algorithm, type Decision, decide, type LimitCall, type Store } from '@sluice/core';
 import type { BreakerState } from './breaker.js';
 import { DenyCache } from './deny-cache.js';
@@ -14,7 +15,7 @@ import { RedisLeases } from './redis-leases.js';
 import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
 import { REFUND_SCRIPT } from './scripts/refund-script.js';
-import { singleScript } from './scripts/single-script.js';
+import { leanSingleScript, singleScript } from './scripts/single-script.js';
 import { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
 import { hashSlot } from './slot.js';
 import { algorithmArgs, DECISION_WIDTH, luaAlgorithm, pushCallArgs, readDecision } from './wire.js';
@@ -33,7 +34,10 @@ const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
 interface AlgorithmWire {
   /** `<prefix><fingerprint>:{`: the key of a user key is this, the escaped key, and `}`. */
   readonly base: string;
-  /** The params, as exact decimal strings, in the order its Lua fragment reads them. */
+  /**
+   * What its single-limit script takes after the cost: the params, as exact decimal strings in the
+   * order its Lua fragment reads them, or nothing when the script holds them (a lean twin).
+   */
   readonly params: readonly string[];
   /** 1 << (code - 1): its place in a batch script's set of kinds. */
   readonly bit: number;
@@ -265,11 +269,21 @@ export class RedisStore implements Store {
     let wire = this.wires.get(algorithm);
     if (wire === undefined) {
       const { code, entry } = luaAlgorithm(algorithm);
+      const params = algorithmArgs(algorithm).slice(1);
+      let single: ScriptCommand;
+      if (entry.lean === undefined) {
+        single = scriptCommand(this.options.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry));
+      } else {
+        // One script per set of params, named for its text: two stores on one client share it.
+        const lua = leanSingleScript(entry.lean, params);
+        const name = `${SINGLE_COMMAND}${entry.table}_${createHash('sha1').update(lua).digest('hex')}`;
+        single = scriptCommand(this.options.client, name, lua);
+      }
       wire = {
         base: this.keyBase(algorithm),
-        params: algorithmArgs(algorithm).slice(1),
+        params: entry.lean === undefined ? params : [],
         bit: 1 << (code - 1),
-        single: scriptCommand(this.options.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry)),
+        single,
       };
       this.wires.set(algorithm, wire);
     }

@@ -1,11 +1,12 @@
 import type { AlgorithmKind } from '@sluice/core';
 import { FIXED_WINDOW_LUA } from './fixed-window.js';
-import { GCRA_LUA } from './gcra.js';
+import { GCRA_LEAN, GCRA_LUA } from './gcra.js';
 import { LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
+import { type LeanLua, ONE_NUMBER_LUA } from './lean.js';
 import { PRELUDE_LUA } from './prelude.js';
 import { SLIDING_WINDOW_COUNTER_LUA } from './sliding-window-counter.js';
 import { SLIDING_WINDOW_LOG_LUA } from './sliding-window-log.js';
-import { STEPPED_TOKEN_BUCKET_LUA, TOKEN_BUCKET_LUA } from './token-bucket.js';
+import { STEPPED_TOKEN_BUCKET_LUA, TOKEN_BUCKET_LEAN, TOKEN_BUCKET_LUA } from './token-bucket.js';
 
 /** One algorithm as the scripts know it: its Lua table and the order its params travel in. */
 export interface LuaAlgorithm {
@@ -20,6 +21,8 @@ export interface LuaAlgorithm {
   /** `algorithm.params` names, in the ARGV order the fragment reads them. */
   readonly params: readonly string[];
   readonly lua: string;
+  /** The lean form of `lua`, for a one-number state (see `lean.ts`): its single-limit script is lean. */
+  readonly lean?: LeanLua;
 }
 
 /**
@@ -33,6 +36,7 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
     table: 'token_bucket',
     params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
     lua: TOKEN_BUCKET_LUA,
+    lean: TOKEN_BUCKET_LEAN,
   },
   {
     kind: 'token-bucket',
@@ -41,7 +45,7 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
     params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
     lua: STEPPED_TOKEN_BUCKET_LUA,
   },
-  { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA },
+  { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA, lean: GCRA_LEAN },
   { kind: 'fixed-window', table: 'fixed_window', params: ['limit', 'window'], lua: FIXED_WINDOW_LUA },
   {
     kind: 'sliding-window-log',
@@ -101,6 +105,7 @@ export function libraryLua(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS)
   const table = algorithms.map((a) => `[${LUA_ALGORITHMS.indexOf(a) + 1}] = ${a.table}`).join(', ');
   return [
     PRELUDE_LUA,
+    ONE_NUMBER_LUA,
     ...algorithms.map((a) => a.lua),
     WRITE_LUA,
     `

@@ -1,6 +1,22 @@
 import { EPSILON } from '@sluice/core';
 
 /**
+ * The part of the prelude every algorithm fragment needs, and all a lean single-limit script holds
+ * (see `lean.ts`): `EPSILON`, the reasons, and `ceil_ms`.
+ */
+export const DECISION_LUA = `
+local EPSILON = ${EPSILON.toExponential()}
+local NONE, RATE, COST = 0, 1, 2
+
+-- decision.ts ceilMs: ms to whole ms, rounded up, never negative; within EPSILON of a whole ms
+-- rounds down to it (the algorithms read time EPSILON late).
+local function ceil_ms(ms)
+  if ms <= EPSILON then return 0 end
+  return math.ceil(ms - EPSILON)
+end
+`;
+
+/**
  * Lua shared by every script: the constants and helpers of `@sluice/core`'s `decision.ts` and
  * `algorithm.ts`, the state codec, and `read_now`. Numbers cross the boundary as strings written with
  * `%.17g`, which round-trips every double, so Lua and TypeScript compute on the same bits.
@@ -8,19 +24,9 @@ import { EPSILON } from '@sluice/core';
  * A decision is `{ allowed, limit, remaining, resetAfter, retryAfter, delay, reason }` with
  * `reason` one of `NONE`, `RATE` ('rate-limited'), `COST` ('cost-exceeds-limit').
  */
-export const PRELUDE_LUA = `
-local EPSILON = ${EPSILON.toExponential()}
-local NONE, RATE, COST = 0, 1, 2
-
+export const PRELUDE_LUA = `${DECISION_LUA}
 local function fmt(x)
   return string.format('%.17g', x)
-end
-
--- decision.ts ceilMs: ms to whole ms, rounded up, never negative; within EPSILON of a whole ms
--- rounds down to it (the algorithms read time EPSILON late).
-local function ceil_ms(ms)
-  if ms <= EPSILON then return 0 end
-  return math.ceil(ms - EPSILON)
 end
 
 local function decide(allowed, limit, remaining, reset_after, retry_after, delay, reason)

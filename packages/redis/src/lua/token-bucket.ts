@@ -1,3 +1,5 @@
+import { type LeanLua, leanTable } from './lean.js';
+
 /**
  * Lua twins of `@sluice/core` `algorithms/token-bucket.ts`, expression for expression (same float
  * operations in the same order, so both stores agree to the bit). One twin per refill mode, as the
@@ -7,65 +9,68 @@
  * Params (ARGV order): capacity, refillAmount, refillInterval, strict (0/1).
  */
 
-/** Continuous refill. State: one number, `emptyAt`. */
-export const TOKEN_BUCKET_LUA = `
-local token_bucket
-do
-  local function prepare(p)
-    local c = { capacity = p[1], per_token = p[3] / p[2], strict = p[4] == 1 }
-    c.full_span = c.capacity * c.per_token
-    return c
-  end
+/**
+ * Continuous refill, in the lean shape (see `lean.ts`). State: one number, `emptyAt`.
+ * Params in scope: capacity, refill_amount, refill_interval, strict (0/1).
+ */
+export const TOKEN_BUCKET_LEAN: LeanLua = {
+  locals: ['capacity', 'refill_amount', 'refill_interval', 'strict'],
+  lua: `
+local per_token = refill_interval / refill_amount
+local full_span = capacity * per_token
 
-  local function empty_at(state, now, c)
-    local floor = now - c.full_span
-    if state == nil or state[1] < floor then return floor end
-    return state[1]
-  end
-
-  -- Whole tokens in accrued ms of refill (compared in ms, not tokens).
-  local function whole(accrued, c)
-    return math.max(0, math.min(c.capacity, math.floor((accrued + EPSILON) / c.per_token)))
-  end
-
-  local function peek(state, now, cost, c)
-    local empty = empty_at(state, now, c)
-    local accrued = now - empty
-    local reset_after = ceil_ms(empty + c.full_span - now)
-    if cost > c.capacity then return decide(false, c.capacity, whole(accrued, c), reset_after, -1, 0, COST) end
-    if accrued + EPSILON >= cost * c.per_token then
-      return decide(true, c.capacity, whole(accrued, c), reset_after, 0, 0, NONE)
-    end
-    return decide(false, c.capacity, whole(accrued, c), reset_after, ceil_ms(empty + cost * c.per_token - now), 0, RATE)
-  end
-
-  local function consume(state, now, cost, c)
-    local empty = empty_at(state, now, c)
-    local accrued = now - empty
-    if cost <= c.capacity and accrued + EPSILON >= cost * c.per_token then
-      local next = empty + cost * c.per_token
-      return decide(true, c.capacity, whole(now - next, c), ceil_ms(next + c.full_span - now), 0, 0, NONE),
-        { next }, true
-    end
-    if not c.strict or cost > c.capacity then return peek(state, now, cost, c), state, false end
-    -- Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
-    local next = { now - whole(accrued, c) * c.per_token }
-    return peek(next, now, cost, c), next, true
-  end
-
-  local function ttl(state, now, c) return state[1] + c.full_span - now end
-
-  -- The tokens go back: the empty instant moves back by their refill time (a compensation: right
-  -- even if others wrote the state since).
-  local function refund(state, now, cost, c)
-    local empty = state[1] - cost * c.per_token
-    if empty <= now - c.full_span then return nil end
-    return { empty }
-  end
-
-  token_bucket = { nparams = 4, prepare = prepare, consume = consume, peek = peek, ttl = ttl, refund = refund }
+local function empty_at(state, now)
+  local floor = now - full_span
+  if state == nil or state < floor then return floor end
+  return state
 end
-`;
+
+-- Whole tokens in accrued ms of refill (compared in ms, not tokens).
+local function whole(accrued)
+  return math.max(0, math.min(capacity, math.floor((accrued + EPSILON) / per_token)))
+end
+
+local function peek(state, now, cost)
+  local empty = empty_at(state, now)
+  local accrued = now - empty
+  local reset_after = ceil_ms(empty + full_span - now)
+  if cost > capacity then return COST, whole(accrued), reset_after, -1, 0 end
+  if accrued + EPSILON >= cost * per_token then return NONE, whole(accrued), reset_after, 0, 0 end
+  return RATE, whole(accrued), reset_after, ceil_ms(empty + cost * per_token - now), 0
+end
+
+local function consume(state, now, cost)
+  local empty = empty_at(state, now)
+  local accrued = now - empty
+  if cost <= capacity and accrued + EPSILON >= cost * per_token then
+    local next = empty + cost * per_token
+    return NONE, whole(now - next), ceil_ms(next + full_span - now), 0, 0, next, true
+  end
+  if strict ~= 1 or cost > capacity then
+    local reason, remaining, reset_after, retry_after, delay = peek(state, now, cost)
+    return reason, remaining, reset_after, retry_after, delay, state, false
+  end
+  -- Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
+  local next = now - whole(accrued) * per_token
+  local reason, remaining, reset_after, retry_after, delay = peek(next, now, cost)
+  return reason, remaining, reset_after, retry_after, delay, next, true
+end
+
+local function ttl(state, now) return state + full_span - now end
+`,
+  // The tokens go back: the empty instant moves back by their refill time (a compensation: right
+  // even if others wrote the state since).
+  refund: `
+local function refund(state, now, cost)
+  local empty = state - cost * per_token
+  if empty <= now - full_span then return nil end
+  return empty
+end
+`,
+};
+
+/** {@link TOKEN_BUCKET_LEAN} in the table shape of the batch scripts. */
+export const TOKEN_BUCKET_LUA = leanTable('token_bucket', TOKEN_BUCKET_LEAN);
 
 /** Stepped refill. State `{ tokens, lastRefill }`. */
 export const STEPPED_TOKEN_BUCKET_LUA = `

@@ -1,5 +1,6 @@
 import { type LuaAlgorithm, WRITE_LUA } from '../lua/algorithms.js';
-import { PRELUDE_LUA } from '../lua/prelude.js';
+import type { LeanLua } from '../lua/lean.js';
+import { DECISION_LUA, PRELUDE_LUA } from '../lua/prelude.js';
 
 /**
  * One limit of one algorithm kind, what the batch script does for a single call. Each EVALSHA
@@ -38,5 +39,58 @@ else
 end
 if d[6] ~= 0 then return { d[7], d[3], d[4], d[5], d[6] } end
 return { d[7], d[3], d[4], d[5] }
+`;
+}
+
+/**
+ * The single-limit script of an algorithm with a lean twin (see `lua/lean.ts`), for one algorithm
+ * object: its params are written into the script as constants (one script per set of params, few
+ * in an application), so a call carries 3 arguments, and the script makes no table but its reply.
+ * Each call runs the whole body: it defines only `ceil_ms` and the lean functions.
+ *
+ * KEYS[1]  state key
+ * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[2]  mode: 'consume' or 'peek' (no writes)
+ * ARGV[3]  cost
+ *
+ * `params`: the algorithm's params as exact decimal strings (`String` of a double round-trips, and
+ * Lua reads the literal back to the same double), in the order of `lean.locals`.
+ *
+ * Returns what {@link singleScript} returns.
+ */
+export function leanSingleScript(lean: LeanLua, params: readonly string[]): string {
+  return `${DECISION_LUA}
+local ${lean.locals.join(', ')} = ${params.join(', ')}
+${lean.lua}
+-- read_now, inline: the caller's time, or Redis TIME.
+local now
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+local cost = tonumber(ARGV[3])
+-- A one-number state; tonumber(false), for no key, is nil.
+local state = tonumber(redis.call('GET', KEYS[1]))
+local reason, remaining, reset_after, retry_after, delay, next, changed
+if ARGV[2] == 'peek' then
+  reason, remaining, reset_after, retry_after, delay = peek(state, now, cost)
+else
+  reason, remaining, reset_after, retry_after, delay, next, changed = consume(state, now, cost)
+  -- write(), inline: one call is the whole batch, it writes whatever it changed, admitted or not.
+  if changed then
+    local ttl_ms = 0
+    if next ~= nil then ttl_ms = ttl(next, now) end
+    if ttl_ms > 0 then
+      -- Redis writes a number argument exactly (%.17g).
+      redis.call('SET', KEYS[1], next, 'PX', math.ceil(ttl_ms))
+    else
+      redis.call('DEL', KEYS[1])
+    end
+  end
+end
+if delay ~= 0 then return { reason, remaining, reset_after, retry_after, delay } end
+return { reason, remaining, reset_after, retry_after }
 `;
 }
