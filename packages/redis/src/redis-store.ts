@@ -18,7 +18,14 @@ import { REFUND_SCRIPT } from './scripts/refund-script.js';
 import { leanSingleScript, singleScript } from './scripts/single-script.js';
 import { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
 import { hashSlot } from './slot.js';
-import { algorithmArgs, DECISION_WIDTH, luaAlgorithm, pushCallArgs, readDecision } from './wire.js';
+import {
+  algorithmArgs,
+  DECISION_WIDTH,
+  luaAlgorithm,
+  pushCallArgs,
+  readDecision,
+  readSingleDecision,
+} from './wire.js';
 
 /**
  * ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL
@@ -41,8 +48,8 @@ interface AlgorithmWire {
   readonly params: readonly string[];
   /** 1 << (code - 1): its place in a batch script's set of kinds. */
   readonly bit: number;
-  /** Its single-limit script. */
-  readonly single: ScriptCommand;
+  /** Its single-limit script (a list, or one integer for a packed admission: see `readSingleDecision`). */
+  readonly single: ScriptCommand<unknown[] | number>;
 }
 
 type Mode = 'consume' | 'peek';
@@ -213,7 +220,7 @@ export class RedisStore implements Store {
         mode,
         1,
         () => wire.single(1, key, time, mode, call.cost, ...wire.params),
-        (reply) => this.settled(calls, [readDecision(reply, 0, call)], now, mode),
+        (reply) => this.settled(calls, [readSingleDecision(reply, call)], now, mode),
         fail,
       );
     }
@@ -270,7 +277,7 @@ export class RedisStore implements Store {
     if (wire === undefined) {
       const { code, entry } = luaAlgorithm(algorithm);
       const params = algorithmArgs(algorithm).slice(1);
-      let single: ScriptCommand;
+      let single: ScriptCommand<unknown[] | number>;
       if (entry.lean === undefined) {
         single = scriptCommand(this.options.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry));
       } else {

@@ -1,15 +1,22 @@
 import type { Cluster, Redis } from 'ioredis';
 
-/** A script registered with ioredis `defineCommand`: `numberOfKeys`, the keys, then ARGV. */
-export type ScriptCommand = (numberOfKeys: number, ...args: (string | number)[]) => Promise<unknown[]>;
+/**
+ * A script registered with ioredis `defineCommand`: `numberOfKeys`, the keys, then ARGV. `R`: what
+ * the script returns.
+ */
+export type ScriptCommand<R = unknown[]> = (numberOfKeys: number, ...args: (string | number)[]) => Promise<R>;
 
 /**
  * Registers `lua` under `name` on `client` once (a client shared by several stores keeps the first
  * registration: the script of one version of this package is the same text), and returns the
  * command bound to the client. ioredis runs it with EVALSHA, falling back to EVAL on `NOSCRIPT`.
  */
-export function scriptCommand(client: Redis | Cluster, name: string, lua: string): ScriptCommand {
-  const table = client as unknown as Record<string, ScriptCommand | undefined>;
+export function scriptCommand<R = unknown[]>(
+  client: Redis | Cluster,
+  name: string,
+  lua: string,
+): ScriptCommand<R> {
+  const table = client as unknown as Record<string, ScriptCommand<R> | undefined>;
   if (typeof table[name] !== 'function') client.defineCommand(name, { lua });
   return table[name]!.bind(client);
 }

@@ -84,3 +84,24 @@ export function readDecision(reply: readonly unknown[], offset: number, call: Li
     REASONS[reason],
   );
 }
+
+/**
+ * Reads the reply of a single-limit script: the list {@link readDecision} reads, or, for an
+ * admission without delay from a lean script, one integer `resetAfter * (limit + 1) + remaining`
+ * (Redis writes a table reply with a deferred length, ~0.5 µs of its time per call). Exact: the
+ * script packs only whole numbers with `remaining ≤ limit` and a result below 2^53.
+ */
+export function readSingleDecision(reply: number | readonly unknown[], call: LimitCall): Decision {
+  if (typeof reply !== 'number') return readDecision(reply, 0, call);
+  const base = call.algorithm.limit + 1;
+  return decide(
+    true,
+    call.algorithm.limit,
+    reply % base,
+    Math.floor(reply / base),
+    0,
+    0,
+    call.policy,
+    undefined,
+  );
+}

@@ -8,6 +8,7 @@ import { type LeanLua, leanTable } from './lean.js';
  */
 export const GCRA_LEAN: LeanLua = {
   locals: ['rate', 'period', 'burst'],
+  limit: 'burst',
   lua: `
 local emission = period / rate
 local tolerance = emission * burst

@@ -16,6 +16,8 @@
 export interface LeanLua {
   /** The Lua locals the fragment reads its params from, in the order of `LuaAlgorithm.params`. */
   readonly locals: readonly string[];
+  /** The local that holds the algorithm's `limit` (the single-limit reply packs remaining with it). */
+  readonly limit: string;
   /** Derived params and `peek`, `consume`, `ttl`. */
   readonly lua: string;
   /** `refund`: only the refund scripts need it, so the single-limit script leaves it out. */

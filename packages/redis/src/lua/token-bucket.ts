@@ -15,6 +15,7 @@ import { type LeanLua, leanTable } from './lean.js';
  */
 export const TOKEN_BUCKET_LEAN: LeanLua = {
   locals: ['capacity', 'refill_amount', 'refill_interval', 'strict'],
+  limit: 'capacity',
   lua: `
 local per_token = refill_interval / refill_amount
 local full_span = capacity * per_token
