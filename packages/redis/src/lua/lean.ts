@@ -1,34 +1,47 @@
 /**
  * The lean shape of an algorithm's Lua twin, for algorithms whose state is one number (continuous
- * token bucket, GCRA). Each EVALSHA runs a script's whole body, so every function and table a
- * script makes costs Redis time on every call. A lean fragment makes no table: its params are
- * plain locals already in scope (the single-limit script writes them as constants, the batch
- * script binds them per call), a state is a plain number (or nil), and its functions return the
- * decision as values, not as a table:
+ * token bucket, GCRA). Each EVALSHA runs a script's whole body, so every function (a closure and
+ * its upvalues) and every table a script makes costs Redis time on every call, and feeds its
+ * garbage collector. A lean twin is straight-line Lua, blocks over agreed locals:
  *
- * - `peek(state, now, cost)` → reason, remaining, resetAfter, retryAfter, delay
- * - `consume(state, now, cost)` → the same five, then the next state and whether it changed
- * - `ttl(state, now)` → ms the stored state stays meaningful
- * - `refund(state, now, cost)` → the state with `cost` given back, or nil (as good as fresh)
+ * - params: plain locals (`locals`), already in scope; `prepare` derives the others from them.
+ * - `peek`: reads `state` (a number, or nil for none), `now`, `cost`; sets the decision, `reason,
+ *   remaining, reset_after, retry_after, delay` (declared by the script around it).
+ * - `consume`: the same, and sets `next` (the new state, or nil) and `changed`.
+ * - `ttl`: an expression of `state` and `now`, ms the stored state stays meaningful.
+ * - `refund`: reads `state`, `now`, `cost`; sets `next`, the state with `cost` given back, or nil.
  *
- * The fragment needs only `EPSILON`, `NONE`/`RATE`/`COST` and `ceil_ms` of the prelude.
+ * The single-limit script inlines the blocks: it defines no function and makes no table but its
+ * reply. The batch scripts wrap the same blocks in functions ({@link leanTable}). Blocks need only
+ * `EPSILON` and `NONE`/`RATE`/`COST` of the prelude ({@link ceilMsLua} inlines `ceil_ms`).
  */
 export interface LeanLua {
   /** The Lua locals the fragment reads its params from, in the order of `LuaAlgorithm.params`. */
   readonly locals: readonly string[];
   /** The local that holds the algorithm's `limit` (the single-limit reply packs remaining with it). */
   readonly limit: string;
-  /** Derived params and `peek`, `consume`, `ttl`. */
-  readonly lua: string;
-  /** `refund`: only the refund scripts need it, so the single-limit script leaves it out. */
+  readonly prepare: string;
+  readonly peek: string;
+  readonly consume: string;
+  readonly ttl: string;
   readonly refund: string;
 }
 
 /**
- * The lean fragment wrapped in the table shape the batch, refund and split-refund scripts share
- * with the other algorithms (`prepare`, `consume`, `peek`, `ttl`, `refund` over `c` and state
- * lists): `prepare` binds the params and returns the lean functions as `c`. Same Lua source as the
- * single-limit script, so both compute on the same bits.
+ * `decision.ts` `ceilMs`, inline: sets `out` to `ms` in whole ms, rounded up, never negative; within
+ * EPSILON of a whole ms rounds down to it (the algorithms read time EPSILON late).
+ */
+export function ceilMsLua(out: string, ms: string): string {
+  return `do
+  local ms = ${ms}
+  if ms <= EPSILON then ${out} = 0 else ${out} = math.ceil(ms - EPSILON) end
+end`;
+}
+
+/**
+ * The lean twin wrapped in the table shape the batch, refund and split-refund scripts share with
+ * the other algorithms (`prepare`, `consume`, `peek`, `ttl`, `refund` over `c` and state lists):
+ * `prepare` binds the params and returns the blocks as functions in `c`, adapted by `one_number`.
  */
 export function leanTable(table: string, lean: LeanLua): string {
   const n = lean.locals.length;
@@ -37,8 +50,23 @@ local ${table}
 do
   local function prepare(p)
     local ${lean.locals.join(', ')} = ${lean.locals.map((_, i) => `p[${i + 1}]`).join(', ')}
-${lean.lua}
+${lean.prepare}
+    local function peek(state, now, cost)
+      local reason, remaining, reset_after, retry_after, delay
+${lean.peek}
+      return reason, remaining, reset_after, retry_after, delay
+    end
+    local function consume(state, now, cost)
+      local reason, remaining, reset_after, retry_after, delay, next, changed
+${lean.consume}
+      return reason, remaining, reset_after, retry_after, delay, next, changed
+    end
+    local function ttl(state, now) return ${lean.ttl} end
+    local function refund(state, now, cost)
+      local next
 ${lean.refund}
+      return next
+    end
     return { consume = consume, peek = peek, ttl = ttl, refund = refund }
   end
   ${table} = one_number(${n}, prepare)

@@ -1,13 +1,13 @@
 import { EPSILON } from '@sluice/core';
 
-/**
- * The part of the prelude every algorithm fragment needs, and all a lean single-limit script holds
- * (see `lean.ts`): `EPSILON`, the reasons, and `ceil_ms`.
- */
-export const DECISION_LUA = `
+/** The constants of the prelude, all a lean single-limit script holds of it (see `lean.ts`). */
+export const CONSTANTS_LUA = `
 local EPSILON = ${EPSILON.toExponential()}
 local NONE, RATE, COST = 0, 1, 2
+`;
 
+/** The part of the prelude every algorithm fragment needs: the constants and `ceil_ms`. */
+export const DECISION_LUA = `${CONSTANTS_LUA}
 -- decision.ts ceilMs: ms to whole ms, rounded up, never negative; within EPSILON of a whole ms
 -- rounds down to it (the algorithms read time EPSILON late).
 local function ceil_ms(ms)

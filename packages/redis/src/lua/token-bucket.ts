@@ -1,4 +1,4 @@
-import { type LeanLua, leanTable } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
 
 /**
  * Lua twins of `@sluice/core` `algorithms/token-bucket.ts`, expression for expression (same float
@@ -13,61 +13,61 @@ import { type LeanLua, leanTable } from './lean.js';
  * Continuous refill, in the lean shape (see `lean.ts`). State: one number, `emptyAt`.
  * Params in scope: capacity, refill_amount, refill_interval, strict (0/1).
  */
+
+// Whole tokens in accrued ms of refill (compared in ms, not tokens).
+const whole = (accrued: string) =>
+  `math.max(0, math.min(capacity, math.floor((${accrued} + EPSILON) / per_token)))`;
+
+// peek of the state held in the local \`at\`.
+const peekAt = (at: string) => `do
+  -- empty_at: a bucket idle long enough is full, the empty instant is clamped.
+  local floor = now - full_span
+  local empty = ${at}
+  if ${at} == nil or ${at} < floor then empty = floor end
+  local accrued = now - empty
+  ${ceilMsLua('reset_after', 'empty + full_span - now')}
+  remaining, delay = ${whole('accrued')}, 0
+  if cost > capacity then
+    reason, retry_after = COST, -1
+  elseif accrued + EPSILON >= cost * per_token then
+    reason, retry_after = NONE, 0
+  else
+    reason = RATE
+    ${ceilMsLua('retry_after', 'empty + cost * per_token - now')}
+  end
+end`;
+
 export const TOKEN_BUCKET_LEAN: LeanLua = {
   locals: ['capacity', 'refill_amount', 'refill_interval', 'strict'],
   limit: 'capacity',
-  lua: `
+  prepare: `
 local per_token = refill_interval / refill_amount
 local full_span = capacity * per_token
-
-local function empty_at(state, now)
+`,
+  peek: peekAt('state'),
+  consume: `do
   local floor = now - full_span
-  if state == nil or state < floor then return floor end
-  return state
-end
-
--- Whole tokens in accrued ms of refill (compared in ms, not tokens).
-local function whole(accrued)
-  return math.max(0, math.min(capacity, math.floor((accrued + EPSILON) / per_token)))
-end
-
-local function peek(state, now, cost)
-  local empty = empty_at(state, now)
-  local accrued = now - empty
-  local reset_after = ceil_ms(empty + full_span - now)
-  if cost > capacity then return COST, whole(accrued), reset_after, -1, 0 end
-  if accrued + EPSILON >= cost * per_token then return NONE, whole(accrued), reset_after, 0, 0 end
-  return RATE, whole(accrued), reset_after, ceil_ms(empty + cost * per_token - now), 0
-end
-
-local function consume(state, now, cost)
-  local empty = empty_at(state, now)
+  local empty = state
+  if state == nil or state < floor then empty = floor end
   local accrued = now - empty
   if cost <= capacity and accrued + EPSILON >= cost * per_token then
-    local next = empty + cost * per_token
-    return NONE, whole(now - next), ceil_ms(next + full_span - now), 0, 0, next, true
+    next, changed = empty + cost * per_token, true
+    reason, remaining, retry_after, delay = NONE, ${whole('now - next')}, 0, 0
+    ${ceilMsLua('reset_after', 'next + full_span - now')}
+  else
+    next, changed = state, false
+    -- Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
+    if strict == 1 and cost <= capacity then next, changed = now - ${whole('accrued')} * per_token, true end
+    ${peekAt('next')}
   end
-  if strict ~= 1 or cost > capacity then
-    local reason, remaining, reset_after, retry_after, delay = peek(state, now, cost)
-    return reason, remaining, reset_after, retry_after, delay, state, false
-  end
-  -- Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
-  local next = now - whole(accrued) * per_token
-  local reason, remaining, reset_after, retry_after, delay = peek(next, now, cost)
-  return reason, remaining, reset_after, retry_after, delay, next, true
-end
-
-local function ttl(state, now) return state + full_span - now end
-`,
+end`,
+  ttl: 'state + full_span - now',
   // The tokens go back: the empty instant moves back by their refill time (a compensation: right
   // even if others wrote the state since).
-  refund: `
-local function refund(state, now, cost)
+  refund: `do
   local empty = state - cost * per_token
-  if empty <= now - full_span then return nil end
-  return empty
-end
-`,
+  if empty > now - full_span then next = empty end
+end`,
 };
 
 /** {@link TOKEN_BUCKET_LEAN} in the table shape of the batch scripts. */

@@ -1,6 +1,6 @@
 import { type LuaAlgorithm, WRITE_LUA } from '../lua/algorithms.js';
 import type { LeanLua } from '../lua/lean.js';
-import { DECISION_LUA, PRELUDE_LUA } from '../lua/prelude.js';
+import { CONSTANTS_LUA, PRELUDE_LUA } from '../lua/prelude.js';
 
 /**
  * One limit of one algorithm kind, what the batch script does for a single call. Each EVALSHA
@@ -45,8 +45,9 @@ return { d[7], d[3], d[4], d[5] }
 /**
  * The single-limit script of an algorithm with a lean twin (see `lua/lean.ts`), for one algorithm
  * object: its params are written into the script as constants (one script per set of params, few
- * in an application), so a call carries 3 arguments, and the script makes no table but its reply.
- * Each call runs the whole body: it defines only `ceil_ms` and the lean functions.
+ * in an application), so a call carries 3 arguments; the twin's blocks are inlined, so the script
+ * defines no function and makes no table but its reply (a closure or a table costs Redis time on
+ * every call).
  *
  * KEYS[1]  state key
  * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
@@ -60,9 +61,9 @@ return { d[7], d[3], d[4], d[5] }
  * fit is one integer, `resetAfter * (limit + 1) + remaining` (see `readSingleDecision` in wire.ts).
  */
 export function leanSingleScript(lean: LeanLua, params: readonly string[]): string {
-  return `${DECISION_LUA}
+  return `${CONSTANTS_LUA}
 local ${lean.locals.join(', ')} = ${params.join(', ')}
-${lean.lua}
+${lean.prepare}
 -- read_now, inline: the caller's time, or Redis TIME.
 local now
 if ARGV[1] ~= '' then
@@ -76,13 +77,16 @@ local cost = tonumber(ARGV[3])
 local state = tonumber(redis.call('GET', KEYS[1]))
 local reason, remaining, reset_after, retry_after, delay, next, changed
 if ARGV[2] == 'peek' then
-  reason, remaining, reset_after, retry_after, delay = peek(state, now, cost)
+${lean.peek}
 else
-  reason, remaining, reset_after, retry_after, delay, next, changed = consume(state, now, cost)
+${lean.consume}
   -- write(), inline: one call is the whole batch, it writes whatever it changed, admitted or not.
   if changed then
     local ttl_ms = 0
-    if next ~= nil then ttl_ms = ttl(next, now) end
+    if next ~= nil then
+      local state = next
+      ttl_ms = ${lean.ttl}
+    end
     if ttl_ms > 0 then
       -- Redis writes a number argument exactly (%.17g).
       redis.call('SET', KEYS[1], next, 'PX', math.ceil(ttl_ms))
@@ -91,7 +95,7 @@ else
     end
   end
 end
--- An admission without delay, the hot path, is one integer (see PACKED_ADMISSION in wire.ts): a
+-- An admission without delay, the hot path, is one integer (see readSingleDecision in wire.ts): a
 -- table reply costs Redis ~0.5 µs more. remaining and reset_after are whole numbers here.
 if reason == NONE and delay == 0 and remaining <= ${lean.limit} then
   local packed = reset_after * (${lean.limit} + 1) + remaining
