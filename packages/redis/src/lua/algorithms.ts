@@ -1,7 +1,7 @@
 import type { AlgorithmKind } from '@sluice/core';
 import { FIXED_WINDOW_LUA } from './fixed-window.js';
 import { GCRA_LEAN, GCRA_LUA } from './gcra.js';
-import { LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
+import { LEAKY_BUCKET_QUEUE_LEAN, LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
 import { type LeanLua, ONE_NUMBER_LUA } from './lean.js';
 import { PRELUDE_LUA } from './prelude.js';
 import { SLIDING_WINDOW_COUNTER_LUA } from './sliding-window-counter.js';
@@ -64,6 +64,7 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
     table: 'leaky_bucket_queue',
     params: ['rate', 'period', 'burst', 'queue', 'maxDelay'],
     lua: LEAKY_BUCKET_QUEUE_LUA,
+    lean: LEAKY_BUCKET_QUEUE_LEAN,
   },
 ];
 
