@@ -2,11 +2,16 @@ import type { AlgorithmKind } from '@sluice/core';
 import { FIXED_WINDOW_LUA } from './fixed-window.js';
 import { GCRA_LEAN, GCRA_LUA } from './gcra.js';
 import { LEAKY_BUCKET_QUEUE_LEAN, LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
-import { type LeanLua, ONE_NUMBER_LUA } from './lean.js';
+import { LEAN_TABLE_LUA, type LeanLua } from './lean.js';
 import { PRELUDE_LUA } from './prelude.js';
 import { SLIDING_WINDOW_COUNTER_LUA } from './sliding-window-counter.js';
 import { SLIDING_WINDOW_LOG_LUA } from './sliding-window-log.js';
-import { STEPPED_TOKEN_BUCKET_LUA, TOKEN_BUCKET_LEAN, TOKEN_BUCKET_LUA } from './token-bucket.js';
+import {
+  STEPPED_TOKEN_BUCKET_LEAN,
+  STEPPED_TOKEN_BUCKET_LUA,
+  TOKEN_BUCKET_LEAN,
+  TOKEN_BUCKET_LUA,
+} from './token-bucket.js';
 
 /** One algorithm as the scripts know it: its Lua table and the order its params travel in. */
 export interface LuaAlgorithm {
@@ -44,6 +49,7 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
     table: 'stepped_token_bucket',
     params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
     lua: STEPPED_TOKEN_BUCKET_LUA,
+    lean: STEPPED_TOKEN_BUCKET_LEAN,
   },
   { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA, lean: GCRA_LEAN },
   { kind: 'fixed-window', table: 'fixed_window', params: ['limit', 'window'], lua: FIXED_WINDOW_LUA },
@@ -106,7 +112,7 @@ export function libraryLua(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS)
   const table = algorithms.map((a) => `[${LUA_ALGORITHMS.indexOf(a) + 1}] = ${a.table}`).join(', ');
   return [
     PRELUDE_LUA,
-    ONE_NUMBER_LUA,
+    LEAN_TABLE_LUA,
     ...algorithms.map((a) => a.lua),
     WRITE_LUA,
     `

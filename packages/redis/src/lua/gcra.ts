@@ -33,6 +33,7 @@ end`;
 
 export const GCRA_LEAN: LeanLua = {
   locals: ['rate', 'period', 'burst'],
+  width: 1,
   limit: 'burst',
   prepare: `
 local emission = period / rate

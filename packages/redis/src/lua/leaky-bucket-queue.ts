@@ -49,6 +49,7 @@ end`;
 
 export const LEAKY_BUCKET_QUEUE_LEAN: LeanLua = {
   locals: ['rate', 'period', 'burst', 'queue', 'max_delay_bound'],
+  width: 1,
   limit: 'capacity',
   prepare: `
 local interval = period / rate

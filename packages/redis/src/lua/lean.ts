@@ -1,15 +1,18 @@
 /**
- * The lean shape of an algorithm's Lua twin, for algorithms whose state is one number (continuous
- * token bucket, GCRA). Each EVALSHA runs a script's whole body, so every function (a closure and
- * its upvalues) and every table a script makes costs Redis time on every call, and feeds its
- * garbage collector. A lean twin is straight-line Lua, blocks over agreed locals:
+ * The lean shape of an algorithm's Lua twin, for algorithms whose state is one or two numbers
+ * (continuous and stepped token bucket, GCRA, fixed window, leaky bucket queue). Each EVALSHA runs
+ * a script's whole body, so every function (a closure and its upvalues) and every table a script
+ * makes costs Redis time on every call, and feeds its garbage collector. A lean twin is
+ * straight-line Lua, blocks over agreed locals:
  *
  * - params: plain locals (`locals`), already in scope; `prepare` derives the others from them.
- * - `peek`: reads `state` (a number, or nil for none), `now`, `cost`; sets the decision, `reason,
- *   remaining, reset_after, retry_after, delay` (declared by the script around it).
- * - `consume`: the same, and sets `next` (the new state, or nil) and `changed`.
- * - `ttl`: an expression of `state` and `now`, ms the stored state stays meaningful.
- * - `refund`: reads `state`, `now`, `cost`; sets `next`, the state with `cost` given back, or nil.
+ * - the state: `state` (a number, or nil for none) and, for a state of two numbers, `state2`.
+ * - `peek`: reads the state, `now`, `cost`; sets the decision, `reason, remaining, reset_after,
+ *   retry_after, delay` (declared by the script around it).
+ * - `consume`: the same, and sets the new state `next` (nil for none) and `next2`, and `changed`.
+ * - `ttl`: an expression of the state and `now`, ms the stored state stays meaningful.
+ * - `refund`: reads the state, `now`, `cost`; sets `next` (and `next2`), the state with `cost`
+ *   given back (the state itself when nothing goes back), or nil for none.
  *
  * The single-limit script inlines the blocks: it defines no function and makes no table but its
  * reply. The batch scripts wrap the same blocks in functions ({@link leanTable}). Blocks need only
@@ -20,6 +23,8 @@ export interface LeanLua {
   readonly locals: readonly string[];
   /** The local that holds the algorithm's `limit` (the single-limit reply packs remaining with it). */
   readonly limit: string;
+  /** Numbers in a state: stored as one number, or as `'%.17g,%.17g'`. */
+  readonly width: 1 | 2;
   readonly prepare: string;
   readonly peek: string;
   readonly consume: string;
@@ -38,72 +43,82 @@ export function ceilMsLua(out: string, ms: string): string {
 end`;
 }
 
+/** The Lua names of a lean state's numbers: `state`, `state2`; `next`, `next2`. */
+export function stateNames(lean: LeanLua, name: 'state' | 'next'): string {
+  return lean.width === 1 ? name : `${name}, ${name}2`;
+}
+
 /**
  * The lean twin wrapped in the table shape the batch, refund and split-refund scripts share with
  * the other algorithms (`prepare`, `consume`, `peek`, `ttl`, `refund` over `c` and state lists):
- * `prepare` binds the params and returns the blocks as functions in `c`, adapted by `one_number`.
+ * `prepare` binds the params and returns the blocks as functions in `c`, adapted by `lean_table`.
  */
 export function leanTable(table: string, lean: LeanLua): string {
   const n = lean.locals.length;
+  // Every width has the same signatures here (state2 and next2 stay nil for one number).
+  const state = 'state, state2';
+  const next = 'next, next2';
   return `
 local ${table}
 do
   local function prepare(p)
     local ${lean.locals.join(', ')} = ${lean.locals.map((_, i) => `p[${i + 1}]`).join(', ')}
 ${lean.prepare}
-    local function peek(state, now, cost)
+    local function peek(${state}, now, cost)
       local reason, remaining, reset_after, retry_after, delay
 ${lean.peek}
       return reason, remaining, reset_after, retry_after, delay
     end
-    local function consume(state, now, cost)
-      local reason, remaining, reset_after, retry_after, delay, next, changed
+    local function consume(${state}, now, cost)
+      local reason, remaining, reset_after, retry_after, delay, changed, ${next}
 ${lean.consume}
-      return reason, remaining, reset_after, retry_after, delay, next, changed
+      return reason, remaining, reset_after, retry_after, delay, changed, ${next}
     end
-    local function ttl(state, now) return ${lean.ttl} end
-    local function refund(state, now, cost)
-      local next
+    local function ttl(${state}, now) return ${lean.ttl} end
+    local function refund(${state}, now, cost)
+      local ${next}
 ${lean.refund}
-      return next
+      return ${next}
     end
     return { consume = consume, peek = peek, ttl = ttl, refund = refund }
   end
-  ${table} = one_number(${n}, prepare)
+  ${table} = lean_table(${n}, prepare)
 end
 `;
 }
 
 /**
- * Adapts a lean algorithm to the table shape: states as one-element lists, decisions as tables
- * (see `decide`; the limit, unused by the scripts, is 0). Defined by `libraryLua` before the
- * fragments.
+ * Adapts a lean algorithm to the table shape: states as lists of one or two numbers, decisions as
+ * tables (see `decide`; the limit, unused by the scripts, is 0). Defined by `libraryLua` before
+ * the fragments.
  */
-export const ONE_NUMBER_LUA = `
-local function one_number(nparams, prepare)
-  -- The same list when the number did not change: a refund that gives nothing back is the state itself.
-  local function listed(list, n)
-    if n == nil then return nil end
-    if list ~= nil and list[1] == n then return list end
-    return { n }
+export const LEAN_TABLE_LUA = `
+local function lean_table(nparams, prepare)
+  -- The same list when the numbers did not change: a refund that gives nothing back is the state itself.
+  local function listed(list, a, b)
+    if a == nil then return nil end
+    if list ~= nil and list[1] == a and list[2] == b then return list end
+    return { a, b }
   end
-  local function first(list)
+  local function unlist(list)
     if list == nil then return nil end
-    return list[1]
+    return list[1], list[2]
   end
   return {
     nparams = nparams,
     prepare = prepare,
     consume = function(state, now, cost, c)
-      local reason, remaining, reset_after, retry_after, delay, next, changed = c.consume(first(state), now, cost)
-      return decide(reason == NONE, 0, remaining, reset_after, retry_after, delay, reason), listed(state, next), changed
+      local a, b = unlist(state)
+      local reason, remaining, reset_after, retry_after, delay, changed, next, next2 = c.consume(a, b, now, cost)
+      return decide(reason == NONE, 0, remaining, reset_after, retry_after, delay, reason), listed(state, next, next2), changed
     end,
     peek = function(state, now, cost, c)
-      local reason, remaining, reset_after, retry_after, delay = c.peek(first(state), now, cost)
+      local a, b = unlist(state)
+      local reason, remaining, reset_after, retry_after, delay = c.peek(a, b, now, cost)
       return decide(reason == NONE, 0, remaining, reset_after, retry_after, delay, reason)
     end,
-    ttl = function(state, now, c) return c.ttl(state[1], now) end,
-    refund = function(state, now, cost, c) return listed(state, c.refund(state[1], now, cost)) end,
+    ttl = function(state, now, c) return c.ttl(state[1], state[2], now) end,
+    refund = function(state, now, cost, c) return listed(state, c.refund(state[1], state[2], now, cost)) end,
   }
 end
 `;

@@ -18,7 +18,7 @@ import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
 const whole = (accrued: string) =>
   `math.max(0, math.min(capacity, math.floor((${accrued} + EPSILON) / per_token)))`;
 
-// peek of the state held in the local \`at\`.
+// peek of the state held in the local `at`.
 const peekAt = (at: string) => `do
   -- empty_at: a bucket idle long enough is full, the empty instant is clamped.
   local floor = now - full_span
@@ -39,6 +39,7 @@ end`;
 
 export const TOKEN_BUCKET_LEAN: LeanLua = {
   locals: ['capacity', 'refill_amount', 'refill_interval', 'strict'],
+  width: 1,
   limit: 'capacity',
   prepare: `
 local per_token = refill_interval / refill_amount
@@ -73,65 +74,67 @@ end`,
 /** {@link TOKEN_BUCKET_LEAN} in the table shape of the batch scripts. */
 export const TOKEN_BUCKET_LUA = leanTable('token_bucket', TOKEN_BUCKET_LEAN);
 
-/** Stepped refill. State `{ tokens, lastRefill }`. */
-export const STEPPED_TOKEN_BUCKET_LUA = `
-local stepped_token_bucket
-do
-  local function prepare(p)
-    return { capacity = p[1], amount = p[2], interval = p[3], strict = p[4] == 1 }
-  end
+// time_to_hold: sets `out` to the ms until `tokens` (refilled at `last`) reach `want`.
+const holdLua = (out: string, tokens: string, last: string, want: string) =>
+  `if ${tokens} >= ${want} then ${out} = 0 else
+    ${ceilMsLua(out, `${last} + math.ceil((${want} - ${tokens}) / refill_amount) * refill_interval - now`)}
+  end`;
 
-  local function refill(state, now, c)
-    if state == nil then return c.capacity, now end
-    local tokens, last = state[1], state[2]
+// refill: Smyte's, whole steps since the last refill, keeping the partial progress; a full bucket
+// restarts its clock at now (a full bucket equals a fresh one). Sets the locals tokens, last.
+const REFILL = `local tokens, last = capacity, now
+  if state ~= nil then
     local steps = 0
-    if now > last then steps = math.floor((now - last + EPSILON) / c.interval) end
-    local refilled = tokens + steps * c.amount
-    if refilled >= c.capacity then return c.capacity, now end
-    return refilled, last + steps * c.interval
-  end
+    if now > state2 then steps = math.floor((now - state2 + EPSILON) / refill_interval) end
+    local refilled = state + steps * refill_amount
+    if refilled < capacity then tokens, last = refilled, state2 + steps * refill_interval end
+  end`;
 
-  local function time_to_hold(tokens, last, want, now, c)
-    if tokens >= want then return 0 end
-    return ceil_ms(last + math.ceil((want - tokens) / c.amount) * c.interval - now)
-  end
-
-  local function report(tokens, last, now, cost, c)
-    local reset_after = time_to_hold(tokens, last, c.capacity, now, c)
-    if cost > c.capacity then return decide(false, c.capacity, tokens, reset_after, -1, 0, COST) end
-    if tokens >= cost then return decide(true, c.capacity, tokens, reset_after, 0, 0, NONE) end
-    return decide(false, c.capacity, tokens, reset_after, time_to_hold(tokens, last, cost, now, c), 0, RATE)
-  end
-
-  local function consume(state, now, cost, c)
-    local tokens, last = refill(state, now, c)
-    if cost <= c.capacity and tokens >= cost then
-      local left = tokens - cost
-      return decide(true, c.capacity, left, time_to_hold(left, last, c.capacity, now, c), 0, 0, NONE),
-        { left, last }, true
+// report: the decision for `tokens` in hand, refilled at `last`.
+const report = (last: string) => `do
+    ${holdLua('reset_after', 'tokens', last, 'capacity')}
+    remaining, delay = tokens, 0
+    if cost > capacity then
+      reason, retry_after = COST, -1
+    elseif tokens >= cost then
+      reason, retry_after = NONE, 0
+    else
+      reason = RATE
+      ${holdLua('retry_after', 'tokens', last, 'cost')}
     end
+  end`;
+
+/**
+ * Stepped refill, in the lean shape (see `lean.ts`). State `tokens, lastRefill`.
+ * Params in scope: capacity, refill_amount, refill_interval, strict (0/1).
+ */
+export const STEPPED_TOKEN_BUCKET_LEAN: LeanLua = {
+  locals: ['capacity', 'refill_amount', 'refill_interval', 'strict'],
+  width: 2,
+  limit: 'capacity',
+  prepare: '',
+  peek: `do
+  ${REFILL}
+  ${report('last')}
+end`,
+  consume: `do
+  ${REFILL}
+  if cost <= capacity and tokens >= cost then
+    local left = tokens - cost
+    next, next2, changed = left, last, true
+    reason, remaining, retry_after, delay = NONE, left, 0, 0
+    ${holdLua('reset_after', 'left', 'last', 'capacity')}
+  else
     -- A refusal writes nothing, except that a strict bucket restarts its refill clock (keeping the
     -- tokens in hand) when the cost could fit.
-    if not c.strict or cost > c.capacity then return report(tokens, last, now, cost, c), state, false end
-    return report(tokens, now, now, cost, c), { tokens, now }, true
+    next, next2, changed = state, state2, false
+    if strict == 1 and cost <= capacity then next, next2, changed, last = tokens, now, true, now end
+    ${report('last')}
   end
+end`,
+  ttl: '(state >= capacity) and 0 or (state2 + math.ceil((capacity - state) / refill_amount) * refill_interval - now)',
+  refund: `if state + cost < capacity then next, next2 = state + cost, state2 end`,
+};
 
-  local function peek(state, now, cost, c)
-    local tokens, last = refill(state, now, c)
-    return report(tokens, last, now, cost, c)
-  end
-
-  local function ttl(state, now, c)
-    local tokens, last = state[1], state[2]
-    if tokens >= c.capacity then return 0 end
-    return last + math.ceil((c.capacity - tokens) / c.amount) * c.interval - now
-  end
-
-  local function refund(state, now, cost, c)
-    if state[1] + cost >= c.capacity then return nil end
-    return { state[1] + cost, state[2] }
-  end
-
-  stepped_token_bucket = { nparams = 4, prepare = prepare, consume = consume, peek = peek, ttl = ttl, refund = refund }
-end
-`;
+/** {@link STEPPED_TOKEN_BUCKET_LEAN} in the table shape of the batch scripts. */
+export const STEPPED_TOKEN_BUCKET_LUA = leanTable('stepped_token_bucket', STEPPED_TOKEN_BUCKET_LEAN);

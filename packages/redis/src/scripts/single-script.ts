@@ -1,5 +1,5 @@
 import { type LuaAlgorithm, WRITE_LUA } from '../lua/algorithms.js';
-import type { LeanLua } from '../lua/lean.js';
+import { type LeanLua, stateNames } from '../lua/lean.js';
 import { CONSTANTS_LUA, PRELUDE_LUA } from '../lua/prelude.js';
 
 /**
@@ -42,6 +42,20 @@ return { d[7], d[3], d[4], d[5] }
 `;
 }
 
+// Redis writes a number argument exactly (%.17g), so a one-number state is stored as the number;
+// tonumber(false), for no key, is nil.
+const ONE_NUMBER_STATE = `local state = tonumber(redis.call('GET', KEYS[1]))`;
+
+// Two numbers are stored as '%.17g,%.17g', as `encode` writes them.
+const TWO_NUMBER_STATE = `local state, state2
+do
+  local raw = redis.call('GET', KEYS[1])
+  if raw then
+    local comma = string.find(raw, ',', 1, true)
+    state, state2 = tonumber(string.sub(raw, 1, comma - 1)), tonumber(string.sub(raw, comma + 1))
+  end
+end`;
+
 /**
  * The single-limit script of an algorithm with a lean twin (see `lua/lean.ts`), for one algorithm
  * object: its params are written into the script as constants (one script per set of params, few
@@ -73,9 +87,8 @@ else
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 local cost = tonumber(ARGV[3])
--- A one-number state; tonumber(false), for no key, is nil.
-local state = tonumber(redis.call('GET', KEYS[1]))
-local reason, remaining, reset_after, retry_after, delay, next, changed
+${lean.width === 1 ? ONE_NUMBER_STATE : TWO_NUMBER_STATE}
+local reason, remaining, reset_after, retry_after, delay, changed, ${stateNames(lean, 'next')}
 if ARGV[2] == 'peek' then
 ${lean.peek}
 else
@@ -84,12 +97,11 @@ ${lean.consume}
   if changed then
     local ttl_ms = 0
     if next ~= nil then
-      local state = next
+      local ${stateNames(lean, 'state')} = ${stateNames(lean, 'next')}
       ttl_ms = ${lean.ttl}
     end
     if ttl_ms > 0 then
-      -- Redis writes a number argument exactly (%.17g).
-      redis.call('SET', KEYS[1], next, 'PX', math.ceil(ttl_ms))
+      redis.call('SET', KEYS[1], ${lean.width === 1 ? 'next' : "string.format('%.17g,%.17g', next, next2)"}, 'PX', math.ceil(ttl_ms))
     else
       redis.call('DEL', KEYS[1])
     end
