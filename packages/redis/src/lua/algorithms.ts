@@ -1,5 +1,5 @@
 import type { AlgorithmKind } from '@sluice/core';
-import { FIXED_WINDOW_LUA } from './fixed-window.js';
+import { FIXED_WINDOW_LEAN, FIXED_WINDOW_LUA } from './fixed-window.js';
 import { GCRA_LEAN, GCRA_LUA } from './gcra.js';
 import { LEAKY_BUCKET_QUEUE_LEAN, LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
 import { LEAN_TABLE_LUA, type LeanLua } from './lean.js';
@@ -52,7 +52,13 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
     lean: STEPPED_TOKEN_BUCKET_LEAN,
   },
   { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA, lean: GCRA_LEAN },
-  { kind: 'fixed-window', table: 'fixed_window', params: ['limit', 'window'], lua: FIXED_WINDOW_LUA },
+  {
+    kind: 'fixed-window',
+    table: 'fixed_window',
+    params: ['limit', 'window'],
+    lua: FIXED_WINDOW_LUA,
+    lean: FIXED_WINDOW_LEAN,
+  },
   {
     kind: 'sliding-window-log',
     table: 'sliding_window_log',

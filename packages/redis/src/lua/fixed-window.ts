@@ -1,66 +1,58 @@
+import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
+
 /**
- * Lua twin of `@sluice/core` `algorithms/fixed-window.ts`, expression for expression.
+ * Lua twin of `@sluice/core` `algorithms/fixed-window.ts`, expression for expression, in the lean
+ * shape (see `lean.ts`).
  *
- * Params (ARGV order): limit, window. State `{ count, windowStart }`.
+ * Params (ARGV order): limit, window. State `count, windowStart`.
  */
-export const FIXED_WINDOW_LUA = `
-local fixed_window
-do
-  local function prepare(p) return { limit = p[1], window = p[2] } end
 
-  -- Time is read EPSILON late: a window boundary EPSILON away is already crossed. Replayed
-  -- (client-supplied) times may go backwards: a late request counts in the newest window stored,
-  -- so it can never reset a newer window's count.
-  local function window_start(state, now, c)
-    local start = math.floor((now + EPSILON) / c.window) * c.window
-    if state ~= nil and state[2] > start then return state[2] end
-    return start
+// window_start and current: sets the locals start and count. Time is read EPSILON late: a window
+// boundary EPSILON away is already crossed. Replayed (client-supplied) times may go backwards: a
+// late request counts in the newest window stored, so it can never reset a newer window's count.
+const CURRENT = `local start = math.floor((now + EPSILON) / window) * window
+  if state ~= nil and state2 > start then start = state2 end
+  local count = 0
+  if state ~= nil and state2 == start then count = state end`;
+
+// consuming false reports the window as it stands (peek); true reports it after this request.
+const evaluate = (consuming: boolean) => `do
+  ${CURRENT}
+  local full_reset
+  ${ceilMsLua('full_reset', 'start + window - now')}
+  delay = 0
+  if cost > limit then
+    reason, remaining, retry_after, reset_after = COST, math.max(0, limit - count), -1, 0
+    if count > 0 then reset_after = full_reset end
+  elseif count + cost <= limit then
+    reason, retry_after = NONE, 0
+${
+  consuming
+    ? `    remaining, reset_after = limit - count - cost, full_reset
+    next, next2, changed = count + cost, start, true`
+    : `    remaining, reset_after = limit - count - 0, 0
+    if count > 0 then reset_after = full_reset end`
+}
+  else
+    reason, remaining, reset_after, retry_after = RATE, math.max(0, limit - count), full_reset, full_reset
   end
+end`;
 
-  local function current(state, start)
-    if state ~= nil and state[2] == start then return state[1] end
-    return 0
-  end
+export const FIXED_WINDOW_LEAN: LeanLua = {
+  locals: ['limit', 'window'],
+  width: 2,
+  limit: 'limit',
+  prepare: '',
+  peek: evaluate(false),
+  consume: `next, next2, changed = state, state2, false
+${evaluate(true)}`,
+  ttl: 'state2 + window - now',
+  // Only into the window the units were counted in; once it has passed there is nothing to undo.
+  refund: `next, next2 = state, state2
+if state2 == math.floor((now + EPSILON) / window) * window then
+  if state - cost > 0 then next, next2 = state - cost, state2 else next, next2 = nil, nil end
+end`,
+};
 
-  local function evaluate(count, start, now, cost, c, consuming)
-    local reset_after = ceil_ms(start + c.window - now)
-    if cost > c.limit then
-      local reset = 0
-      if count > 0 then reset = reset_after end
-      return decide(false, c.limit, math.max(0, c.limit - count), reset, -1, 0, COST)
-    end
-    if count + cost <= c.limit then
-      local taken, reset = 0, 0
-      if consuming then taken = cost end
-      if count > 0 or consuming then reset = reset_after end
-      return decide(true, c.limit, c.limit - count - taken, reset, 0, 0, NONE)
-    end
-    return decide(false, c.limit, math.max(0, c.limit - count), reset_after, reset_after, 0, RATE)
-  end
-
-  local function consume(state, now, cost, c)
-    local start = window_start(state, now, c)
-    local count = current(state, start)
-    local decision = evaluate(count, start, now, cost, c, true)
-    if not decision[1] then return decision, state, false end
-    return decision, { count + cost, start }, true
-  end
-
-  local function peek(state, now, cost, c)
-    local start = window_start(state, now, c)
-    return evaluate(current(state, start), start, now, cost, c, false)
-  end
-
-  local function ttl(state, now, c) return state[2] + c.window - now end
-
-  -- Only into the window the units were counted in; once it has passed there is nothing to undo.
-  local function refund(state, now, cost, c)
-    if state[2] ~= math.floor((now + EPSILON) / c.window) * c.window then return state end
-    local count = state[1] - cost
-    if count <= 0 then return nil end
-    return { count, state[2] }
-  end
-
-  fixed_window = { nparams = 2, prepare = prepare, consume = consume, peek = peek, ttl = ttl, refund = refund }
-end
-`;
+/** {@link FIXED_WINDOW_LEAN} in the table shape of the batch scripts. */
+export const FIXED_WINDOW_LUA = leanTable('fixed_window', FIXED_WINDOW_LEAN);
