@@ -426,6 +426,47 @@ describe('scripts', () => {
     }
   });
 
+  it('writes at most 64 sets of params into single-limit scripts; past them, params travel as ARGV', async () => {
+    const server = await startRedis();
+    const redis = await connectRedis(server.port);
+    try {
+      const store = new RedisStore({ client: redis, timeout: 5_000 });
+      const memory = new MemoryStore();
+      for (let rate = 1; rate <= 70; rate++) {
+        const algorithm = gcra({ rate, period: 60_000, burst: 2 });
+        const onRedis = new Limiter({ algorithm, store });
+        const inMemory = new Limiter({ algorithm, store: memory });
+        for (const now of [0, 0, 0, 45_000]) {
+          expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
+        }
+      }
+      // 64 scripts with their params written in, and one for any params of the kind.
+      const info = await redis.info('memory');
+      expect(Number(/number_of_cached_scripts:(\d+)/.exec(info)?.[1])).toBe(65);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('answers an admission exactly when its packed reply would pass 2^53 (the list then)', async () => {
+    // 1 token/hour: each admission moves resetAfter up by 3.6e6 ms, and resetAfter * (1e9 + 1)
+    // passes 2^53 at the third.
+    const algorithm = tokenBucket({ capacity: 1_000_000_000, refillAmount: 1, refillInterval: 3_600_000 });
+    const onRedis = new Limiter({
+      algorithm,
+      store: new RedisStore({ client, prefix: uniquePrefix('packed') }),
+    });
+    const inMemory = new Limiter({ algorithm, store: new MemoryStore() });
+    const resets: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const decision = await onRedis.check('k', { now: 1_000 });
+      expect(decision).toEqual(inMemory.check('k', { now: 1_000 }));
+      resets.push(decision.resetAfter);
+    }
+    expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
+  });
+
   it('refuses an algorithm it has no Lua twin for, with a coded error', async () => {
     const store = new RedisStore({ client });
     const fake = { ...gcra({ rate: 1, period: 1 }), kind: 'third-party' } as unknown as Algorithm;

@@ -34,6 +34,8 @@ import {
  */
 const BATCH_COMMAND = 'sluiceBatch';
 const SINGLE_COMMAND = 'sluiceOne_';
+/** Most sets of params a store writes into single-limit scripts (one Redis script each). */
+const MAX_BAKED = 64;
 const REFUND_COMMAND = 'sluiceRefund';
 const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
 
@@ -96,6 +98,8 @@ export class RedisStore implements Store {
   private readonly isCluster: boolean;
   private readonly batches = new Map<number, ScriptCommand>();
   private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
+  /** Names of the single-limit scripts registered with their params written in (see `wire`). */
+  private readonly baked = new Set<string>();
   private readonly refunds: ScriptCommand;
   private readonly splitRefunds: ScriptCommand;
   private readonly guard: Guard;
@@ -278,20 +282,28 @@ export class RedisStore implements Store {
       const { code, entry } = luaAlgorithm(algorithm);
       const params = algorithmArgs(algorithm).slice(1);
       let single: ScriptCommand<unknown[] | number>;
+      let sent = params;
       if (entry.lean === undefined) {
         single = scriptCommand(this.options.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry));
       } else {
-        // One script per set of params, named for its text: two stores on one client share it.
+        // One script per set of params, named for its text: two stores on one client share it. An
+        // application that makes algorithms with ever new params (per tenant, say) would grow the
+        // Redis script cache without bound: past MAX_BAKED sets, the params travel as ARGV.
         const lua = leanSingleScript(entry.lean, params);
         const name = `${SINGLE_COMMAND}${entry.table}_${createHash('sha1').update(lua).digest('hex')}`;
-        single = scriptCommand(this.options.client, name, lua);
+        if (this.baked.has(name) || this.baked.size < MAX_BAKED) {
+          this.baked.add(name);
+          single = scriptCommand(this.options.client, name, lua);
+          sent = [];
+        } else {
+          single = scriptCommand(
+            this.options.client,
+            `${SINGLE_COMMAND}${entry.table}`,
+            leanSingleScript(entry.lean),
+          );
+        }
       }
-      wire = {
-        base: this.keyBase(algorithm),
-        params: entry.lean === undefined ? params : [],
-        bit: 1 << (code - 1),
-        single,
-      };
+      wire = { base: this.keyBase(algorithm), params: sent, bit: 1 << (code - 1), single };
       this.wires.set(algorithm, wire);
     }
     return wire;

@@ -69,14 +69,16 @@ end`;
  * ARGV[3]  cost
  *
  * `params`: the algorithm's params as exact decimal strings (`String` of a double round-trips, and
- * Lua reads the literal back to the same double), in the order of `lean.locals`.
+ * Lua reads the literal back to the same double), in the order of `lean.locals`. Without them, the
+ * script is for any params of the kind, read from ARGV[4…] as {@link singleScript} does.
  *
  * Returns what {@link singleScript} returns, except that an admission without delay whose numbers
  * fit is one integer, `resetAfter * (limit + 1) + remaining` (see `readSingleDecision` in wire.ts).
  */
-export function leanSingleScript(lean: LeanLua, params: readonly string[]): string {
+export function leanSingleScript(lean: LeanLua, params?: readonly string[]): string {
+  const values = params ?? lean.locals.map((_, j) => `tonumber(ARGV[${4 + j}])`);
   return `${CONSTANTS_LUA}
-local ${lean.locals.join(', ')} = ${params.join(', ')}
+local ${lean.locals.join(', ')} = ${values.join(', ')}
 ${lean.prepare}
 -- read_now, inline: the caller's time, or Redis TIME.
 local now
