@@ -50,75 +50,78 @@ export function stateNames(lean: LeanLua, name: 'state' | 'next'): string {
 
 /**
  * The lean twin wrapped in the table shape the batch, refund and split-refund scripts share with
- * the other algorithms (`prepare`, `consume`, `peek`, `ttl`, `refund` over `c` and state lists):
- * `prepare` binds the params and returns the blocks as functions in `c`, adapted by `lean_table`.
+ * the other algorithms (`prepare`, `consume`, `peek`, `ttl`, `refund` over `c` and state lists),
+ * adapted by `lean_table`. Each function binds the params from `c` (the list of params) and derives
+ * the others itself: the functions are made once per script run, not once per call.
  */
 export function leanTable(table: string, lean: LeanLua): string {
-  const n = lean.locals.length;
+  const bind = `local ${lean.locals.join(', ')} = ${lean.locals.map((_, i) => `c[${i + 1}]`).join(', ')}
+${lean.prepare}`;
   // Every width has the same signatures here (state2 and next2 stay nil for one number).
-  const state = 'state, state2';
-  const next = 'next, next2';
   return `
 local ${table}
 do
-  local function prepare(p)
-    local ${lean.locals.join(', ')} = ${lean.locals.map((_, i) => `p[${i + 1}]`).join(', ')}
-${lean.prepare}
-    local function peek(${state}, now, cost)
-      local reason, remaining, reset_after, retry_after, delay
+  local function peek(c, state, state2, now, cost)
+    ${bind}
+    local reason, remaining, reset_after, retry_after, delay
 ${lean.peek}
-      return reason, remaining, reset_after, retry_after, delay
-    end
-    local function consume(${state}, now, cost)
-      local reason, remaining, reset_after, retry_after, delay, changed, ${next}
-${lean.consume}
-      return reason, remaining, reset_after, retry_after, delay, changed, ${next}
-    end
-    local function ttl(${state}, now) return ${lean.ttl} end
-    local function refund(${state}, now, cost)
-      local ${next}
-${lean.refund}
-      return ${next}
-    end
-    return { consume = consume, peek = peek, ttl = ttl, refund = refund }
+    return reason, remaining, reset_after, retry_after, delay
   end
-  ${table} = lean_table(${n}, prepare)
+  local function consume(c, state, state2, now, cost)
+    ${bind}
+    local reason, remaining, reset_after, retry_after, delay, changed, next, next2
+${lean.consume}
+    return reason, remaining, reset_after, retry_after, delay, changed, next, next2
+  end
+  local function ttl(c, state, state2, now)
+    ${bind}
+    return ${lean.ttl}
+  end
+  local function refund(c, state, state2, now, cost)
+    ${bind}
+    local next, next2
+${lean.refund}
+    return next, next2
+  end
+  ${table} = lean_table(${lean.locals.length}, peek, consume, ttl, refund)
 end
 `;
 }
 
 /**
- * Adapts a lean algorithm to the table shape: states as lists of one or two numbers, decisions as
- * tables (see `decide`; the limit, unused by the scripts, is 0). Defined by `libraryLua` before
- * the fragments.
+ * Adapts a lean algorithm to the table shape: `c` is the list of params, states are lists of one
+ * or two numbers, decisions are tables (see `decide`; the limit, unused by the scripts, is 0).
+ * Defined by `libraryLua` before the fragments.
  */
 export const LEAN_TABLE_LUA = `
-local function lean_table(nparams, prepare)
-  -- The same list when the numbers did not change: a refund that gives nothing back is the state itself.
-  local function listed(list, a, b)
-    if a == nil then return nil end
-    if list ~= nil and list[1] == a and list[2] == b then return list end
-    return { a, b }
-  end
-  local function unlist(list)
-    if list == nil then return nil end
-    return list[1], list[2]
-  end
+-- The same list when the numbers did not change: a refund that gives nothing back is the state itself.
+local function listed(list, a, b)
+  if a == nil then return nil end
+  if list ~= nil and list[1] == a and list[2] == b then return list end
+  return { a, b }
+end
+
+local function unlist(list)
+  if list == nil then return nil end
+  return list[1], list[2]
+end
+
+local function lean_table(nparams, peek, consume, ttl, refund)
   return {
     nparams = nparams,
-    prepare = prepare,
+    prepare = function(p) return p end,
     consume = function(state, now, cost, c)
       local a, b = unlist(state)
-      local reason, remaining, reset_after, retry_after, delay, changed, next, next2 = c.consume(a, b, now, cost)
+      local reason, remaining, reset_after, retry_after, delay, changed, next, next2 = consume(c, a, b, now, cost)
       return decide(reason == NONE, 0, remaining, reset_after, retry_after, delay, reason), listed(state, next, next2), changed
     end,
     peek = function(state, now, cost, c)
       local a, b = unlist(state)
-      local reason, remaining, reset_after, retry_after, delay = c.peek(a, b, now, cost)
+      local reason, remaining, reset_after, retry_after, delay = peek(c, a, b, now, cost)
       return decide(reason == NONE, 0, remaining, reset_after, retry_after, delay, reason)
     end,
-    ttl = function(state, now, c) return c.ttl(state[1], state[2], now) end,
-    refund = function(state, now, cost, c) return listed(state, c.refund(state[1], state[2], now, cost)) end,
+    ttl = function(state, now, c) return ttl(c, state[1], state[2], now) end,
+    refund = function(state, now, cost, c) return listed(state, refund(c, state[1], state[2], now, cost)) end,
   }
 end
 `;
