@@ -87,7 +87,7 @@ export function readDecision(reply: readonly unknown[], offset: number, call: Li
 
 /**
  * Reads the reply of a single-limit script: the list {@link readDecision} reads, or, for an
- * admission without delay from a lean script, one integer `resetAfter * (limit + 1) + remaining`
+ * admission without delay, one integer `resetAfter * (limit + 1) + remaining`
  * (Redis writes a table reply with a deferred length, ~0.5 µs of its time per call). Exact: the
  * script packs only whole numbers with `remaining ≤ limit` and a result below 2^53.
  */

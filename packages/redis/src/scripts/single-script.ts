@@ -3,6 +3,28 @@ import { type LeanLua, stateNames } from '../lua/lean.js';
 import { CONSTANTS_LUA, PRELUDE_LUA } from '../lua/prelude.js';
 
 /**
+ * A single-limit script's reply: an admission without delay, the hot path, is one integer,
+ * `resetAfter * (limit + 1) + remaining` (see `readSingleDecision` in wire.ts), when that is exact:
+ * whole numbers, `remaining ≤ limit`, below 2^53 (a table reply costs Redis ~0.5 µs more: it is
+ * written with a deferred length). Otherwise the list, without the delay when it is 0.
+ */
+function replyLua(
+  limit: string,
+  reason: string,
+  remaining: string,
+  resetAfter: string,
+  retryAfter: string,
+  delay: string,
+): string {
+  return `if ${reason} == NONE and ${delay} == 0 and ${remaining} <= ${limit} and ${remaining} % 1 == 0 then
+  local packed = ${resetAfter} * (${limit} + 1) + ${remaining}
+  if packed <= 9007199254740991 then return packed end
+end
+if ${delay} ~= 0 then return { ${reason}, ${remaining}, ${resetAfter}, ${retryAfter}, ${delay} } end
+return { ${reason}, ${remaining}, ${resetAfter}, ${retryAfter} }`;
+}
+
+/**
  * One limit of one algorithm kind, what the batch script does for a single call. Each EVALSHA
  * runs a script's whole body, defining every function in it, so the batch script (every
  * algorithm) would make a single limit pay for all six: this one holds the prelude, `write` and
@@ -15,7 +37,8 @@ import { CONSTANTS_LUA, PRELUDE_LUA } from '../lua/prelude.js';
  * ARGV[4…] the algorithm's params, in the order of `LUA_ALGORITHMS`
  *
  * Returns the decision as the batch script does per call (reason, remaining, resetAfter,
- * retryAfter, delay), without the delay when it is 0: every element costs Redis time to write.
+ * retryAfter, delay), without the delay when it is 0, or one integer for an admission without
+ * delay (see `replyLua`): every element costs Redis time to write.
  */
 export function singleScript(algorithm: LuaAlgorithm): string {
   return `${PRELUDE_LUA}
@@ -37,8 +60,7 @@ else
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
   if changed then write(KEYS[1], algorithm, c, next, now) end
 end
-if d[6] ~= 0 then return { d[7], d[3], d[4], d[5], d[6] } end
-return { d[7], d[3], d[4], d[5] }
+${replyLua('d[2]', 'd[7]', 'd[3]', 'd[4]', 'd[5]', 'd[6]')}
 `;
 }
 
@@ -72,8 +94,7 @@ end`;
  * Lua reads the literal back to the same double), in the order of `lean.locals`. Without them, the
  * script is for any params of the kind, read from ARGV[4…] as {@link singleScript} does.
  *
- * Returns what {@link singleScript} returns, except that an admission without delay whose numbers
- * fit is one integer, `resetAfter * (limit + 1) + remaining` (see `readSingleDecision` in wire.ts).
+ * Returns what {@link singleScript} returns.
  */
 export function leanSingleScript(lean: LeanLua, params?: readonly string[]): string {
   const values = params ?? lean.locals.map((_, j) => `tonumber(ARGV[${4 + j}])`);
@@ -109,13 +130,6 @@ ${lean.consume}
     end
   end
 end
--- An admission without delay, the hot path, is one integer (see readSingleDecision in wire.ts): a
--- table reply costs Redis ~0.5 µs more. remaining and reset_after are whole numbers here.
-if reason == NONE and delay == 0 and remaining <= ${lean.limit} then
-  local packed = reset_after * (${lean.limit} + 1) + remaining
-  if packed <= 9007199254740991 then return packed end
-end
-if delay ~= 0 then return { reason, remaining, reset_after, retry_after, delay } end
-return { reason, remaining, reset_after, retry_after }
+${replyLua(lean.limit, 'reason', 'remaining', 'reset_after', 'retry_after', 'delay')}
 `;
 }
