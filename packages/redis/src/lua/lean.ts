@@ -37,10 +37,7 @@ export interface LeanLua {
  * EPSILON of a whole ms rounds down to it (the algorithms read time EPSILON late).
  */
 export function ceilMsLua(out: string, ms: string): string {
-  return `do
-  local ms = ${ms}
-  if ms <= EPSILON then ${out} = 0 else ${out} = math.ceil(ms - EPSILON) end
-end`;
+  return `do local ms = ${ms}; if ms <= EPSILON then ${out} = 0 else ${out} = math.ceil(ms - EPSILON) end end`;
 }
 
 /** The Lua names of a lean state's numbers: `state`, `state2`; `next`, `next2`. */
