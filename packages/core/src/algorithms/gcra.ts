@@ -52,7 +52,10 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     const headroom = tolerance - ttl;
     const remaining = Math.max(0, Math.floor((headroom + EPSILON) / emission));
     if (allowed)
-      return { state: newTat, decision: decide(true, burst, remaining, ceilMs(ttl), 0, 0, policy, undefined) };
+      return {
+        state: newTat,
+        decision: decide(true, burst, remaining, ceilMs(ttl), 0, 0, policy, undefined),
+      };
     const never = increment > tolerance + EPSILON;
     return {
       state,
