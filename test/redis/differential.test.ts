@@ -45,6 +45,35 @@ const ALGORITHMS: readonly [string, Algorithm][] = [
 ];
 
 /**
+ * Layered limits: a mix of kinds (the batch script), and kinds that all have a lean twin (one lean
+ * batch script per set of limits when their keys share a slot; the batch script across slots).
+ */
+const LAYERED: readonly [string, { name: string; algorithm: Algorithm }[]][] = [
+  [
+    'mixed kinds',
+    [
+      { name: 'burst', algorithm: tokenBucket({ capacity: 4, refillInterval: 80_000, strict: true }) },
+      { name: 'hourly', algorithm: slidingWindowLog({ limit: 6, window: 200_000 }) },
+      { name: 'window', algorithm: fixedWindow({ limit: 5, window: 150_000 }) },
+      { name: 'meter', algorithm: gcra({ rate: 2, period: 50_000, burst: 3 }) },
+    ],
+  ],
+  [
+    'lean kinds',
+    [
+      { name: 'burst', algorithm: tokenBucket({ capacity: 4, refillInterval: 80_000, strict: true }) },
+      {
+        name: 'stepped',
+        algorithm: tokenBucket({ capacity: 6, refillAmount: 2, refillInterval: 60_000, refill: 'stepped' }),
+      },
+      { name: 'window', algorithm: fixedWindow({ limit: 5, window: 150_000 }) },
+      { name: 'meter', algorithm: gcra({ rate: 2, period: 50_000, burst: 3 }) },
+      { name: 'queue', algorithm: leakyBucketQueue({ rate: 3, period: 70_000, burst: 2, queue: 3 }) },
+    ],
+  ],
+];
+
+/**
  * Out-of-order (replayed, client-supplied) timestamps: most steps are on time (0); some arrive
  * late by up to 3 windows of the limit, given as a fraction of its window (0.5 = half a window).
  */
@@ -158,50 +187,48 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
     expect(lateSteps).toBeGreaterThanOrEqual(30);
   });
 
-  it('layered limits with per-limit keys (different slots on a Cluster)', async () => {
-    const limits = [
-      { name: 'burst', algorithm: tokenBucket({ capacity: 4, refillInterval: 80_000, strict: true }) },
-      { name: 'hourly', algorithm: slidingWindowLog({ limit: 6, window: 200_000 }) },
-      { name: 'window', algorithm: fixedWindow({ limit: 5, window: 150_000 }) },
-      { name: 'meter', algorithm: gcra({ rate: 2, period: 50_000, burst: 3 }) },
-    ];
-    const keyOf = fc.constantFrom('a', 'b', 'c{x}', undefined);
-    const layered = fc.array(
-      fc.record({
-        keys: fc.tuple(keyOf, keyOf, keyOf, keyOf),
-        cost: fc.integer({ min: 1, max: 4 }),
-        gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 60_000 })),
-        peek: fc.boolean().map((b) => b && Math.random() < 0.2),
-        late: lateness,
-      }),
-      { minLength: 10, maxLength: 60 },
-    );
-    let steps = 0;
-    let lateSteps = 0;
-    await fc.assert(
-      fc.asyncProperty(layered, async (calls) => {
-        const memoryStore = new MemoryStore();
-        const store = redisStore(client);
-        const memory = new Limiter({ limits, store: memoryStore });
-        const redis = new Limiter({ limits, store });
-        const clock = traceClock();
-        for (const { keys, cost, gap, peek, late } of calls) {
-          const newest = clock(gap);
-          const pairs = limits.map((limit, i) => [limit.algorithm, keys[i]] as const);
-          const onTime = late === 0 || !(await canArriveLate(memoryStore, store, client, pairs, newest));
-          // Late by up to 3 × the longest window of the four limits.
-          const now = onTime ? newest : newest - late * 200_000;
-          if (!onTime) lateSteps++;
-          const expected = peek ? memory.peek(keys, { cost, now }) : memory.check(keys, { cost, now });
-          const actual = await (peek ? redis.peek(keys, { cost, now }) : redis.check(keys, { cost, now }));
-          expect(actual).toEqual(expected);
-          steps++;
-        }
-      }),
-      { numRuns: 60 },
-    );
-    expect(errors).toEqual([]);
-    expect(steps).toBeGreaterThanOrEqual(600);
-    expect(lateSteps).toBeGreaterThanOrEqual(60);
-  });
+  it.each(LAYERED)(
+    'layered limits with per-limit keys (different slots on a Cluster): %s',
+    async (_label, limits) => {
+      const longest = Math.max(...limits.map((limit) => limit.algorithm.window));
+      const keyOf = fc.constantFrom('a', 'b', 'c{x}', undefined);
+      const layered = fc.array(
+        fc.record({
+          keys: fc.array(keyOf, { minLength: limits.length, maxLength: limits.length }),
+          cost: fc.integer({ min: 1, max: 4 }),
+          gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 60_000 })),
+          peek: fc.boolean().map((b) => b && Math.random() < 0.2),
+          late: lateness,
+        }),
+        { minLength: 10, maxLength: 60 },
+      );
+      let steps = 0;
+      let lateSteps = 0;
+      await fc.assert(
+        fc.asyncProperty(layered, async (calls) => {
+          const memoryStore = new MemoryStore();
+          const store = redisStore(client);
+          const memory = new Limiter({ limits, store: memoryStore });
+          const redis = new Limiter({ limits, store });
+          const clock = traceClock();
+          for (const { keys, cost, gap, peek, late } of calls) {
+            const newest = clock(gap);
+            const pairs = limits.map((limit, i) => [limit.algorithm, keys[i]] as const);
+            const onTime = late === 0 || !(await canArriveLate(memoryStore, store, client, pairs, newest));
+            // Late by up to 3 × the longest window of the limits.
+            const now = onTime ? newest : newest - late * longest;
+            if (!onTime) lateSteps++;
+            const expected = peek ? memory.peek(keys, { cost, now }) : memory.check(keys, { cost, now });
+            const actual = await (peek ? redis.peek(keys, { cost, now }) : redis.check(keys, { cost, now }));
+            expect(actual).toEqual(expected);
+            steps++;
+          }
+        }),
+        { numRuns: 60 },
+      );
+      expect(errors).toEqual([]);
+      expect(steps).toBeGreaterThanOrEqual(600);
+      expect(lateSteps).toBeGreaterThanOrEqual(60);
+    },
+  );
 });

@@ -426,7 +426,7 @@ describe('scripts', () => {
     }
   });
 
-  it('writes at most 64 sets of params into single-limit scripts; past them, params travel as ARGV', async () => {
+  it('writes at most 64 sets of params into scripts; past them, params travel as ARGV', async () => {
     const server = await startRedis();
     const redis = await connectRedis(server.port);
     try {
@@ -443,6 +443,19 @@ describe('scripts', () => {
       // 64 scripts with their params written in, and one for any params of the kind.
       const info = await redis.info('memory');
       expect(Number(/number_of_cached_scripts:(\d+)/.exec(info)?.[1])).toBe(65);
+      // Layered limits past the cap: the batch script of their kinds, params as ARGV, same answers.
+      const limits = [
+        { name: 'burst', algorithm: tokenBucket({ capacity: 2, refillInterval: 30_000, strict: true }) },
+        { name: 'meter', algorithm: gcra({ rate: 1, period: 20_000, burst: 3 }) },
+      ];
+      const onRedis = new Limiter({ limits, store });
+      const inMemory = new Limiter({ limits, store: memory });
+      for (const now of [0, 0, 0, 10_000, 25_000, 25_000, 60_000]) {
+        expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
+        expect(await onRedis.peek('k', { now })).toEqual(inMemory.peek('k', { now }));
+      }
+      const after = await redis.info('memory');
+      expect(Number(/number_of_cached_scripts:(\d+)/.exec(after)?.[1])).toBe(66);
     } finally {
       redis.disconnect();
       await server.stop();
@@ -463,6 +476,54 @@ describe('scripts', () => {
       const decision = await onRedis.check('k', { now: 1_000 });
       expect(decision).toEqual(inMemory.check('k', { now: 1_000 }));
       resets.push(decision.resetAfter);
+    }
+    expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
+  });
+
+  it('runs layered limits of lean kinds as one script with their params written in', async () => {
+    const server = await startRedis();
+    const redis = await connectRedis(server.port);
+    try {
+      const store = new RedisStore({ client: redis, timeout: 5_000 });
+      const limits = [
+        { name: 'burst', algorithm: tokenBucket({ capacity: 2, refillInterval: 30_000 }) },
+        { name: 'meter', algorithm: gcra({ rate: 1, period: 20_000, burst: 3 }) },
+      ];
+      const onRedis = new Limiter({ limits, store });
+      const inMemory = new Limiter({ limits, store: new MemoryStore() });
+      for (const now of [0, 0, 0, 30_000]) {
+        expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
+      }
+      // The same limits again (another limiter, same algorithms): no new script.
+      const again = new Limiter({ limits, store });
+      expect(await again.check('k', { now: 30_000 })).toEqual(inMemory.check('k', { now: 30_000 }));
+      const scripts = await redis.info('memory');
+      expect(Number(/number_of_cached_scripts:(\d+)/.exec(scripts)?.[1])).toBe(1);
+      expect(await redis.pttl(store.keyFor(limits[1]!.algorithm, 'k'))).toBeGreaterThan(0);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('answers layered admissions exactly when a packed decision would pass 2^53 (the list then)', async () => {
+    const limits = [
+      {
+        name: 'big',
+        algorithm: tokenBucket({ capacity: 1_000_000_000, refillAmount: 1, refillInterval: 3_600_000 }),
+      },
+      { name: 'small', algorithm: gcra({ rate: 1, period: 1_000, burst: 10 }) },
+    ];
+    const onRedis = new Limiter({
+      limits,
+      store: new RedisStore({ client, prefix: uniquePrefix('packed') }),
+    });
+    const inMemory = new Limiter({ limits, store: new MemoryStore() });
+    const resets: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const decision = await onRedis.check('k', { now: 1_000 });
+      expect(decision).toEqual(inMemory.check('k', { now: 1_000 }));
+      resets.push(decision.limits[0]!.resetAfter);
     }
     expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
   });

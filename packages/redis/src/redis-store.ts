@@ -14,6 +14,7 @@ import {
 import { RedisLeases } from './redis-leases.js';
 import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
+import { type LeanLimit, leanBatchScript, MAX_LEAN_BATCH } from './scripts/lean-batch-script.js';
 import { REFUND_SCRIPT } from './scripts/refund-script.js';
 import { leanSingleScript, singleScript } from './scripts/single-script.js';
 import { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
@@ -23,6 +24,7 @@ import {
   DECISION_WIDTH,
   luaAlgorithm,
   pushCallArgs,
+  readBatchDecisions,
   readDecision,
   readSingleDecision,
 } from './wire.js';
@@ -33,8 +35,12 @@ import {
  * codes), a single-limit script for its kind.
  */
 const BATCH_COMMAND = 'sluiceBatch';
+const LEAN_BATCH_COMMAND = 'sluiceLeanBatch_';
 const SINGLE_COMMAND = 'sluiceOne_';
-/** Most sets of params a store writes into single-limit scripts (one Redis script each). */
+/**
+ * Most scripts with params written in (single-limit and lean batch scripts alike) a store
+ * registers: one Redis script each, and the script cache must not grow with ever new params.
+ */
 const MAX_BAKED = 64;
 const REFUND_COMMAND = 'sluiceRefund';
 const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
@@ -52,6 +58,18 @@ interface AlgorithmWire {
   readonly bit: number;
   /** Its single-limit script (a list, or one integer for a packed admission: see `readSingleDecision`). */
   readonly single: ScriptCommand<unknown[] | number>;
+  /** Its lean twin with its params, for lean batch scripts; undefined for a kind without one. */
+  readonly lean: LeanLimit | undefined;
+}
+
+/**
+ * The lean batch scripts of a store, by the ordered algorithms of their limits: a trie over
+ * `AlgorithmWire`s (weakly held: algorithms made and dropped take their scripts' entries along).
+ * `command` null: past the cap of scripts with params written in, the generic batch runs.
+ */
+interface LeanBatchNode {
+  command?: ScriptCommand | null;
+  readonly next: WeakMap<AlgorithmWire, LeanBatchNode>;
 }
 
 type Mode = 'consume' | 'peek';
@@ -100,6 +118,7 @@ export class RedisStore implements Store {
   private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
   /** Names of the single-limit scripts registered with their params written in (see `wire`). */
   private readonly baked = new Set<string>();
+  private readonly leanBatches: LeanBatchNode = { next: new WeakMap() };
   private readonly refunds: ScriptCommand;
   private readonly splitRefunds: ScriptCommand;
   private readonly guard: Guard;
@@ -229,31 +248,38 @@ export class RedisStore implements Store {
       );
     }
     let kinds = 0;
+    // The lean batch script of these limits, found along the trie while the keys are made.
+    let lean: LeanBatchNode | undefined = calls.length <= MAX_LEAN_BATCH ? this.leanBatches : undefined;
     const keys = calls.map((call) => {
       const wire = this.wire(call.algorithm);
       kinds |= wire.bit;
+      if (lean !== undefined) lean = wire.lean === undefined ? undefined : leanChild(lean, wire);
       return `${wire.base}${escapeKey(call.key)}}`;
     });
-    const batch = this.batchFor(kinds);
     const groups = this.isCluster ? groupBySlot(keys) : undefined;
     if (groups !== undefined && groups.size > 1) {
+      const batch = this.batchFor(kinds);
       const slots = [...groups.values()];
       if (mode === 'peek')
         return this.guard.run(mode, calls.length, () => this.peekSlots(batch, calls, slots, now), fail);
       return this.consumeSlots(batch, calls, slots, now, fail).then((d) => this.settled(calls, d, now, mode));
     }
-    const args = this.callArgs(calls, now, mode);
+    const leanBatch = lean === undefined ? undefined : this.leanBatch(lean, calls);
+    let run: () => Promise<unknown[]>;
+    if (leanBatch != null) {
+      const args: (string | number)[] = [this.nowArg(now), mode];
+      for (const call of calls) args.push(call.cost);
+      run = () => leanBatch(keys.length, ...keys, ...args);
+    } else {
+      const batch = this.batchFor(kinds);
+      const args = this.callArgs(calls, now, mode);
+      run = () => batch(keys.length, ...keys, ...args);
+    }
     return this.guard.map(
       mode,
       calls.length,
-      () => batch(keys.length, ...keys, ...args),
-      (reply) =>
-        this.settled(
-          calls,
-          calls.map((call, i) => readDecision(reply, 1 + i * DECISION_WIDTH, call)),
-          now,
-          mode,
-        ),
+      run,
+      (reply) => this.settled(calls, readBatchDecisions(reply, calls), now, mode),
       fail,
     );
   }
@@ -303,10 +329,34 @@ export class RedisStore implements Store {
           );
         }
       }
-      wire = { base: this.keyBase(algorithm), params: sent, bit: 1 << (code - 1), single };
+      wire = {
+        base: this.keyBase(algorithm),
+        params: sent,
+        bit: 1 << (code - 1),
+        single,
+        lean: entry.lean === undefined ? undefined : { lean: entry.lean, params },
+      };
       this.wires.set(algorithm, wire);
     }
     return wire;
+  }
+
+  /**
+   * The lean batch script at `node` (the calls' algorithms, in order), registered on first use; null
+   * past the cap of scripts with params written in (the generic batch script runs then).
+   */
+  private leanBatch(node: LeanBatchNode, calls: readonly LimitCall[]): ScriptCommand | null {
+    if (node.command === undefined) {
+      const lua = leanBatchScript(calls.map((call) => this.wire(call.algorithm).lean!));
+      const name = `${LEAN_BATCH_COMMAND}${createHash('sha1').update(lua).digest('hex')}`;
+      if (this.baked.has(name) || this.baked.size < MAX_BAKED) {
+        this.baked.add(name);
+        node.command = scriptCommand(this.options.client, name, lua);
+      } else {
+        node.command = null;
+      }
+    }
+    return node.command;
   }
 
   /** The batch script holding exactly the algorithm kinds in `kinds` (a bit mask of codes). */
@@ -529,6 +579,15 @@ export class RedisStore implements Store {
         decision ?? decide(true, calls[i]!.algorithm.limit, 0, 0, 0, 0, calls[i]!.policy, undefined),
     );
   }
+}
+
+function leanChild(node: LeanBatchNode, wire: AlgorithmWire): LeanBatchNode {
+  let child = node.next.get(wire);
+  if (child === undefined) {
+    child = { next: new WeakMap() };
+    node.next.set(wire, child);
+  }
+  return child;
 }
 
 function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {

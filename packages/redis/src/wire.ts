@@ -105,3 +105,19 @@ export function readSingleDecision(reply: number | readonly unknown[], call: Lim
     undefined,
   );
 }
+
+/**
+ * Reads a batch reply: per call, {@link DECISION_WIDTH} integers after the leading `now`, or, from a
+ * lean batch script whose every limit admitted without delay, one packed integer per call (see
+ * {@link readSingleDecision}): a reply of exactly `calls.length` elements.
+ */
+export function readBatchDecisions(reply: readonly unknown[], calls: readonly LimitCall[]): Decision[] {
+  const decisions = new Array<Decision>(calls.length);
+  if (reply.length === calls.length) {
+    for (let i = 0; i < calls.length; i++) decisions[i] = readSingleDecision(reply[i] as number, calls[i]!);
+  } else {
+    for (let i = 0; i < calls.length; i++)
+      decisions[i] = readDecision(reply, 1 + i * DECISION_WIDTH, calls[i]!);
+  }
+  return decisions;
+}

@@ -16,12 +16,30 @@ function replyLua(
   retryAfter: string,
   delay: string,
 ): string {
-  return `if ${reason} == NONE and ${delay} == 0 and ${remaining} <= ${limit} and ${remaining} % 1 == 0 then
-  local packed = ${resetAfter} * (${limit} + 1) + ${remaining}
-  if packed <= 9007199254740991 then return packed end
-end
+  return `${packLua(limit, 'local packed', reason, remaining, resetAfter, delay)}
+if packed then return packed end
 if ${delay} ~= 0 then return { ${reason}, ${remaining}, ${resetAfter}, ${retryAfter}, ${delay} } end
 return { ${reason}, ${remaining}, ${resetAfter}, ${retryAfter} }`;
+}
+
+/**
+ * Sets `out` (an assignable Lua name, or `local <name>` to declare it) to a decision packed into one
+ * integer, `resetAfter * (limit + 1) + remaining`, when that is exact (an admission without delay,
+ * whole numbers, `remaining ≤ limit`, below 2^53; see `readSingleDecision` in wire.ts), else nil.
+ */
+export function packLua(
+  limit: string,
+  out: string,
+  reason = 'reason',
+  remaining = 'remaining',
+  resetAfter = 'reset_after',
+  delay = 'delay',
+): string {
+  const name = out.replace(/^local /, '');
+  return `${out.startsWith('local ') ? `${out}\n` : ''}if ${reason} == NONE and ${delay} == 0 and ${remaining} <= ${limit} and ${remaining} % 1 == 0 then
+  local p = ${resetAfter} * (${limit} + 1) + ${remaining}
+  if p <= 9007199254740991 then ${name} = p end
+end`;
 }
 
 /**
