@@ -528,6 +528,26 @@ describe('scripts', () => {
     expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
   });
 
+  it('a GCRA whose emission interval is below EPSILON reports remaining ≤ burst, as in memory', async () => {
+    const algorithm = gcra({ rate: 1_000_000_000, period: 3_600_000, burst: 1_000_000_000 });
+    const store = new RedisStore({ client, prefix: uniquePrefix('fast-gcra') });
+    const single = new Limiter({ algorithm, store });
+    const layered = new Limiter({
+      limits: [
+        { name: 'fast', algorithm },
+        { name: 'slow', algorithm: gcra({ rate: 5, period: 1_000 }) },
+      ],
+      store,
+    });
+    const memory = new MemoryStore();
+    for (const now of [1_763_786_000_000.5, 1_763_786_000_000.5, 1_763_786_000_001]) {
+      const decision = await single.check('k', { now });
+      expect(decision).toEqual(new Limiter({ algorithm, store: memory }).check('k', { now }));
+      expect(decision.remaining).toBeLessThanOrEqual(1_000_000_000);
+      expect((await layered.peek('k', { now })).limits[0]!.remaining).toBe(1_000_000_000);
+    }
+  });
+
   it('refuses an algorithm it has no Lua twin for, with a coded error', async () => {
     const store = new RedisStore({ client });
     const fake = { ...gcra({ rate: 1, period: 1 }), kind: 'third-party' } as unknown as Algorithm;

@@ -50,7 +50,9 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     const allowed = wait <= EPSILON;
     const ttl = (allowed && consuming ? newTat : tat) - now;
     const headroom = tolerance - ttl;
-    const remaining = Math.max(0, Math.floor((headroom + EPSILON) / emission));
+    // Clamped to the burst: with an emission interval shorter than EPSILON (rates above 100 per
+    // ms), the slack alone would be worth more than one request.
+    const remaining = Math.min(burst, Math.max(0, Math.floor((headroom + EPSILON) / emission)));
     if (allowed)
       return {
         state: newTat,

@@ -18,7 +18,7 @@ const evaluate = (consuming: boolean) => `do
   local ttl = tat - now
   ${consuming ? 'if allowed then ttl = new_tat - now end' : ''}
   local headroom = tolerance - ttl
-  remaining, delay = math.max(0, math.floor((headroom + EPSILON) / emission)), 0
+  remaining, delay = math.min(burst, math.max(0, math.floor((headroom + EPSILON) / emission))), 0
   ${ceilMsLua('reset_after', 'ttl')}
   if allowed then
     reason, retry_after = NONE, 0
