@@ -506,6 +506,33 @@ describe('scripts', () => {
     }
   });
 
+  it('runs the most layered limits a lean batch script inlines (Lua caps locals per function)', async () => {
+    const errors: unknown[] = [];
+    const store = new RedisStore({
+      client,
+      prefix: uniquePrefix('many'),
+      failurePolicy: 'deny',
+      onError: (event) => errors.push(event),
+    });
+    const kinds = [
+      (i: number) => tokenBucket({ capacity: 3 + i, refillInterval: 10_000, strict: i % 2 === 0 }),
+      (i: number) => tokenBucket({ capacity: 3 + i, refillInterval: 10_000, refill: 'stepped' }),
+      (i: number) => gcra({ rate: 2 + i, period: 10_000 }),
+      (i: number) => fixedWindow({ limit: 3 + i, window: 10_000 }),
+      (i: number) => leakyBucketQueue({ rate: 2, period: 10_000, burst: 1 + i, queue: 2 }),
+    ];
+    const limits = Array.from({ length: 12 }, (_, i) => ({
+      name: `l${i}`,
+      algorithm: kinds[i % kinds.length]!(i),
+    }));
+    const onRedis = new Limiter({ limits, store });
+    const inMemory = new Limiter({ limits, store: new MemoryStore() });
+    for (const now of [0, 0, 0, 0, 1_000, 1_000, 5_000, 20_000]) {
+      expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
+    }
+    expect(errors).toEqual([]);
+  });
+
   it('answers layered admissions exactly when a packed decision would pass 2^53 (the list then)', async () => {
     const limits = [
       {
