@@ -1,4 +1,12 @@
-import { type Algorithm, gcra, Limiter, leakyBucketQueue, MemoryStore, tokenBucket } from '@sluice/core';
+import {
+  type Algorithm,
+  type Decision,
+  gcra,
+  Limiter,
+  leakyBucketQueue,
+  MemoryStore,
+  tokenBucket,
+} from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 
 // An epoch-scale instant (Nov 2026), where a double's resolution is 2^-12 ms.
@@ -21,7 +29,8 @@ const TIME_STATES: readonly [string, (perSecond: number) => Algorithm][] = [
 function burst(algorithm: Algorithm): number {
   const limiter = new Limiter({ algorithm, store: new MemoryStore() });
   let admitted = 0;
-  for (let i = 0; i < algorithm.limit * 1.3; i++) if (limiter.check('k', { now: NOW }).allowed) admitted++;
+  for (let i = 0; i < algorithm.limit * 1.3; i++)
+    if ((limiter.check('k', { now: NOW }) as Decision).allowed) admitted++;
   return admitted;
 }
 
