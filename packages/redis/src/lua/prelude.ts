@@ -6,6 +6,20 @@ local EPSILON = ${EPSILON.toExponential()}
 local NONE, RATE, COST = 0, 1, 2
 `;
 
+/**
+ * `read_now` of the prelude, inline, for the scripts that define no function (a closure costs
+ * Redis time on every call): sets the local `now` from ARGV[1], the caller's time in ms, or from
+ * Redis TIME (µs precision) when it is empty.
+ */
+export const READ_NOW_INLINE_LUA = `-- read_now, inline: the caller's time, or Redis TIME.
+local now
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end`;
+
 /** The part of the prelude every algorithm fragment needs: the constants and `ceil_ms`. */
 export const DECISION_LUA = `${CONSTANTS_LUA}
 -- decision.ts ceilMs: ms to whole ms, rounded up, never negative; within EPSILON of a whole ms

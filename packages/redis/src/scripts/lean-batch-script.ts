@@ -1,5 +1,5 @@
 import { type LeanLua, stateNames } from '../lua/lean.js';
-import { CONSTANTS_LUA } from '../lua/prelude.js';
+import { CONSTANTS_LUA, READ_NOW_INLINE_LUA } from '../lua/prelude.js';
 import { packLua } from './single-script.js';
 
 /** One limit of a lean batch: its lean twin and its params as exact decimal strings. */
@@ -101,14 +101,7 @@ export function leanBatchScript(limits: readonly LeanLimit[]): string {
     .map((i) => `reason_${i}, remaining_${i}, reset_after_${i}, retry_after_${i}, delay_${i}`)
     .join(', ');
   return `${CONSTANTS_LUA}
--- read_now, inline: the caller's time, or Redis TIME.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-end
+${READ_NOW_INLINE_LUA}
 local ${indices.map((i) => `cost_${i}`).join(', ')} = ${indices.map((i) => `tonumber(ARGV[${2 + i}])`).join(', ')}
 local raw = redis.call('MGET', ${indices.map((i) => `KEYS[${i}]`).join(', ')})
 ${limits.map((limit, j) => read(limit, j + 1)).join('\n')}

@@ -1,6 +1,6 @@
 import { type LuaAlgorithm, WRITE_LUA } from '../lua/algorithms.js';
 import { type LeanLua, stateNames } from '../lua/lean.js';
-import { CONSTANTS_LUA, PRELUDE_LUA } from '../lua/prelude.js';
+import { CONSTANTS_LUA, PRELUDE_LUA, READ_NOW_INLINE_LUA } from '../lua/prelude.js';
 
 /**
  * A single-limit script's reply: an admission without delay, the hot path, is one integer,
@@ -119,14 +119,7 @@ export function leanSingleScript(lean: LeanLua, params?: readonly string[]): str
   return `${CONSTANTS_LUA}
 local ${lean.locals.join(', ')} = ${values.join(', ')}
 ${lean.prepare}
--- read_now, inline: the caller's time, or Redis TIME.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-end
+${READ_NOW_INLINE_LUA}
 local cost = tonumber(ARGV[3])
 ${lean.width === 1 ? ONE_NUMBER_STATE : TWO_NUMBER_STATE}
 local reason, remaining, reset_after, retry_after, delay, changed, ${stateNames(lean, 'next')}
