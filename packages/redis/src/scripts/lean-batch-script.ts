@@ -1,6 +1,6 @@
 import { type LeanLua, stateNames } from '../lua/lean.js';
 import { CONSTANTS_LUA, READ_NOW_INLINE_LUA } from '../lua/prelude.js';
-import { packLua } from './single-script.js';
+import { packLua, twoNumberStateLua } from './single-script.js';
 
 /** One limit of a lean batch: its lean twin and its params as exact decimal strings. */
 export interface LeanLimit {
@@ -67,10 +67,7 @@ end`;
 function read(limit: LeanLimit, i: number): string {
   if (limit.lean.width === 1) return `local state_${i} = tonumber(raw[${i}])`;
   return `local state_${i}, state_${i}b
-if raw[${i}] then
-  local comma = string.find(raw[${i}], ',', 1, true)
-  state_${i}, state_${i}b = tonumber(string.sub(raw[${i}], 1, comma - 1)), tonumber(string.sub(raw[${i}], comma + 1))
-end`;
+${twoNumberStateLua(`raw[${i}]`, `state_${i}`, `state_${i}b`)}`;
 }
 
 /**

@@ -86,14 +86,21 @@ ${replyLua('d[2]', 'd[7]', 'd[3]', 'd[4]', 'd[5]', 'd[6]')}
 // tonumber(false), for no key, is nil.
 const ONE_NUMBER_STATE = `local state = tonumber(redis.call('GET', KEYS[1]))`;
 
-// Two numbers are stored as '%.17g,%.17g', as `encode` writes them.
+/**
+ * Sets `first, second` from `raw`, a two-number state stored as '%.17g,%.17g' (as `encode` writes
+ * it), when `raw` is not false (no key): the lean scripts read two-number states with it.
+ */
+export function twoNumberStateLua(raw: string, first: string, second: string): string {
+  return `if ${raw} then
+  local comma = string.find(${raw}, ',', 1, true)
+  ${first}, ${second} = tonumber(string.sub(${raw}, 1, comma - 1)), tonumber(string.sub(${raw}, comma + 1))
+end`;
+}
+
 const TWO_NUMBER_STATE = `local state, state2
 do
   local raw = redis.call('GET', KEYS[1])
-  if raw then
-    local comma = string.find(raw, ',', 1, true)
-    state, state2 = tonumber(string.sub(raw, 1, comma - 1)), tonumber(string.sub(raw, comma + 1))
-  end
+  ${twoNumberStateLua('raw', 'state', 'state2')}
 end`;
 
 /**
