@@ -1,6 +1,6 @@
 import { type LeanLua, stateNames } from '../lua/lean.js';
 import { CONSTANTS_LUA, READ_NOW_INLINE_LUA } from '../lua/prelude.js';
-import { packLua, twoNumberStateLua } from './single-script.js';
+import { leanWriteLua, packLua, twoNumberStateLua } from './single-script.js';
 
 /** One limit of a lean batch: its lean twin and its params as exact decimal strings. */
 export interface LeanLimit {
@@ -9,7 +9,10 @@ export interface LeanLimit {
   readonly params: readonly string[];
 }
 
-/** Most limits one lean batch script inlines (Lua allows 200 locals per function; each takes 10). */
+/**
+ * Most limits one lean batch script inlines: Lua allows 200 locals per function, and each limit
+ * takes 11 or 12 at the top level (14 limits still compile, 16 do not).
+ */
 export const MAX_LEAN_BATCH = 12;
 
 // The per-limit Lua locals of limit i: its state, its decision, and what consume sets.
@@ -43,24 +46,11 @@ ${packs ? packLua(lean.limit, `packed_${i}`) : ''}
 end`;
 }
 
-/** `write()` of the batch script, inline, for limit `i`: its new state with PX = its ttl, or DEL. */
+/** `write()` of the batch script, inline, for limit `i` (see `leanWriteLua`). */
 function write(limit: LeanLimit, i: number): string {
-  const { lean, params } = limit;
-  const value = lean.width === 1 ? `next_${i}` : `string.format('%.17g,%.17g', next_${i}, next_${i}b)`;
-  return `if changed_${i} then
-  local ttl_ms = 0
-  if next_${i} ~= nil then
-    local ${lean.locals.join(', ')} = ${params.join(', ')}
-${lean.prepare}
-    local ${stateNames(lean, 'state')} = next_${i}${lean.width === 1 ? '' : `, next_${i}b`}
-    ttl_ms = ${lean.ttl}
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[${i}], ${value}, 'PX', math.ceil(ttl_ms))
-  else
-    redis.call('DEL', KEYS[${i}])
-  end
-end`;
+  const bind = `    local ${limit.lean.locals.join(', ')} = ${limit.params.join(', ')}
+${limit.lean.prepare}`;
+  return leanWriteLua(limit.lean, `KEYS[${i}]`, `changed_${i}`, `next_${i}`, `next_${i}b`, bind);
 }
 
 /** Reads limit i's state from the MGET reply `raw` (false for no key) into `state<i>` (and `b`). */

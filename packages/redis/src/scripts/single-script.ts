@@ -104,6 +104,36 @@ do
 end`;
 
 /**
+ * `write()` of the batch script, inline, for a lean twin: when `changed`, stores the new state
+ * (`next`, and `next2` for two numbers) at `key` with `PX` = its ttl rounded up, or deletes the key
+ * when there is no state or its ttl is ≤ 0. `bind`: Lua that puts the params (and what `prepare`
+ * derives) in scope, when they are not already.
+ */
+export function leanWriteLua(
+  lean: LeanLua,
+  key: string,
+  changed: string,
+  next: string,
+  next2: string,
+  bind = '',
+): string {
+  const value = lean.width === 1 ? next : `string.format('%.17g,%.17g', ${next}, ${next2})`;
+  return `if ${changed} then
+  local ttl_ms = 0
+  if ${next} ~= nil then
+${bind}
+    local ${stateNames(lean, 'state')} = ${lean.width === 1 ? next : `${next}, ${next2}`}
+    ttl_ms = ${lean.ttl}
+  end
+  if ttl_ms > 0 then
+    redis.call('SET', ${key}, ${value}, 'PX', math.ceil(ttl_ms))
+  else
+    redis.call('DEL', ${key})
+  end
+end`;
+}
+
+/**
  * The single-limit script of an algorithm with a lean twin (see `lua/lean.ts`), for one algorithm
  * object: its params are written into the script as constants (one script per set of params, few
  * in an application), so a call carries 3 arguments; the twin's blocks are inlined, so the script
@@ -134,19 +164,8 @@ if ARGV[2] == 'peek' then
 ${lean.peek}
 else
 ${lean.consume}
-  -- write(), inline: one call is the whole batch, it writes whatever it changed, admitted or not.
-  if changed then
-    local ttl_ms = 0
-    if next ~= nil then
-      local ${stateNames(lean, 'state')} = ${stateNames(lean, 'next')}
-      ttl_ms = ${lean.ttl}
-    end
-    if ttl_ms > 0 then
-      redis.call('SET', KEYS[1], ${lean.width === 1 ? 'next' : "string.format('%.17g,%.17g', next, next2)"}, 'PX', math.ceil(ttl_ms))
-    else
-      redis.call('DEL', KEYS[1])
-    end
-  end
+  -- One call is the whole batch: it writes whatever it changed, admitted or not.
+${leanWriteLua(lean, 'KEYS[1]', 'changed', 'next', 'next2')}
 end
 ${replyLua(lean.limit, 'reason', 'remaining', 'reset_after', 'retry_after', 'delay')}
 `;
