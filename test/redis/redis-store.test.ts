@@ -508,6 +508,43 @@ describe('scripts', () => {
     }
   });
 
+  it('a lean batch never overwrites a key holding another type: WRONGTYPE goes to the policy', async () => {
+    const errors: RedisStoreErrorEvent[] = [];
+    const store = new RedisStore({
+      client,
+      prefix: uniquePrefix('wrongtype'),
+      failurePolicy: 'deny',
+      onError: (event) => errors.push(event),
+    });
+    const limits = [
+      { name: 'burst', algorithm: tokenBucket({ capacity: 3, refillInterval: 10_000 }) },
+      { name: 'steady', algorithm: tokenBucket({ capacity: 9, refillInterval: 1_000, refill: 'stepped' }) },
+    ];
+    const limiter = new Limiter({ limits, store });
+    for (const limit of limits) {
+      const foreign = store.keyFor(limit.algorithm, 'k');
+      await client.hset(foreign, 'someone', 'else');
+      expect(await limiter.check('k', { now: 1_000 })).toMatchObject({
+        allowed: false,
+        reason: 'store-unavailable',
+      });
+      expect(await client.type(foreign)).toBe('hash');
+      await client.del(foreign);
+    }
+    expect(errors.map((event) => String(event.error.cause ?? event.error))).toEqual([
+      expect.stringContaining('WRONGTYPE'),
+      expect.stringContaining('WRONGTYPE'),
+    ]);
+  });
+
+  it('a batch of no calls answers nothing, without a script or an error', async () => {
+    const errors: RedisStoreErrorEvent[] = [];
+    const store = new RedisStore({ client, prefix: uniquePrefix('empty'), onError: (e) => errors.push(e) });
+    expect(await store.consume([], 1_000)).toEqual([]);
+    expect(await store.peek([], 1_000)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
   it('runs the most layered limits a lean batch script inlines (Lua caps locals per function)', async () => {
     const errors: unknown[] = [];
     const store = new RedisStore({

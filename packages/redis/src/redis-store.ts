@@ -249,7 +249,9 @@ export class RedisStore implements Store {
     }
     let kinds = 0;
     // The lean batch script of these limits, found along the trie while the keys are made.
-    let lean: LeanBatchNode | undefined = calls.length <= MAX_LEAN_BATCH ? this.leanBatches : undefined;
+    // A batch of none (a store called directly) has no script to make: the generic batch answers it.
+    let lean: LeanBatchNode | undefined =
+      calls.length > 0 && calls.length <= MAX_LEAN_BATCH ? this.leanBatches : undefined;
     const keys = calls.map((call) => {
       const wire = this.wire(call.algorithm);
       kinds |= wire.bit;
