@@ -531,7 +531,7 @@ describe('scripts', () => {
       expect(await client.type(foreign)).toBe('hash');
       await client.del(foreign);
     }
-    expect(errors.map((event) => String(event.error.cause ?? event.error))).toEqual([
+    expect(errors.map((event) => String(event.error))).toEqual([
       expect.stringContaining('WRONGTYPE'),
       expect.stringContaining('WRONGTYPE'),
     ]);
