@@ -594,7 +594,7 @@ describe('scripts', () => {
     expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
   });
 
-  it('a GCRA whose emission interval is below EPSILON reports remaining ≤ burst, as in memory', async () => {
+  it('a GCRA whose emission interval is below EPSILON reports remaining as in memory (burst − 1 after one)', async () => {
     const algorithm = gcra({ rate: 1_000_000_000, period: 3_600_000, burst: 1_000_000_000 });
     const store = new RedisStore({ client, prefix: uniquePrefix('fast-gcra') });
     const single = new Limiter({ algorithm, store });
@@ -606,11 +606,63 @@ describe('scripts', () => {
       store,
     });
     const memory = new MemoryStore();
-    for (const now of [1_763_786_000_000.5, 1_763_786_000_000.5, 1_763_786_000_001]) {
-      const decision = await single.check('k', { now });
-      expect(decision).toEqual(new Limiter({ algorithm, store: memory }).check('k', { now }));
-      expect(decision.remaining).toBeLessThanOrEqual(1_000_000_000);
-      expect((await layered.peek('k', { now })).limits[0]!.remaining).toBe(1_000_000_000);
+    // One fresh key per step: a state worth 3.6 µs has a PX of 1 ms, which Redis counts in real
+    // time while these steps share one instant.
+    const steps = [1_763_786_000_000.5, 1_763_786_000_000.5, 1_763_786_000_001];
+    for (const [i, now] of steps.entries()) {
+      expect((await layered.peek(`k${i}`, { now })).limits[0]!.remaining).toBe(1_000_000_000);
+      const decision = await single.check(`k${i}`, { now });
+      expect(decision).toEqual(new Limiter({ algorithm, store: memory }).check(`k${i}`, { now }));
+      expect(decision.remaining).toBe(999_999_999);
+    }
+  });
+
+  it('Lua twins decide as TypeScript above 50 units per ms (a slack below EPSILON), single and layered', async () => {
+    // States are set before each step with a long PX: a state worth microseconds would otherwise
+    // expire in Redis' real time between steps that share one instant.
+    const algorithms = [
+      tokenBucket({ capacity: 12, refillAmount: 1_000_000, refillInterval: 1_000 }),
+      gcra({ rate: 3_000_000, period: 1_000, burst: 9 }),
+      leakyBucketQueue({ rate: 700_000, period: 1_000, burst: 4, queue: 6 }),
+    ];
+    const store = new RedisStore({ client, prefix: uniquePrefix('fast'), timeout: 5_000 });
+    const start = 1_763_786_000_000.25;
+    for (const layered of [false, true]) {
+      const sets = layered ? [algorithms.slice(0, 2), algorithms.slice(1)] : algorithms.map((a) => [a]);
+      for (const set of sets) {
+        const states: (number | undefined)[] = set.map(() => undefined);
+        let now = start;
+        for (let step = 0; step < 40; step++) {
+          now += step % 7 === 0 ? 0.0037 * step : 0;
+          const cost = 1 + (step % 3);
+          const calls = set.map((algorithm) => ({ algorithm, key: 'k', cost, policy: algorithm.kind }));
+          for (const [i, call] of calls.entries()) {
+            const key = store.keyFor(call.algorithm, 'k');
+            if (states[i] === undefined) await client.del(key);
+            else await client.set(key, String(states[i]), 'PX', 60_000);
+          }
+          // The memory store's batch rule, on the pure transitions.
+          const transitions = calls.map((call, i) =>
+            call.algorithm.consume(states[i] as never, now, cost, call.policy),
+          );
+          const all = transitions.every((t) => t.decision.allowed);
+          const expected = calls.map((call, i) =>
+            all || !transitions[i]!.decision.allowed
+              ? transitions[i]!.decision
+              : call.algorithm.peek(states[i] as never, now, cost, call.policy),
+          );
+          expect(await store.consume(calls, now), `step ${step}`).toEqual(expected);
+          for (const [i, call] of calls.entries()) {
+            if (all || !transitions[i]!.decision.allowed) states[i] = transitions[i]!.state as number;
+            const stored = await client.get(store.keyFor(call.algorithm, 'k'));
+            const ttl = states[i] === undefined ? 0 : call.algorithm.ttl(states[i] as never, now);
+            if (ttl <= 0) expect(stored).toBeNull();
+            // A state written with a PX of a few ms may have expired in real time since.
+            else if (stored !== null) expect(Number(stored)).toBe(states[i]);
+            else expect(ttl).toBeLessThan(1_000);
+          }
+        }
+      }
     }
   });
 

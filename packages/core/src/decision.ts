@@ -96,10 +96,10 @@ function moreRestrictive(a: Decision, b: Decision): boolean {
 }
 
 /**
- * ms → whole ms, rounded up, never negative. Values within `EPSILON` above a whole ms round down
- * to it: the algorithms admit a request `EPSILON` early, so a caller who waits exactly
- * `retryAfter` is admitted, and one who waits 1 ms less is not.
+ * ms → whole ms, rounded up, never negative. Values within `slack` above a whole ms round down
+ * to it: the algorithms admit a request `slack` early (`EPSILON`, or less: see `slackFor`), so a
+ * caller who waits exactly `retryAfter` is admitted, and one who waits 1 ms less is not.
  */
-export function ceilMs(ms: number): number {
-  return ms <= EPSILON ? 0 : Math.ceil(ms - EPSILON);
+export function ceilMs(ms: number, slack = EPSILON): number {
+  return ms <= slack ? 0 : Math.ceil(ms - slack);
 }

@@ -1,5 +1,5 @@
 export type { Algorithm, AlgorithmKind, Transition } from './algorithm.js';
-export { bindName, EPSILON, fingerprint } from './algorithm.js';
+export { bindName, EPSILON, fingerprint, slackFor } from './algorithm.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { GcraOptions, GcraState } from './algorithms/gcra.js';

@@ -1,4 +1,4 @@
-import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import { ceilMs, decide } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -34,6 +34,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const params = { rate, period, burst };
   const emission = period / rate;
   const tolerance = emission * burst; // redis-cell's delay variation tolerance
+  const slack = slackFor(emission);
 
   // `consuming` false reports the meter as it stands (peek); true reports it after this request.
   const evaluate = (
@@ -47,26 +48,25 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     const increment = emission * cost;
     const newTat = tat + increment;
     const wait = newTat - tolerance - now;
-    const allowed = wait <= EPSILON;
+    const allowed = wait <= slack;
     const ttl = (allowed && consuming ? newTat : tat) - now;
     const headroom = tolerance - ttl;
-    // Clamped to the burst: with an emission interval shorter than EPSILON (rates above 100 per
-    // ms), the slack alone would be worth more than one request.
-    const remaining = Math.min(burst, Math.max(0, Math.floor((headroom + EPSILON) / emission)));
+    // Clamped to the burst (a headroom of the whole tolerance plus the slack).
+    const remaining = Math.min(burst, Math.max(0, Math.floor((headroom + slack) / emission)));
     if (allowed)
       return {
         state: newTat,
-        decision: decide(true, burst, remaining, ceilMs(ttl), 0, 0, policy, undefined),
+        decision: decide(true, burst, remaining, ceilMs(ttl, slack), 0, 0, policy, undefined),
       };
-    const never = increment > tolerance + EPSILON;
+    const never = increment > tolerance + slack;
     return {
       state,
       decision: decide(
         false,
         burst,
         remaining,
-        ceilMs(ttl),
-        never ? -1 : ceilMs(wait),
+        ceilMs(ttl, slack),
+        never ? -1 : ceilMs(wait, slack),
         0,
         policy,
         never ? 'cost-exceeds-limit' : 'rate-limited',

@@ -1,4 +1,4 @@
-import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import { ceilMs, decide } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
@@ -55,16 +55,17 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     );
   }
   const interval = period / rate;
+  const slack = slackFor(interval);
   const maxDelay =
     options.maxDelay === undefined ? Number.POSITIVE_INFINITY : parseDuration('maxDelay', options.maxDelay);
   const queue =
     options.queue === undefined
-      ? Math.floor((maxDelay + EPSILON) / interval)
+      ? Math.floor((maxDelay + slack) / interval)
       : integerOption('queue', options.queue, 0);
   // The deepest backlog either bound allows, in ms, and the most units it can ever hold: with a
   // maxDelay tighter than the queue, the queue is never reachable past it.
   const room = Math.min((burst + queue) * interval, burst * interval + maxDelay);
-  const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + EPSILON) / interval));
+  const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + slack) / interval));
   const params = { rate, period, burst, queue, maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0 };
 
   const evaluate = (
@@ -80,14 +81,23 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     // scale with the rate); the first `burst` units go at once.
     const backlog = newDrainAt - now;
     const delay = Math.max(0, backlog - burst * interval);
-    const allowed = backlog <= room + EPSILON;
+    const allowed = backlog <= room + slack;
     // Whole free places when the queue drains at `drain`.
     const free = (drain: number) =>
-      Math.max(0, Math.min(capacity, Math.floor((room - (drain - now) + EPSILON) / interval)));
+      Math.max(0, Math.min(capacity, Math.floor((room - (drain - now) + slack) / interval)));
     if (allowed && !consuming) {
       return {
         drainAt: state,
-        decision: decide(true, capacity, free(drainAt), ceilMs(drainAt - now), 0, 0, policy, undefined),
+        decision: decide(
+          true,
+          capacity,
+          free(drainAt),
+          ceilMs(drainAt - now, slack),
+          0,
+          0,
+          policy,
+          undefined,
+        ),
       };
     }
     if (allowed) {
@@ -97,9 +107,9 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
           true,
           capacity,
           free(newDrainAt),
-          ceilMs(newDrainAt - now),
+          ceilMs(newDrainAt - now, slack),
           0,
-          ceilMs(delay),
+          ceilMs(delay, slack),
           policy,
           undefined,
         ),
@@ -113,7 +123,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
           false,
           capacity,
           remaining,
-          ceilMs(drainAt - now),
+          ceilMs(drainAt - now, slack),
           -1,
           0,
           policy,
@@ -129,8 +139,8 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
         false,
         capacity,
         remaining,
-        ceilMs(drainAt - now),
-        Math.max(1, ceilMs(wait)),
+        ceilMs(drainAt - now, slack),
+        Math.max(1, ceilMs(wait, slack)),
         0,
         policy,
         'rate-limited',

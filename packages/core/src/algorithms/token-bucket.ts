@@ -1,4 +1,4 @@
-import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import { ceilMs, decide } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
@@ -77,6 +77,7 @@ type Steps<S> = Pick<Algorithm<S>, 'consume' | 'peek' | 'ttl' | 'refund'>;
 
 function continuousBucket(capacity: number, msPerToken: number, strict: boolean): Steps<TokenBucketState> {
   const fullSpan = capacity * msPerToken;
+  const slack = slackFor(msPerToken);
   // A bucket that has been idle long enough is full: clamp the empty instant.
   const emptyAt = (state: TokenBucketState | undefined, now: number): number => {
     const floor = now - fullSpan;
@@ -85,21 +86,21 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
   // Whole tokens in `accrued` ms of refill. Compared in ms, not tokens: a slack in tokens would
   // grow with msPerToken (1e-6 token is 3.6 ms at one token per hour).
   const whole = (accrued: number) =>
-    Math.max(0, Math.min(capacity, Math.floor((accrued + EPSILON) / msPerToken)));
+    Math.max(0, Math.min(capacity, Math.floor((accrued + slack) / msPerToken)));
   const peek = (state: TokenBucketState | undefined, now: number, cost: number, policy: string) => {
     const empty = emptyAt(state, now);
     const accrued = now - empty;
-    const resetAfter = ceilMs(empty + fullSpan - now);
+    const resetAfter = ceilMs(empty + fullSpan - now, slack);
     if (cost > capacity)
       return decide(false, capacity, whole(accrued), resetAfter, -1, 0, policy, 'cost-exceeds-limit');
-    if (accrued + EPSILON >= cost * msPerToken)
+    if (accrued + slack >= cost * msPerToken)
       return decide(true, capacity, whole(accrued), resetAfter, 0, 0, policy, undefined);
     return decide(
       false,
       capacity,
       whole(accrued),
       resetAfter,
-      ceilMs(empty + cost * msPerToken - now),
+      ceilMs(empty + cost * msPerToken - now, slack),
       0,
       policy,
       'rate-limited',
@@ -110,7 +111,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
     consume(state, now, cost, policy) {
       const empty = emptyAt(state, now);
       const accrued = now - empty;
-      if (cost <= capacity && accrued + EPSILON >= cost * msPerToken) {
+      if (cost <= capacity && accrued + slack >= cost * msPerToken) {
         const next = empty + cost * msPerToken;
         return {
           state: next,
@@ -118,7 +119,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
             true,
             capacity,
             whole(now - next),
-            ceilMs(next + fullSpan - now),
+            ceilMs(next + fullSpan - now, slack),
             0,
             0,
             policy,
@@ -146,17 +147,18 @@ function steppedBucket(
   interval: number,
   strict: boolean,
 ): Steps<TokenBucketState> {
+  const slack = slackFor(interval);
   // Smyte's refill: whole steps since the last refill, keeping the partial progress. A full bucket
   // accrues no progress (its clock restarts at now), so a full bucket equals a fresh one.
   const refill = (state: TokenBucketState | undefined, now: number): readonly [number, number] => {
     if (state === undefined) return [capacity, now];
     const [tokens, last] = state as readonly [number, number];
-    const steps = now > last ? Math.floor((now - last + EPSILON) / interval) : 0;
+    const steps = now > last ? Math.floor((now - last + slack) / interval) : 0;
     const refilled = tokens + steps * amount;
     return refilled >= capacity ? [capacity, now] : [refilled, last + steps * interval];
   };
   const timeToHold = (tokens: number, last: number, want: number, now: number) =>
-    tokens >= want ? 0 : ceilMs(last + Math.ceil((want - tokens) / amount) * interval - now);
+    tokens >= want ? 0 : ceilMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
   const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
     const resetAfter = timeToHold(tokens, last, capacity, now);
     if (cost > capacity)

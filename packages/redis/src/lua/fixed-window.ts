@@ -19,7 +19,7 @@ const CURRENT = `local start = math.floor((now + EPSILON) / window) * window
 const evaluate = (consuming: boolean) => `do
   ${CURRENT}
   local full_reset
-  ${ceilMsLua('full_reset', 'start + window - now')}
+  ${ceilMsLua('full_reset', 'start + window - now', 'EPSILON')}
   delay = 0
   if cost > limit then
     reason, remaining, retry_after, reset_after = COST, math.max(0, limit - count), -1, 0

@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, slackLua } from './lean.js';
 
 /**
  * Lua twin of `@sluice/core` `algorithms/gcra.ts`, expression for expression, in the lean shape
@@ -14,16 +14,16 @@ const evaluate = (consuming: boolean) => `do
   local increment = emission * cost
   local new_tat = tat + increment
   local wait = new_tat - tolerance - now
-  local allowed = wait <= EPSILON
+  local allowed = wait <= slack
   local ttl = tat - now
   ${consuming ? 'if allowed then ttl = new_tat - now end' : ''}
   local headroom = tolerance - ttl
-  remaining, delay = math.min(burst, math.max(0, math.floor((headroom + EPSILON) / emission))), 0
+  remaining, delay = math.min(burst, math.max(0, math.floor((headroom + slack) / emission))), 0
   ${ceilMsLua('reset_after', 'ttl')}
   if allowed then
     reason, retry_after = NONE, 0
     ${consuming ? 'next, changed = new_tat, true' : ''}
-  elseif increment > tolerance + EPSILON then
+  elseif increment > tolerance + slack then
     reason, retry_after = COST, -1
   else
     reason = RATE
@@ -38,6 +38,7 @@ export const GCRA_LEAN: LeanLua = {
   prepare: `
 local emission = period / rate
 local tolerance = emission * burst
+${slackLua('emission')}
 `,
   peek: evaluate(false),
   consume: `next, changed = state, false

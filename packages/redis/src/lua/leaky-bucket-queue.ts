@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, slackLua } from './lean.js';
 
 /**
  * Lua twin of `@sluice/core` `algorithms/leaky-bucket-queue.ts`, expression for expression, in the
@@ -10,7 +10,7 @@ import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
 
 // Whole free places when the queue drains at `drain`.
 const free = (drain: string) =>
-  `math.max(0, math.min(capacity, math.floor((room - (${drain} - now) + EPSILON) / interval)))`;
+  `math.max(0, math.min(capacity, math.floor((room - (${drain} - now) + slack) / interval)))`;
 
 // consuming false reports the queue as it stands (peek); true reports it after this request.
 const evaluate = (consuming: boolean) => `do
@@ -20,7 +20,7 @@ const evaluate = (consuming: boolean) => `do
   -- The queue ahead of and including this request, in ms; the first burst units go at once.
   local backlog = new_drain_at - now
   local held = math.max(0, backlog - burst * interval)
-  local allowed = backlog <= room + EPSILON
+  local allowed = backlog <= room + slack
   retry_after, delay = 0, 0
   if allowed then
     reason = NONE
@@ -53,11 +53,12 @@ export const LEAKY_BUCKET_QUEUE_LEAN: LeanLua = {
   limit: 'capacity',
   prepare: `
 local interval = period / rate
+${slackLua('interval')}
 local max_delay = math.huge
 if max_delay_bound ~= 0 then max_delay = max_delay_bound end
 -- The deepest backlog either bound allows, in ms, and the most units it can ever hold.
 local room = math.min((burst + queue) * interval, burst * interval + max_delay)
-local capacity = math.min(burst + queue, burst + math.floor((max_delay + EPSILON) / interval))
+local capacity = math.min(burst + queue, burst + math.floor((max_delay + slack) / interval))
 `,
   peek: evaluate(false),
   consume: `next, changed = state, false

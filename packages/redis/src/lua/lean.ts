@@ -16,7 +16,8 @@
  *
  * The single-limit script inlines the blocks: it defines no function and makes no table but its
  * reply. The batch scripts wrap the same blocks in functions ({@link leanTable}). Blocks need only
- * `EPSILON` and `NONE`/`RATE`/`COST` of the prelude ({@link ceilMsLua} inlines `ceil_ms`).
+ * `EPSILON` and `NONE`/`RATE`/`COST` of the prelude ({@link ceilMsLua} inlines `ceil_ms`, with the
+ * slack `prepare` derives: {@link slackLua}).
  */
 export interface LeanLua {
   /** The Lua locals the fragment reads its params from, in the order of `LuaAlgorithm.params`. */
@@ -34,11 +35,15 @@ export interface LeanLua {
 
 /**
  * `decision.ts` `ceilMs`, inline: sets `out` to `ms` in whole ms, rounded up, never negative; within
- * EPSILON of a whole ms rounds down to it (the algorithms read time EPSILON late).
+ * `slack` (a Lua name: `slack` of the twins, `slackFor` in TypeScript) of a whole ms rounds down to it
+ * (the algorithms read time that much late).
  */
-export function ceilMsLua(out: string, ms: string): string {
-  return `do local ms = ${ms}; if ms <= EPSILON then ${out} = 0 else ${out} = math.ceil(ms - EPSILON) end end`;
+export function ceilMsLua(out: string, ms: string, slack = 'slack'): string {
+  return `do local ms = ${ms}; if ms <= ${slack} then ${out} = 0 else ${out} = math.ceil(ms - ${slack}) end end`;
 }
+
+/** `algorithm.ts` `slackFor`, in the twins' `prepare`: the local `slack` for a unit of `unit` ms. */
+export const slackLua = (unit: string) => `local slack = math.min(EPSILON, ${unit} / 2)`;
 
 /** The Lua names of a lean state's numbers: `state`, `state2`; `next`, `next2`. */
 export function stateNames(lean: LeanLua, name: 'state' | 'next'): string {

@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, slackLua } from './lean.js';
 
 /**
  * Lua twins of `@sluice/core` `algorithms/token-bucket.ts`, expression for expression (same float
@@ -16,7 +16,7 @@ import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
 
 // Whole tokens in accrued ms of refill (compared in ms, not tokens).
 const whole = (accrued: string) =>
-  `math.max(0, math.min(capacity, math.floor((${accrued} + EPSILON) / per_token)))`;
+  `math.max(0, math.min(capacity, math.floor((${accrued} + slack) / per_token)))`;
 
 // peek of the state held in the local `at`.
 const peekAt = (at: string) => `do
@@ -29,7 +29,7 @@ const peekAt = (at: string) => `do
   remaining, delay = ${whole('accrued')}, 0
   if cost > capacity then
     reason, retry_after = COST, -1
-  elseif accrued + EPSILON >= cost * per_token then
+  elseif accrued + slack >= cost * per_token then
     reason, retry_after = NONE, 0
   else
     reason = RATE
@@ -44,6 +44,7 @@ export const TOKEN_BUCKET_LEAN: LeanLua = {
   prepare: `
 local per_token = refill_interval / refill_amount
 local full_span = capacity * per_token
+${slackLua('per_token')}
 `,
   peek: peekAt('state'),
   consume: `do
@@ -51,7 +52,7 @@ local full_span = capacity * per_token
   local empty = state
   if state == nil or state < floor then empty = floor end
   local accrued = now - empty
-  if cost <= capacity and accrued + EPSILON >= cost * per_token then
+  if cost <= capacity and accrued + slack >= cost * per_token then
     next, changed = empty + cost * per_token, true
     reason, remaining, retry_after, delay = NONE, ${whole('now - next')}, 0, 0
     ${ceilMsLua('reset_after', 'next + full_span - now')}
@@ -85,7 +86,7 @@ const holdLua = (out: string, tokens: string, last: string, want: string) =>
 const REFILL = `local tokens, last = capacity, now
   if state ~= nil then
     local steps = 0
-    if now > state2 then steps = math.floor((now - state2 + EPSILON) / refill_interval) end
+    if now > state2 then steps = math.floor((now - state2 + slack) / refill_interval) end
     local refilled = state + steps * refill_amount
     if refilled < capacity then tokens, last = refilled, state2 + steps * refill_interval end
   end`;
@@ -112,7 +113,7 @@ export const STEPPED_TOKEN_BUCKET_LEAN: LeanLua = {
   locals: ['capacity', 'refill_amount', 'refill_interval', 'strict'],
   width: 2,
   limit: 'capacity',
-  prepare: '',
+  prepare: slackLua('refill_interval'),
   peek: `do
   ${REFILL}
   ${report('last')}
