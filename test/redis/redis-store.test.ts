@@ -482,6 +482,30 @@ describe('scripts', () => {
     expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
   });
 
+  it('algorithms used only in layered limits take no single-limit script (nor a place under the cap)', async () => {
+    const server = await startRedis();
+    const redis = await connectRedis(server.port);
+    try {
+      const store = new RedisStore({ client: redis, timeout: 5_000 });
+      for (let rate = 1; rate <= 40; rate++) {
+        const limits = [
+          { name: 'a', algorithm: gcra({ rate, period: 60_000, burst: 2 }) },
+          { name: 'b', algorithm: fixedWindow({ limit: rate, window: 60_000 }) },
+        ];
+        const onRedis = new Limiter({ limits, store });
+        const inMemory = new Limiter({ limits, store: new MemoryStore() });
+        expect(await onRedis.check('k', { now: 0 })).toEqual(inMemory.check('k', { now: 0 }));
+      }
+      // One lean batch script per pair, and nothing else.
+      const scripts = await redis.info('memory');
+      expect(Number(/number_of_cached_scripts:(\d+)/.exec(scripts)?.[1])).toBe(40);
+      expect(Number(/cmdstat_eval:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1])).toBe(40);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
   it('runs layered limits of lean kinds as one script with their params written in', async () => {
     const server = await startRedis();
     const redis = await connectRedis(server.port);

@@ -4,7 +4,7 @@ import type { BreakerState } from './breaker.js';
 import { DenyCache } from './deny-cache.js';
 import { Guard } from './guard.js';
 import { escapeKey } from './keys.js';
-import { LUA_ALGORITHMS } from './lua/algorithms.js';
+import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 import {
   type FailurePolicy,
   type RedisStoreOptions,
@@ -49,17 +49,25 @@ const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
 interface AlgorithmWire {
   /** `<prefix><fingerprint>:{`: the key of a user key is this, the escaped key, and `}`. */
   readonly base: string;
-  /**
-   * What its single-limit script takes after the cost: the params, as exact decimal strings in the
-   * order its Lua fragment reads them, or nothing when the script holds them (a lean twin).
-   */
-  readonly params: readonly string[];
   /** 1 << (code - 1): its place in a batch script's set of kinds. */
   readonly bit: number;
-  /** Its single-limit script (a list, or one integer for a packed admission: see `readSingleDecision`). */
-  readonly single: ScriptCommand<unknown[] | number>;
+  readonly entry: LuaAlgorithm;
+  /** Its params as exact decimal strings, in the order its Lua fragment reads them. */
+  readonly params: readonly string[];
   /** Its lean twin with its params, for lean batch scripts; undefined for a kind without one. */
   readonly lean: LeanLimit | undefined;
+  /**
+   * Its single-limit script, made when it first runs alone: an algorithm used only in layered
+   * limits takes none of the store's scripts with params written in.
+   */
+  single?: SingleWire;
+}
+
+/** A single-limit script (a list, or one integer for a packed admission: see `readSingleDecision`). */
+interface SingleWire {
+  readonly command: ScriptCommand<unknown[] | number>;
+  /** What it takes after the cost: the params, or nothing when the script holds them. */
+  readonly args: readonly string[];
 }
 
 /**
@@ -237,12 +245,13 @@ export class RedisStore implements Store {
     if (calls.length === 1) {
       const call = calls[0]!;
       const wire = this.wire(call.algorithm);
+      const single = wire.single ?? this.singleFor(wire);
       const key = `${wire.base}${escapeKey(call.key)}}`;
       const time = this.nowArg(now);
       return this.guard.map(
         mode,
         1,
-        () => wire.single(1, key, time, mode, call.cost, ...wire.params),
+        () => single.command(1, key, time, mode, call.cost, ...single.args),
         (reply) => this.settled(calls, [readSingleDecision(reply, call)], now, mode),
         fail,
       );
@@ -309,38 +318,42 @@ export class RedisStore implements Store {
     if (wire === undefined) {
       const { code, entry } = luaAlgorithm(algorithm);
       const params = algorithmArgs(algorithm).slice(1);
-      let single: ScriptCommand<unknown[] | number>;
-      let sent = params;
-      if (entry.lean === undefined) {
-        single = scriptCommand(this.options.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry));
-      } else {
-        // One script per set of params, named for its text: two stores on one client share it. An
-        // application that makes algorithms with ever new params (per tenant, say) would grow the
-        // Redis script cache without bound: past MAX_BAKED sets, the params travel as ARGV.
-        const lua = leanSingleScript(entry.lean, params);
-        const name = `${SINGLE_COMMAND}${entry.table}_${createHash('sha1').update(lua).digest('hex')}`;
-        if (this.baked.has(name) || this.baked.size < MAX_BAKED) {
-          this.baked.add(name);
-          single = scriptCommand(this.options.client, name, lua);
-          sent = [];
-        } else {
-          single = scriptCommand(
-            this.options.client,
-            `${SINGLE_COMMAND}${entry.table}`,
-            leanSingleScript(entry.lean),
-          );
-        }
-      }
       wire = {
         base: this.keyBase(algorithm),
-        params: sent,
         bit: 1 << (code - 1),
-        single,
+        entry,
+        params,
         lean: entry.lean === undefined ? undefined : { lean: entry.lean, params },
       };
       this.wires.set(algorithm, wire);
     }
     return wire;
+  }
+
+  /** Makes (once) the single-limit script of `wire`'s algorithm. */
+  private singleFor(wire: AlgorithmWire): SingleWire {
+    const { entry, params } = wire;
+    const client = this.options.client;
+    if (entry.lean === undefined) {
+      wire.single = {
+        command: scriptCommand(client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry)),
+        args: params,
+      };
+      return wire.single;
+    }
+    // One script per set of params, named for its text: two stores on one client share it. An
+    // application that makes algorithms with ever new params (per tenant, say) would grow the
+    // Redis script cache without bound: past MAX_BAKED sets, the params travel as ARGV.
+    const lua = leanSingleScript(entry.lean, params);
+    const name = `${SINGLE_COMMAND}${entry.table}_${createHash('sha1').update(lua).digest('hex')}`;
+    if (this.baked.has(name) || this.baked.size < MAX_BAKED) {
+      this.baked.add(name);
+      wire.single = { command: scriptCommand(client, name, lua), args: [] };
+    } else {
+      const any = leanSingleScript(entry.lean);
+      wire.single = { command: scriptCommand(client, `${SINGLE_COMMAND}${entry.table}`, any), args: params };
+    }
+    return wire.single;
   }
 
   /**
