@@ -32,7 +32,8 @@ import {
 /**
  * ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL
  * fallback). A batch script is named for the set of algorithm kinds it holds (a bit mask of their
- * codes), a single-limit script for its kind.
+ * codes), a single-limit script for its kind; a script with params written in (a lean single-limit
+ * or lean batch script) adds the sha1 of its text.
  */
 const BATCH_COMMAND = 'sluiceBatch';
 const LEAN_BATCH_COMMAND = 'sluiceLeanBatch_';
@@ -124,7 +125,7 @@ export class RedisStore implements Store {
   private readonly isCluster: boolean;
   private readonly batches = new Map<number, ScriptCommand>();
   private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
-  /** Names of the single-limit scripts registered with their params written in (see `wire`). */
+  /** Names of the scripts registered with their params written in (see `bake`). */
   private readonly baked = new Set<string>();
   private readonly leanBatches: LeanBatchNode = { next: new WeakMap() };
   private readonly refunds: ScriptCommand;
@@ -341,18 +342,18 @@ export class RedisStore implements Store {
       };
       return wire.single;
     }
-    // One script per set of params, named for its text: two stores on one client share it. An
-    // application that makes algorithms with ever new params (per tenant, say) would grow the
-    // Redis script cache without bound: past MAX_BAKED sets, the params travel as ARGV.
-    const lua = leanSingleScript(entry.lean, params);
-    const name = `${SINGLE_COMMAND}${entry.table}_${createHash('sha1').update(lua).digest('hex')}`;
-    if (this.baked.has(name) || this.baked.size < MAX_BAKED) {
-      this.baked.add(name);
-      wire.single = { command: scriptCommand(client, name, lua), args: [] };
-    } else {
-      const any = leanSingleScript(entry.lean);
-      wire.single = { command: scriptCommand(client, `${SINGLE_COMMAND}${entry.table}`, any), args: params };
-    }
+    // One script per set of params (an application has few), else the script for any params.
+    const baked = this.bake<unknown[] | number>(
+      `${SINGLE_COMMAND}${entry.table}_`,
+      leanSingleScript(entry.lean, params),
+    );
+    wire.single =
+      baked === undefined
+        ? {
+            command: scriptCommand(client, `${SINGLE_COMMAND}${entry.table}`, leanSingleScript(entry.lean)),
+            args: params,
+          }
+        : { command: baked, args: [] };
     return wire.single;
   }
 
@@ -363,15 +364,22 @@ export class RedisStore implements Store {
   private leanBatch(node: LeanBatchNode, calls: readonly LimitCall[]): ScriptCommand | null {
     if (node.command === undefined) {
       const lua = leanBatchScript(calls.map((call) => this.wire(call.algorithm).lean!));
-      const name = `${LEAN_BATCH_COMMAND}${createHash('sha1').update(lua).digest('hex')}`;
-      if (this.baked.has(name) || this.baked.size < MAX_BAKED) {
-        this.baked.add(name);
-        node.command = scriptCommand(this.options.client, name, lua);
-      } else {
-        node.command = null;
-      }
+      node.command = this.bake(LEAN_BATCH_COMMAND, lua) ?? null;
     }
     return node.command;
+  }
+
+  /**
+   * Registers `lua`, a script with params written in, under `<prefix><sha1 of its text>` (two
+   * stores on one client share it), unless the store already holds MAX_BAKED others: an
+   * application that makes algorithms with ever new params (per tenant, say) must not grow the
+   * Redis script cache without bound. Undefined past the cap: the params then travel as ARGV.
+   */
+  private bake<R>(prefix: string, lua: string): ScriptCommand<R> | undefined {
+    const name = `${prefix}${createHash('sha1').update(lua).digest('hex')}`;
+    if (!this.baked.has(name) && this.baked.size >= MAX_BAKED) return undefined;
+    this.baked.add(name);
+    return scriptCommand<R>(this.options.client, name, lua);
   }
 
   /** The batch script holding exactly the algorithm kinds in `kinds` (a bit mask of codes). */

@@ -26,7 +26,10 @@ export interface LuaAlgorithm {
   /** `algorithm.params` names, in the ARGV order the fragment reads them. */
   readonly params: readonly string[];
   readonly lua: string;
-  /** The lean form of `lua`, for a one-number state (see `lean.ts`): its single-limit script is lean. */
+  /**
+   * The lean form of `lua`, for a state of one or two numbers (see `lean.ts`): its single-limit
+   * script, and the layered limits it is part of, run it inlined.
+   */
   readonly lean?: LeanLua;
 }
 

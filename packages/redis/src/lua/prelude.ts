@@ -20,8 +20,8 @@ else
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end`;
 
-/** The part of the prelude every algorithm fragment needs: the constants and `ceil_ms`. */
-export const DECISION_LUA = `${CONSTANTS_LUA}
+/** The constants and `ceil_ms` (the sliding windows' fragments use it; the lean twins inline it). */
+const DECISION_LUA = `${CONSTANTS_LUA}
 -- decision.ts ceilMs: ms to whole ms, rounded up, never negative; within EPSILON of a whole ms
 -- rounds down to it (the algorithms read time EPSILON late).
 local function ceil_ms(ms)
