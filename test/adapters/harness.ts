@@ -91,6 +91,8 @@ export interface TestApp {
   request(method: 'GET' | 'POST', path: string, headers?: Record<string, string>): Promise<Reply>;
   /** Starts a real HTTP server on a free loopback port; returns its base URL. */
   listen(): Promise<string>;
+  /** Open connections of the server `listen()` started, as the server counts them. */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -123,6 +125,12 @@ function parse(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+function connectionsOf(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.getConnections((error, count) => (error ? reject(error) : resolve(count)));
+  });
 }
 
 type ExpressFactory = () => Express;
@@ -190,6 +198,9 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
           server = app.listen(0, '127.0.0.1');
           await once(server, 'listening');
           return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        },
+        connections() {
+          return connectionsOf(server!);
         },
         async close() {
           if (server === undefined) return;
@@ -273,6 +284,9 @@ const fastifySubject: Subject = {
       },
       async listen() {
         return app.listen({ port: 0, host: '127.0.0.1' });
+      },
+      connections() {
+        return connectionsOf(app.server);
       },
       async close() {
         await app.close();

@@ -17,7 +17,14 @@ import {
 } from '@sluice/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { guardSuite } from './guard-suite.js';
-import type { AppSpec, Options, StoreFactory, Subject, TestApp } from './harness.js';
+import {
+  type AppSpec,
+  type Options,
+  Probe,
+  type StoreFactory,
+  type Subject,
+  type TestApp,
+} from './harness.js';
 
 /** A store that fails every call, synchronously or by rejecting: the failure-policy tests. */
 function failingStore(mode: 'throw' | 'reject'): Store {
@@ -39,6 +46,41 @@ function recording(store: Store, keys: string[]): Store {
     reset: (calls) => store.reset(calls),
     shutdown: () => store.shutdown(),
   };
+}
+
+/**
+ * Wraps a store so its `consume` calls wait for `answer()`: a store slow to answer (a stalled
+ * Redis) with no timer. Counts the calls waiting and the refunds completed.
+ */
+function stalling(store: Store) {
+  let answer!: () => void;
+  const answered = new Promise<void>((resolve) => {
+    answer = resolve;
+  });
+  const seen = { waiting: 0, refunded: 0 };
+  const stalled: Store = {
+    consume: async (calls, now) => {
+      seen.waiting++;
+      await answered;
+      return store.consume(calls, now);
+    },
+    peek: (calls, now) => store.peek(calls, now),
+    reset: (calls) => store.reset(calls),
+    refund: async (calls, now) => {
+      await store.refund!(calls, now);
+      seen.refunded++;
+    },
+    shutdown: () => store.shutdown(),
+  };
+  return { store: stalled, seen, answer };
+}
+
+/** GET on its own connection, never answered: the test destroys it. */
+function leavingRequest(url: string) {
+  const request = httpRequest(url, { agent: false });
+  request.on('error', () => undefined);
+  request.end();
+  return request;
 }
 
 /**
@@ -598,6 +640,45 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
         expect(next.status).toBe(200);
         // The departed request's 1 s slot was given back: the next one waits 1 s, not 2 s.
         expect(holds).toEqual([1000, 1000]);
+      });
+      it('clients that leave before the store answers give their queue slots back; their handlers never run', async () => {
+        // Regression: the close listener was attached only once the store had answered, so a
+        // client gone during a stalled store call kept its slot (the next request waited 5 s)
+        // and its handler still ran.
+        const slow = stalling(store);
+        const holds: number[] = [];
+        const probe = new Probe();
+        await build({
+          options: {
+            name: 'q',
+            algorithm: leakyBucketQueue({ rate: 1, period: '1s', burst: 1, queue: 10 }),
+            store: slow.store,
+            onLimit: 'delay',
+            hold: async (ms) => {
+              holds.push(ms);
+            },
+          },
+          probe,
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        const base = await app!.listen();
+        const leaving = Array.from({ length: 5 }, () => leavingRequest(`${base}/`));
+        await vi.waitFor(() => expect(slow.seen.waiting).toBe(5), { timeout: 10_000 });
+        for (const request of leaving) request.destroy();
+        // The server has seen every client go before the store answers.
+        await vi.waitFor(async () => expect(await app!.connections()).toBe(0), { timeout: 10_000 });
+        slow.answer();
+        // Each departed request is either refunded (fixed) or handled (the defect): wait for all 5.
+        await vi.waitFor(() => expect(slow.seen.refunded + probe.handled.length).toBeGreaterThanOrEqual(5), {
+          timeout: 10_000,
+        });
+        expect(probe.handled).toEqual([]);
+        expect(slow.seen.refunded).toBe(5);
+        const next = await get('/');
+        // Every slot was given back: the next request is admitted at once, as the first one.
+        expect([next.status, next.headers.ratelimit]).toEqual([200, '"q";r=10;t=1']);
+        expect(holds).toEqual([]);
+        expect(probe.handled).toEqual(['/']);
       });
     });
 

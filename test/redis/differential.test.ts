@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type Algorithm,
   fixedWindow,
@@ -15,9 +16,9 @@ import type { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
-// Redis expires keys in real time while these traces run on their own clock. So that a key Redis
-// has expired is always one the memory store also sees as fresh, the trace's clock runs at least
-// SCALE times faster than real time (plus the drawn gaps), and the limits are minutes long.
+// These traces run on their own clock, SCALE times faster than real time plus the drawn gaps, with
+// limits minutes long: each step moves the trace on. Replays at other speeds (frozen, slower than
+// real time) are below, with limits in ms.
 const SCALE = 1000;
 
 const ALGORITHMS: readonly [string, Algorithm][] = [
@@ -232,3 +233,133 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
     },
   );
 });
+
+/**
+ * Limits in ms, so that the wall time a trace takes (Redis round trips) is many of their windows:
+ * Redis keys live in wall time while the states run on the trace's `now`.
+ */
+const SHORT: readonly [string, Algorithm][] = [
+  ['gcra', gcra({ rate: 1000, period: '1s', burst: 5 })],
+  ['token bucket, continuous', tokenBucket({ capacity: 5, refillInterval: 4 })],
+  [
+    'token bucket, stepped',
+    tokenBucket({ capacity: 4, refillAmount: 2, refillInterval: 10, refill: 'stepped' }),
+  ],
+  ['fixed window', fixedWindow({ limit: 5, window: 20 })],
+  ['sliding window log', slidingWindowLog({ limit: 5, window: 20 })],
+  ['sliding window counter, precision 4', slidingWindowCounter({ limit: 6, window: 20, precision: 4 })],
+  ['leaky bucket queue', leakyBucketQueue({ rate: 200, period: '1s', burst: 2, queue: 3 })],
+];
+
+const SHORT_LAYERED: { name: string; algorithm: Algorithm }[] = [
+  { name: 'meter', algorithm: gcra({ rate: 500, period: '1s', burst: 4 }) },
+  { name: 'window', algorithm: fixedWindow({ limit: 6, window: 30 }) },
+  { name: 'log', algorithm: slidingWindowLog({ limit: 5, window: 25 }) },
+];
+
+/**
+ * How fast a replayed trace's `now` runs against wall time: frozen (one `now` for the whole
+ * trace), slower than real time, real time, faster.
+ */
+const SPEEDS: readonly [string, number][] = [
+  ['frozen', 0],
+  ['slower than real time (0.1×)', 0.1],
+  ['real time', 1],
+  ['faster than real time (10×)', 10],
+];
+
+/** A historical `now` running at `speed` × wall time from the trace's start. */
+function replayClock(speed: number): () => number {
+  const start = 1_600_000_000_000;
+  const wall = performance.now();
+  return () => start + speed * (performance.now() - wall);
+}
+
+describe.each(subjects)(
+  'replayed traces at any speed give the memory store’s decisions (%s)',
+  (_name, client) => {
+    it('a replayed now: gcra 1000/s burst 5, 20 checks at one historical now, 3 ms apart, admits 5', async () => {
+      const algorithm = gcra({ rate: 1000, period: '1s', burst: 5 });
+      const memory = new Limiter({ algorithm, store: new MemoryStore() });
+      const redis = new Limiter({ algorithm, store: redisStore(client) });
+      const now = 1_600_000_000_000;
+      const admitted = { memory: 0, redis: 0 };
+      for (let i = 0; i < 20; i++) {
+        if ((await redis.check('k', { now })).allowed) admitted.redis++;
+        if ((await memory.check('k', { now })).allowed) admitted.memory++;
+        // Wall time passes between the checks (the replay is slower than real time), well past the
+        // 5 ms the state lives in the trace's time.
+        await sleep(3);
+      }
+      expect(admitted).toEqual({ memory: 5, redis: 5 });
+    });
+
+    it.each(SPEEDS)('%s: each algorithm', async (_label, speed) => {
+      let steps = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...SHORT),
+          fc.array(
+            fc.record({
+              key: fc.constantFrom('a', 'b', '{c}'),
+              cost: fc.integer({ min: 1, max: 3 }),
+              peek: fc.boolean().map((b) => b && Math.random() < 0.2),
+            }),
+            { minLength: 10, maxLength: 40 },
+          ),
+          async ([, algorithm], calls) => {
+            const memory = new Limiter({ algorithm, store: new MemoryStore() });
+            const redis = new Limiter({ algorithm, store: redisStore(client) });
+            const clock = replayClock(speed);
+            for (const { key, cost, peek } of calls) {
+              const now = clock();
+              const expected = peek ? memory.peek(key, { cost, now }) : memory.check(key, { cost, now });
+              const actual = await (peek ? redis.peek(key, { cost, now }) : redis.check(key, { cost, now }));
+              expect(actual).toEqual(expected);
+              steps++;
+            }
+          },
+        ),
+        { numRuns: 40 },
+      );
+      expect(errors).toEqual([]);
+      expect(steps).toBeGreaterThanOrEqual(400);
+    });
+
+    it.each(SPEEDS)('%s: layered limits with per-limit keys', async (_label, speed) => {
+      let steps = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.record({
+              keys: fc.array(fc.constantFrom('a', 'b', 'c{x}', undefined), {
+                minLength: SHORT_LAYERED.length,
+                maxLength: SHORT_LAYERED.length,
+              }),
+              cost: fc.integer({ min: 1, max: 3 }),
+              peek: fc.boolean().map((b) => b && Math.random() < 0.2),
+            }),
+            { minLength: 10, maxLength: 40 },
+          ),
+          async (calls) => {
+            const memory = new Limiter({ limits: SHORT_LAYERED, store: new MemoryStore() });
+            const redis = new Limiter({ limits: SHORT_LAYERED, store: redisStore(client) });
+            const clock = replayClock(speed);
+            for (const { keys, cost, peek } of calls) {
+              const now = clock();
+              const expected = peek ? memory.peek(keys, { cost, now }) : memory.check(keys, { cost, now });
+              const actual = await (peek
+                ? redis.peek(keys, { cost, now })
+                : redis.check(keys, { cost, now }));
+              expect(actual).toEqual(expected);
+              steps++;
+            }
+          },
+        ),
+        { numRuns: 15 },
+      );
+      expect(errors).toEqual([]);
+      expect(steps).toBeGreaterThanOrEqual(150);
+    });
+  },
+);

@@ -98,11 +98,25 @@ describe.each([
   ['standalone', client],
   ['cluster', cluster],
 ] as [string, Redis | Cluster][])('TTL (%s)', (_name, redis) => {
-  it.each(ALGORITHMS)(
-    '%s: every key written has PTTL = the algorithm ttl, rounded up',
-    async (_label, algorithm) => {
+  // A call at the store's clock is live: the key lives exactly as long as its state. A call with
+  // its own `now` is a replay, which may run slower than wall time: the key lives replayGrace longer.
+  const TIMES = ALGORITHMS.flatMap(([label, algorithm]) => [
+    [`${label}, the store's clock`, algorithm, 0] as const,
+    [`${label}, a replayed now`, algorithm, 60_000] as const,
+  ]);
+  it.each(TIMES)(
+    '%s: every key written has PTTL = the algorithm ttl, rounded up, plus the replay grace',
+    async (_label, algorithm, grace) => {
       const prefix = uniquePrefix('ttl');
-      const store = new RedisStore({ client: redis, prefix, timeout: 5_000 });
+      let now = 0;
+      const replay = grace > 0;
+      const store = new RedisStore({
+        client: redis,
+        prefix,
+        timeout: 5_000,
+        clock: () => now,
+        replayGrace: replay ? grace : '1h',
+      });
       const memory = new MemoryStore();
       const redisLimiter = new Limiter({ algorithm, store });
       const memoryLimiter = new Limiter({ algorithm, store: memory });
@@ -110,7 +124,7 @@ describe.each([
       const redisKey = store.keyFor(algorithm, key);
       // 1 s into a minute (a multiple of every window here): no write of the trace lands within a
       // few ms of its window's end, where Redis could expire the key in real time before PTTL.
-      let now = Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
+      now = Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
       let writes = 0;
       for (const [gap, cost] of [
         [0, 1],
@@ -124,7 +138,7 @@ describe.each([
         now += gap;
         const previous = memory.inspect(algorithm, key);
         const before = Date.now();
-        await redisLimiter.check(key, { now, cost });
+        await redisLimiter.check(key, replay ? { now, cost } : { cost });
         memoryLimiter.check(key, { now, cost });
         const pttl = await redis.pttl(redisKey);
         const elapsed = Date.now() - before;
@@ -137,7 +151,7 @@ describe.each([
         expect(pttl).toBeGreaterThan(0);
         if (state === previous) continue; // nothing written: the TTL of the last write runs on
         writes++;
-        const expected = Math.ceil(algorithm.ttl(state, now));
+        const expected = Math.ceil(algorithm.ttl(state, now)) + grace;
         expect(pttl).toBeLessThanOrEqual(expected);
         expect(pttl).toBeGreaterThanOrEqual(expected - elapsed - 1);
       }
@@ -755,10 +769,19 @@ describe('options', () => {
     ],
     ['an unknown failure policy', { client, failurePolicy: 'maybe' }, ErrorCode.INVALID_OPTION],
     ['an unknown time source', { client, time: 'server' }, ErrorCode.INVALID_OPTION],
+    ['a negative replay grace', { client, replayGrace: -1 }, ErrorCode.INVALID_OPTION],
+    ['an unreadable replay grace', { client, replayGrace: 'long' }, ErrorCode.INVALID_DURATION],
+    ['a replay grace past 30 days', { client, replayGrace: '31d' }, ErrorCode.INVALID_OPTION],
     ['a misspelt option', { client, timeuot: 5 }, ErrorCode.UNKNOWN_OPTION],
     ['a client that is not ioredis', { client: {} }, ErrorCode.INVALID_OPTION],
     ['no client', {}, ErrorCode.MISSING_OPTION],
   ])('rejects %s', (_label, options, code) => {
     expect(() => new RedisStore(options as never)).toThrow(expect.objectContaining({ code }));
+  });
+
+  it('accepts a replay grace of 0 (none), in ms or as a duration', () => {
+    for (const replayGrace of [0, 1, 2_500, '90s', '30d'] as const) {
+      expect(() => new RedisStore({ client, replayGrace })).not.toThrow();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { type HttpGuard, type Lease, releaseWhenDone } from '@sluice/core';
+import { clientLeft, type HttpGuard, type Lease, releaseWhenDone } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { type RefusalHandler, refuse } from './refuse.js';
 
@@ -25,6 +25,8 @@ export function guardMiddleware(
   };
 
   const middleware = (req: Request, res: Response, next: NextFunction): void => {
+    // Gone before it got here: no lease for a request nobody will read.
+    if (clientLeft(res)) return;
     const result = guard.enter(req);
     if (!(result instanceof Promise)) {
       admit(req, res, next, result);

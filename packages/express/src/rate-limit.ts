@@ -31,7 +31,14 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, expressDefaults, ['handler']);
   const handler = handlerOption(options.handler);
 
-  const respond = (req: Request, res: Response, next: NextFunction, decision: Decision | undefined) => {
+  const respond = (
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    decision: Decision | undefined | null,
+  ) => {
+    // null: the client left before the request was passed on; nothing to send, no handler to run.
+    if (decision === null) return;
     if (decision === undefined) return next();
     req.rateLimit = decision;
     limiter.headers.write(decision, res, setHeader);
@@ -40,33 +47,12 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     refuse(req, res, next, decision, limiter.refusal(decision), handler);
   };
 
-  const hold = (req: Request, res: Response, next: NextFunction, decision: Decision) => {
-    const controller = new AbortController();
-    // 'close' before the response ended means the client went away while held.
-    const gone = () => {
-      if (!res.writableEnded) controller.abort();
-    };
-    res.once('close', gone);
-    limiter
-      .wait(req, decision, controller.signal)
-      .then((final) => {
-        res.removeListener('close', gone);
-        if (final !== null) respond(req, res, next, final);
-      })
-      .catch(next);
-  };
-
-  const settle = (req: Request, res: Response, next: NextFunction, decision: Decision | undefined) => {
-    if (decision !== undefined && limiter.mustWait(decision)) hold(req, res, next, decision);
-    else respond(req, res, next, decision);
-  };
-
   return function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
-    const result = limiter.evaluate(req);
+    const result = limiter.handle(req, res);
     if (result instanceof Promise) {
-      result.then((decision) => settle(req, res, next, decision)).catch(next);
+      result.then((decision) => respond(req, res, next, decision)).catch(next);
     } else {
-      settle(req, res, next, result);
+      respond(req, res, next, result);
     }
   };
 }

@@ -1,4 +1,5 @@
 import {
+  clientLeft,
   type Decision,
   type HttpGuard,
   type HttpLimiter,
@@ -59,8 +60,10 @@ export function sluiceHook(limiter: HttpLimiter<FastifyRequest>, handler: Handle
     request: FastifyRequest,
     reply: FastifyReply,
     done: HookHandlerDoneFunction,
-    decision: Decision | undefined,
+    decision: Decision | undefined | null,
   ) => {
+    // null: the client left before the request was passed on; nothing to send, no handler to run.
+    if (decision === null) return;
     if (decision === undefined) return done();
     request.rateLimit = decision;
     limiter.headers.write(decision, reply, setHeader);
@@ -69,51 +72,18 @@ export function sluiceHook(limiter: HttpLimiter<FastifyRequest>, handler: Handle
     refuse(request, reply, decision, limiter.refusal(decision), handler);
   };
 
-  const hold = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    done: HookHandlerDoneFunction,
-    decision: Decision,
-  ) => {
-    const controller = new AbortController();
-    const raw = reply.raw;
-    // 'close' before the response ended means the client went away while held.
-    const gone = () => {
-      if (!raw.writableEnded) controller.abort();
-    };
-    raw.once('close', gone);
-    limiter.wait(request, decision, controller.signal).then(
-      (final) => {
-        raw.removeListener('close', gone);
-        if (final !== null) respond(request, reply, done, final);
-      },
-      (error: unknown) => done(toError(error)),
-    );
-  };
-
-  const settle = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    done: HookHandlerDoneFunction,
-    decision: Decision | undefined,
-  ) => {
-    if (decision !== undefined && limiter.mustWait(decision)) hold(request, reply, done, decision);
-    else respond(request, reply, done, decision);
-  };
-
   return function sluiceRateLimit(request, reply, done) {
-    const result = limiter.evaluate(request);
+    const result = limiter.handle(request, reply.raw);
     if (result instanceof Promise) {
       result.then(
-        (decision) => settle(request, reply, done, decision),
+        (decision) => respond(request, reply, done, decision),
         (error: unknown) => done(toError(error)),
       );
     } else {
-      settle(request, reply, done, result);
+      respond(request, reply, done, result);
     }
   };
 }
-
 /**
  * The hook of one compiled guard: the lease is taken when the hook runs and given back exactly
  * once when the raw response ends, however it ends (finished, failed, or the client left). A
@@ -138,6 +108,8 @@ export function guardHook(guard: HttpGuard<FastifyRequest>, handler: Handler, na
   };
 
   const hook: SluiceHook = (request, reply, done) => {
+    // Gone before it got here: no lease for a request nobody will read.
+    if (clientLeft(reply.raw)) return;
     const result = guard.enter(request);
     if (!(result instanceof Promise)) return admit(request, reply, done, result);
     // The client may leave while the store answers; its lease must not outlive it.

@@ -1,8 +1,10 @@
 import {
   assertKnownOptions,
+  type Duration,
   ErrorCode,
   integerOption,
   oneOfOption,
+  parseDuration,
   positiveOption,
   SluiceError,
   type Store,
@@ -61,6 +63,17 @@ export interface RedisStoreOptions {
   time?: 'client' | 'redis';
   /** ms since the epoch: `now` for `time: 'client'`, and the clock of the breaker and deny cache. @default Date.now */
   clock?: () => number;
+  /**
+   * How long, in wall time, a key written at a `now` passed to `check()` (a replay) outlives the
+   * state's own remaining life. Redis expires keys in wall time while a replayed state lives in
+   * the trace's time; a trace replayed slower than real time (or at one frozen `now`) would lose
+   * its state early and admit too much. With the grace, a replay gets the memory store's answers
+   * as long as it falls no more than `replayGrace` behind real time over one state's life (real
+   * time and faster: always). Costs memory: each key a replay writes stays up to that much longer.
+   * Calls without `now` (the store's `clock` or Redis `TIME`) are not affected. 0: no grace.
+   * @default '10m'
+   */
+  replayGrace?: Duration | 0;
   /** Longest wait for Redis per call, in ms; past it, the failure policy answers. @default 100 */
   timeout?: number;
   /** See {@link FailurePolicy}. @default 'allow' */
@@ -84,6 +97,7 @@ const KNOWN = [
   'prefix',
   'time',
   'clock',
+  'replayGrace',
   'timeout',
   'failurePolicy',
   'breaker',
@@ -99,6 +113,8 @@ export interface ResolvedOptions {
   readonly prefix: string;
   readonly redisTime: boolean;
   readonly clock: () => number;
+  /** ms, a whole number (see `RedisStoreOptions.replayGrace`). */
+  readonly replayGrace: number;
   readonly timeout: number;
   readonly failurePolicy: FailurePolicy;
   readonly breaker: Required<BreakerOptions> | undefined;
@@ -126,6 +142,16 @@ function isStore(value: unknown): value is Store {
     typeof store.reset === 'function' &&
     typeof store.shutdown === 'function'
   );
+}
+
+/** Longest replay grace: 30 days (a key's PX must stay a plain integer). */
+const MAX_REPLAY_GRACE = 30 * 86_400_000;
+
+function replayGraceOption(value: Duration | 0): number {
+  if (value === 0) return 0;
+  const ms = Math.ceil(parseDuration('replayGrace', value));
+  if (ms > MAX_REPLAY_GRACE) throw invalid('replayGrace', 'must be at most 30 days', value);
+  return ms;
 }
 
 export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
@@ -160,6 +186,7 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
     prefix,
     redisTime: oneOfOption('time', options.time ?? 'client', ['client', 'redis']) === 'redis',
     clock: functionOption('clock', options.clock) ?? Date.now,
+    replayGrace: replayGraceOption(options.replayGrace ?? '10m'),
     timeout: positiveOption('timeout', options.timeout ?? 100),
     failurePolicy: policy,
     breaker,

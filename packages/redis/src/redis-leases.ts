@@ -117,9 +117,9 @@ export class RedisLeases implements LeaseStore {
     now: number | undefined,
     op: 'release' | { op: 'acquire' | 'peek'; limit: number; ttl: number },
   ): Promise<unknown[]> {
-    const { redisTime, clock } = this.options;
+    const { redisTime, clock, replayGrace } = this.options;
     const keys = this.keysFor(call.space, call.key);
-    const time = nowArg(now, redisTime, clock);
+    const time = nowArg(now, redisTime, clock, replayGrace);
     if (op === 'release') return this.script(2, ...keys, time, op, call.id);
     return this.script(2, ...keys, time, op.op, call.id, op.limit, String(op.ttl));
   }

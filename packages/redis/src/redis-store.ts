@@ -401,7 +401,7 @@ export class RedisStore implements Store {
   }
 
   private nowArg(now: number | undefined): string {
-    return nowArg(now, this.options.redisTime, this.options.clock);
+    return nowArg(now, this.options.redisTime, this.options.clock, this.options.replayGrace);
   }
 
   /** A peek whose keys span several Cluster slots: the batch script once per slot, in parallel. */

@@ -24,8 +24,15 @@ export function scriptCommand<R = unknown[]>(
 /**
  * A script's `now` argument: the caller's time, else the client clock, else '' so that the
  * script reads Redis `TIME` (`time: 'redis'`). Decimal, exact (`String` of a double round-trips).
+ * A caller's `now` (a replay) carries `replayGrace` as `'now,grace'`: Redis expires keys in wall
+ * time, and a replay may run slower than it, so its keys live that much longer (see the option).
  */
-export function nowArg(now: number | undefined, redisTime: boolean, clock: () => number): string {
-  const at = now ?? (redisTime ? undefined : clock());
-  return at === undefined ? '' : String(at);
+export function nowArg(
+  now: number | undefined,
+  redisTime: boolean,
+  clock: () => number,
+  replayGrace = 0,
+): string {
+  if (now !== undefined) return replayGrace > 0 ? `${now},${replayGrace}` : String(now);
+  return redisTime ? '' : String(clock());
 }

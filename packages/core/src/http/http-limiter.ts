@@ -7,6 +7,7 @@ import { Limiter } from '../limiter.js';
 import { MemoryStore } from '../memory-store.js';
 import type { LimitCall, MaybePromise } from '../store.js';
 import { assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
+import { type ClientResponse, clientLeft, watchClient } from './client.js';
 import { HEADER_FORMATS, RateLimitHeaders } from './headers.js';
 import { type AddressList, addressList } from './ip.js';
 import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
@@ -141,6 +142,54 @@ export class HttpLimiter<Req> {
   }
 
   /**
+   * A request's whole passage through the limits, the order both adapters follow: the check, then,
+   * when the decision asks for it, the hold (delay mode). The client is watched from the moment
+   * the store call starts: one that leaves before the request is passed on (while the store
+   * answers, or while held) gets `null`, and the units its request took are given back
+   * (`Store.refund`), since it will never be served.
+   *
+   * Resolves to the decision to act on, `undefined` (not limited: pass the request on), or `null`
+   * (the client left: send nothing, do not run the handler). Synchronous when the store answers
+   * synchronously and nothing is held. Never throws or rejects.
+   * @param response the request's Node response, which says when the client leaves
+   */
+  handle(req: Req, response: ClientResponse): MaybePromise<Decision | undefined | null> {
+    // Gone before it reached this middleware: no store call for a request nobody will read.
+    if (clientLeft(response)) return null;
+    const result = this.evaluate(req);
+    if (!(result instanceof Promise)) {
+      // Nothing ran between the request's arrival and this answer: only a hold needs watching.
+      if (result === undefined || !this.mustWait(result)) return result;
+      return this.watched(response, (signal) => this.wait(req, result, signal));
+    }
+    return this.watched(response, async (signal) => {
+      const decision = await result;
+      if (signal.aborted) return this.abandon(req, decision);
+      if (decision === undefined || !this.mustWait(decision)) return decision;
+      return this.wait(req, decision, signal);
+    });
+  }
+
+  /** Runs `step` with a signal that aborts when the client leaves, watching until it settles. */
+  private async watched(
+    response: ClientResponse,
+    step: (signal: AbortSignal) => Promise<Decision | undefined | null>,
+  ): Promise<Decision | undefined | null> {
+    const client = watchClient(response);
+    try {
+      return await step(client.signal);
+    } finally {
+      client.stop();
+    }
+  }
+
+  /** A request whose client left before it was passed on: what it took is given back. */
+  private async abandon(req: Req, decision: Decision | undefined | null): Promise<null> {
+    if (decision?.allowed === true) await this.refund(req);
+    return null;
+  }
+
+  /**
    * Checks a request against every limit in one store call. `undefined` means "not limited":
    * skipped, allow-listed, no key for any limit, or the store failed under `storeFailure: 'allow'`.
    * Never throws or rejects: failures go to `onError` and the failure policy.
@@ -189,6 +238,7 @@ export class HttpLimiter<Req> {
     // Not consumed: wait until a unit should be free, then ask once more.
     if (!(await this.held(decision.retryAfter, signal, req))) return null;
     const again = await this.evaluate(req);
+    if (signal.aborted) return this.abandon(req, again);
     if (again?.allowed && again.delay > 0) return this.wait(req, again, signal);
     return again;
   }

@@ -1,3 +1,5 @@
+export type { ClientResponse, ClientWatch } from './client.js';
+export { clientLeft, watchClient } from './client.js';
 export type {
   HttpConcurrencyOptions,
   HttpFleetShedOptions,

@@ -85,18 +85,20 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
 
 /**
  * Storing a state, shared by every script that writes one: `write(key, algorithm, c, state, now,
- * exact)` stores it with `PX` = the algorithm's ttl rounded up, or deletes the key when there is no
- * state or its ttl is ≤ 0 (it is as good as fresh). `c` holds the algorithm's prepared params.
- * Returns what it stored (a string when `exact`, see `encode`), or false when it deleted the key.
+ * grace, exact)` stores it with `PX` = the algorithm's ttl rounded up, plus `grace` (ms, from
+ * `read_now`: a replayed `now`'s state may be needed longer in wall time than in its own), or
+ * deletes the key when there is no state or its ttl is ≤ 0 (it is as good as fresh). `c` holds the
+ * algorithm's prepared params. Returns what it stored (a string when `exact`, see `encode`), or
+ * false when it deleted the key.
  */
 export const WRITE_LUA = `
-local function write(key, algorithm, c, state, now, exact)
+local function write(key, algorithm, c, state, now, grace, exact)
   if state ~= nil then
     local ttl = algorithm.ttl(state, now, c)
     if ttl > 0 then
       local raw = encode(state, exact)
       -- Redis writes a number argument exactly (%.17g), so PX needs no formatting here.
-      redis.call('SET', key, raw, 'PX', math.ceil(ttl))
+      redis.call('SET', key, raw, 'PX', math.ceil(ttl) + grace)
       return raw
     end
   end
@@ -112,7 +114,7 @@ end
  * - `read_calls(first)`: parses KEYS[i] with its ARGV group `kind code, cost, params…` starting at
  *   ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
  *   the index of the first ARGV after them. A code whose fragment is not in the script is an error.
- * - `write(key, algorithm, c, state, now, exact)`: see {@link WRITE_LUA}.
+ * - `write(key, algorithm, c, state, now, grace, exact)`: see {@link WRITE_LUA}.
  * - `push_decision(out, d)`: appends a decision as 5 integers (reason, remaining, resetAfter,
  *   retryAfter, delay: see `DECISION_WIDTH` in wire.ts).
  */

@@ -8,16 +8,18 @@ local NONE, RATE, COST = 0, 1, 2
 
 /**
  * `read_now` of the prelude, inline, for the scripts that define no function (a closure costs
- * Redis time on every call): sets the local `now` from ARGV[1], the caller's time in ms, or from
- * Redis TIME (µs precision) when it is empty.
+ * Redis time on every call): sets the locals `now` and `grace` from ARGV[1] as `read_now` does.
  */
-export const READ_NOW_INLINE_LUA = `-- read_now, inline: the caller's time, or Redis TIME.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+export const READ_NOW_INLINE_LUA = `-- read_now, inline: the caller's time, or Redis TIME; the replay grace.
+local now, grace = tonumber(ARGV[1]), 0
+if now == nil then
+  if ARGV[1] == '' then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  else
+    local comma = string.find(ARGV[1], ',', 1, true)
+    now, grace = tonumber(string.sub(ARGV[1], 1, comma - 1)), tonumber(string.sub(ARGV[1], comma + 1))
+  end
 end`;
 
 /** The constants and `ceil_ms` (the sliding windows' fragments use it; the lean twins inline it). */
@@ -70,11 +72,18 @@ local function encode(state, exact)
   return table.concat(parts, ',')
 end
 
--- The caller's time in ms, or Redis TIME (µs precision) when arg is empty.
+-- The time of the call and its replay grace (see nowArg in script-command.ts): 'now' (the store's
+-- clock), 'now,grace' (a caller's replayed now: keys live grace ms longer in wall time), or ''
+-- (Redis TIME, µs precision).
 local function read_now(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  local now = tonumber(arg)
+  if now ~= nil then return now, 0 end
+  if arg == '' then
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000, 0
+  end
+  local comma = string.find(arg, ',', 1, true)
+  return tonumber(string.sub(arg, 1, comma - 1)), tonumber(string.sub(arg, comma + 1))
 end
 
 local function copy(list)

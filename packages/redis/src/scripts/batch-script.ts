@@ -7,13 +7,14 @@ import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms
  * by itself keeps its refusal state (a strict token bucket restarts its clock).
  *
  * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
- * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
+ *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume', 'peek' (no writes), or 'split' (consume, and return what the
  *          split refund needs to undo it: one slot of a batch split across Cluster slots)
  * ARGV[3…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
  *
- * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string in 'split' mode (0 in the
- * others, which have no use for it); each decision as 5 integers (reason 0 allowed / 1
+ * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string in 'split' mode, with
+ * `,grace` when ARGV[1] had one (0 in the other modes, which have no use for it); each decision as 5 integers (reason 0 allowed / 1
  * rate-limited / 2 cost-exceeds-limit, remaining, resetAfter, retryAfter, delay); in
  * 'split' mode, then per call `written 0/1, previous value or nil, new value or nil`.
  *
@@ -23,12 +24,16 @@ import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms
  */
 export function batchScript(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS): string {
   return `${libraryLua(algorithms)}
-local now = read_now(ARGV[1])
+local now, grace = read_now(ARGV[1])
 local mode = ARGV[2]
 local calls = read_calls(3)
--- Undoing a split batch must run at the exact now it consumed at (Redis TIME differs per node).
+-- Undoing a split batch must run at the exact now it consumed at (Redis TIME differs per node),
+-- with the same replay grace.
 local out = { 0 }
-if mode == 'split' then out[1] = fmt(now) end
+if mode == 'split' then
+  out[1] = fmt(now)
+  if grace > 0 then out[1] = out[1] .. ',' .. fmt(grace) end
+end
 
 if mode == 'peek' then
   for i = 1, #calls do
@@ -49,7 +54,7 @@ local written = {}
 for i = 1, #calls do
   local call = calls[i]
   if all or not decisions[i][1] then
-    if changed[i] then written[i] = write(KEYS[i], call.algorithm, call.c, nexts[i], now, mode == 'split') end
+    if changed[i] then written[i] = write(KEYS[i], call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
   end

@@ -76,7 +76,8 @@ end`;
  * takes 2 + N arguments.
  *
  * KEYS[i]  state key of limit i (all in one hash slot on a Cluster)
- * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
+ *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume' or 'peek' (no writes)
  * ARGV[2+i] cost of limit i
  *

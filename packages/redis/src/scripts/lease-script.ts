@@ -8,7 +8,8 @@ import { PRELUDE_LUA } from '../lua/prelude.js';
  *
  * KEYS[1]  the lease set (sorted set: member = lease id, score = startedAt ms)
  * KEYS[2]  the ttl of the last admitted acquire, ms (a string; same expiry as KEYS[1])
- * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
+ *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  operation: 'acquire', 'peek' (no writes) or 'release'
  * ARGV[3]  the lease id ('' for a peek that holds none)
  * ARGV[4]  limit: most leases held at once (acquire, peek)
@@ -21,7 +22,7 @@ import { PRELUDE_LUA } from '../lua/prelude.js';
  */
 export const LEASE_SCRIPT = `${PRELUDE_LUA}
 local set, ttl_key = KEYS[1], KEYS[2]
-local now = read_now(ARGV[1])
+local now, grace = read_now(ARGV[1])
 local op, id = ARGV[2], ARGV[3]
 
 local function score_of(reply)
@@ -29,10 +30,13 @@ local function score_of(reply)
   return tonumber(reply[2])
 end
 
--- The set expires when its newest lease would (newest + ttl - now, ms rounded up); its ttl with it.
+-- The set expires when its newest lease would (newest + ttl - now, ms rounded up; plus the replay
+-- grace while it lives); its ttl with it.
 local function expire_with(ttl)
   local newest = score_of(redis.call('ZRANGE', set, -1, -1, 'WITHSCORES'))
-  local px = fmt(math.ceil(newest + ttl - now))
+  local px = math.ceil(newest + ttl - now)
+  if px > 0 then px = px + grace end
+  px = fmt(px)
   redis.call('PEXPIRE', set, px)
   redis.call('SET', ttl_key, fmt(ttl), 'PX', px)
 end

@@ -7,13 +7,14 @@ import { LIBRARY_LUA } from '../lua/algorithms.js';
  * the state itself, and nothing is written. Calls are independent: there is no all-or-nothing rule for a refund.
  *
  * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
- * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
+ *          `nowArg`); '' reads Redis TIME
  * ARGV[2…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
  *
  * Returns the number of keys changed.
  */
 export const REFUND_SCRIPT = `${LIBRARY_LUA}
-local now = read_now(ARGV[1])
+local now, grace = read_now(ARGV[1])
 local calls = read_calls(2)
 local changed = 0
 for i = 1, #calls do
@@ -22,7 +23,7 @@ for i = 1, #calls do
     -- A refund that gives nothing back returns the state itself: nothing to write.
     local next = call.algorithm.refund(call.state, now, call.cost, call.c)
     if next ~= call.state then
-      write(KEYS[i], call.algorithm, call.c, next, now)
+      write(KEYS[i], call.algorithm, call.c, next, now, grace)
       changed = changed + 1
     end
   end

@@ -49,7 +49,8 @@ end`;
  * the one algorithm fragment, composed from the same fragments as the batch script.
  *
  * KEYS[1]  state key
- * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
+ *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume' or 'peek' (no writes)
  * ARGV[3]  cost
  * ARGV[4…] the algorithm's params, in the order of `LUA_ALGORITHMS`
@@ -62,7 +63,7 @@ export function singleScript(algorithm: LuaAlgorithm): string {
   return `${PRELUDE_LUA}
 ${algorithm.lua}
 ${WRITE_LUA}
-local now = read_now(ARGV[1])
+local now, grace = read_now(ARGV[1])
 local algorithm = ${algorithm.table}
 local c = algorithm.prepare({ ${algorithm.params.map((_, j) => `tonumber(ARGV[${4 + j}])`).join(', ')} })
 local raw = redis.call('GET', KEYS[1])
@@ -76,7 +77,7 @@ else
   local next, changed
   d, next, changed = algorithm.consume(state, now, cost, c)
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
-  if changed then write(KEYS[1], algorithm, c, next, now) end
+  if changed then write(KEYS[1], algorithm, c, next, now, grace) end
 end
 ${replyLua('d[2]', 'd[7]', 'd[3]', 'd[4]', 'd[5]', 'd[6]')}
 `;
@@ -105,8 +106,8 @@ end`;
 
 /**
  * `write()` of the batch script, inline, for a lean twin: when `changed`, stores the new state
- * (`next`, and `next2` for two numbers) at `key` with `PX` = its ttl rounded up, or deletes the key
- * when there is no state or its ttl is ≤ 0. `bind`: Lua that puts the params (and what `prepare`
+ * (`next`, and `next2` for two numbers) at `key` with `PX` = its ttl rounded up plus `grace` (see
+ * `WRITE_LUA`), or deletes the key when there is no state or its ttl is ≤ 0. `bind`: Lua that puts the params (and what `prepare`
  * derives) in scope, when they are not already.
  */
 export function leanWriteLua(
@@ -126,7 +127,7 @@ ${bind}
     ttl_ms = ${lean.ttl}
   end
   if ttl_ms > 0 then
-    redis.call('SET', ${key}, ${value}, 'PX', math.ceil(ttl_ms))
+    redis.call('SET', ${key}, ${value}, 'PX', math.ceil(ttl_ms) + grace)
   else
     redis.call('DEL', ${key})
   end
@@ -141,7 +142,8 @@ end`;
  * every call).
  *
  * KEYS[1]  state key
- * ARGV[1]  now, ms since the epoch, as a decimal string; '' reads Redis TIME
+ * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
+ *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume' or 'peek' (no writes)
  * ARGV[3]  cost
  *
