@@ -1,0 +1,22 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vite';
+
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+/**
+ * The page imports @sluice/core from its TypeScript sources (as the tests do: no build of core
+ * first), and core's Node built-ins from browser stand-ins (src/page/node-shims.ts).
+ */
+export default defineConfig({
+  root: here('.'),
+  base: './',
+  resolve: {
+    alias: [
+      { find: /^@sluice\/core$/, replacement: here('../core/src/index.ts') },
+      { find: /^node:(crypto|perf_hooks|timers\/promises)$/, replacement: here('src/page/node-shims.ts') },
+    ],
+  },
+  build: { target: 'es2022', outDir: 'dist', emptyOutDir: true },
+  server: { host: '127.0.0.1' },
+  preview: { host: '127.0.0.1' },
+});
