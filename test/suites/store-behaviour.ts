@@ -151,6 +151,22 @@ export function describeStoreBehaviour(
         );
       });
 
+      it("regression: token bucket (stepped) keeps the progress of a full bucket toward the next refill (Smyte's reduce)", async () => {
+        const p = 'token-bucket'; // issue 11 (3.6): check at t, 5 at t + 1500, one at t + 2000
+        await timeline(
+          tokenBucket({ capacity: 5, refillAmount: 2, refillInterval: 1000, refill: 'stepped' }),
+          [
+            [0, 1, allow(5, 4, 1000, p)],
+            [1500, 1, allow(5, 4, 500, p)],
+            [1500, 1, allow(5, 3, 500, p)],
+            [1500, 1, allow(5, 2, 1500, p)],
+            [1500, 1, allow(5, 1, 1500, p)],
+            [1500, 1, allow(5, 0, 2500, p)],
+            [2000, 1, allow(5, 1, 2000, p)],
+          ],
+        );
+      });
+
       it('strict token bucket (continuous): sending while empty keeps a caller blocked', async () => {
         const p = 'token-bucket'; // 2 tokens, one back every 1000 ms
         await timeline(tokenBucket({ capacity: 2, refillInterval: 2000, strict: true }), [
