@@ -646,7 +646,7 @@ describe('scripts', () => {
     // expire in Redis' real time between steps that share one instant.
     const algorithms = [
       tokenBucket({ capacity: 12, refillAmount: 1_000_000, refillInterval: 1_000 }),
-      gcra({ rate: 3_000_000, period: 1_000, burst: 9 }),
+      gcra({ rate: 1_000_000, period: 1_000, burst: 9 }), // faster is below MIN_UNIT_TIME
       leakyBucketQueue({ rate: 700_000, period: 1_000, burst: 4, queue: 6 }),
     ];
     const store = new RedisStore({ client, prefix: uniquePrefix('fast'), timeout: 5_000 });

@@ -11,7 +11,14 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  algorithmsAtEveryScale,
+  expectHonestRefusals,
+  requestsAtEveryScale,
+  startAnywhere,
+} from './scales.js';
 
 /** The fields of a decision that a store must reproduce exactly (everything but `limits`). */
 export type DecisionFields = Pick<
@@ -286,6 +293,48 @@ export function describeStoreBehaviour(
           expect(await check(limiter, key, 0, 1)).toMatchObject({ allowed: true, remaining: 0 });
         });
       }
+    });
+
+    describe('every algorithm: honest refusals', () => {
+      it('regression: a token bucket refusing at a late time and a high rate said retryAfter 0 (issue 11, 3.4)', async () => {
+        // Traces found against the unclamped arithmetic (both twins): the wait rounds to ≤ the slack.
+        const cases: [Algorithm, number, number][] = [
+          [
+            tokenBucket({ capacity: 100_000, refillAmount: 1, refillInterval: 0.00414548188348134 }),
+            2822653069602.3643,
+            2822653069602.366,
+          ],
+          [
+            tokenBucket({
+              capacity: 100_000,
+              refillAmount: 1,
+              refillInterval: 0.0021860906641625465,
+              refill: 'stepped',
+            }),
+            2315794579510.476,
+            2315794579510.477,
+          ],
+        ];
+        for (const [algorithm, emptied, then] of cases) {
+          const limiter = limiterOf(algorithm);
+          const key = freshKey('late');
+          expect((await limiter.check(key, { now: emptied, cost: 100_000 })).allowed).toBe(true);
+          const refused = await limiter.check(key, { now: then });
+          expect(fields(refused), algorithm.kind).toMatchObject({ allowed: false, retryAfter: 1 });
+          expect((await limiter.peek(key, { now: then + 1 })).allowed).toBe(true);
+        }
+      });
+
+      it('regression: refused ⇒ retryAfter ≥ 1 or -1, at every scale and time accepted (a refusal said retryAfter 0)', async () => {
+        // The same seeded scenarios on every store: the Lua twins round as the TypeScript does.
+        const scenarios = fc.sample(fc.tuple(algorithmsAtEveryScale, startAnywhere, requestsAtEveryScale), {
+          numRuns: 40,
+          seed: 20_261_123,
+        });
+        for (const [algorithm, from, requests] of scenarios) {
+          await expectHonestRefusals(limiterOf(algorithm), freshKey('scale'), from, requests);
+        }
+      });
     });
 
     describe('layered limits', () => {

@@ -1,6 +1,7 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
-import { ceilMs, decide } from '../decision.js';
+import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
+import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
 
 export interface TokenBucketOptions {
@@ -54,6 +55,14 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   const stepped =
     oneOfOption('refill', options.refill ?? 'continuous', ['continuous', 'stepped']) === 'stepped';
   const strict = booleanOption('strict', options.strict ?? false);
+  if (stepped) assertUnit('refillInterval', options.refillInterval, interval, 'refillInterval');
+  else
+    assertUnit(
+      'refillInterval',
+      options.refillInterval,
+      interval / refillAmount,
+      'refillInterval / refillAmount (the time per token)',
+    );
   const params = {
     capacity,
     refillAmount,
@@ -100,7 +109,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
       capacity,
       whole(accrued),
       resetAfter,
-      ceilMs(empty + cost * msPerToken - now, slack),
+      retryMs(empty + cost * msPerToken - now, slack),
       0,
       policy,
       'rate-limited',
@@ -165,6 +174,8 @@ function steppedBucket(
   };
   const timeToHold = (tokens: number, last: number, want: number, now: number) =>
     tokens >= want ? 0 : ceilMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
+  const timeToRetry = (tokens: number, last: number, want: number, now: number) =>
+    retryMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
   const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
     const resetAfter = timeToHold(tokens, last, capacity, now);
     if (cost > capacity)
@@ -175,7 +186,7 @@ function steppedBucket(
       capacity,
       tokens,
       resetAfter,
-      timeToHold(tokens, last, cost, now),
+      timeToRetry(tokens, last, cost, now),
       0,
       policy,
       'rate-limited',

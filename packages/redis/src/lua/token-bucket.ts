@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable, slackLua } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, retryMsLua, slackLua } from './lean.js';
 
 /**
  * Lua twins of `@sluice/core` `algorithms/token-bucket.ts`, expression for expression (same float
@@ -33,7 +33,7 @@ const peekAt = (at: string) => `do
     reason, retry_after = NONE, 0
   else
     reason = RATE
-    ${ceilMsLua('retry_after', 'empty + cost * per_token - now')}
+    ${retryMsLua('retry_after', 'empty + cost * per_token - now')}
   end
 end`;
 
@@ -101,7 +101,7 @@ const report = (last: string) => `do
       reason, retry_after = NONE, 0
     else
       reason = RATE
-      ${holdLua('retry_after', 'tokens', last, 'cost')}
+      ${retryMsLua('retry_after', `${last} + math.ceil((cost - tokens) / refill_amount) * refill_interval - now`)}
     end
   end`;
 
