@@ -5,6 +5,7 @@ import {
   byIp,
   byRoute,
   byToken,
+  compose,
   type Decision,
   fixedWindow,
   type LimitCall,
@@ -291,6 +292,17 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       expect((await get('/users/2')).headers.ratelimit).toBe('"route";r=0;t=10');
       expect((await get('/users/3?page=2')).status).toBe(429);
       expect((await get('/items/1')).headers.ratelimit).toBe('"route";r=1;t=10');
+    });
+
+    it('regression: HEAD counts against the GET route it runs, never a quota of its own (issue 11, 3.7)', async () => {
+      const limit: Options = { name: 'route', key: compose(byIp(), byRoute()), algorithm: window(3), store };
+      await build({ routes: [{ method: 'GET', path: '/users/:id', limit }] });
+      expect((await get('/users/1')).headers.ratelimit).toBe('"route";r=2;t=10');
+      const head = await app!.request('HEAD', '/users/2');
+      expect([head.status, head.headers.ratelimit]).toEqual([200, '"route";r=1;t=10']);
+      expect((await get('/users/3')).headers.ratelimit).toBe('"route";r=0;t=10');
+      expect((await app!.request('HEAD', '/users/4')).status).toBe(429);
+      expect((await get('/users/5')).status).toBe(429);
     });
 
     describe('client address', () => {

@@ -150,7 +150,7 @@ export function byToken(options: ByTokenOptions = {}): AnyKey {
 
 /**
  * The method and the route *pattern* (`GET /users/:id`), never the raw URL, so that paths cannot
- * blow up the key space. Express knows the pattern only inside a route (per-route middleware);
+ * blow up the key space. HEAD is keyed as GET, whose handler answers it. Express knows the pattern only inside a route (per-route middleware);
  * where no route has matched yet, the limit is skipped and a warning given once.
  * @example compose(byToken(), byRoute()) // per token per route
  */
@@ -168,7 +168,9 @@ export function byRoute(): AnyKey {
       }
       return undefined;
     }
-    return `route:${access.method(req)} ${route}`;
+    // HEAD runs the GET handler (both frameworks answer it from the GET route): one quota for both.
+    const method = access.method(req);
+    return `route:${method === 'HEAD' ? 'GET' : method} ${route}`;
   };
 }
 
