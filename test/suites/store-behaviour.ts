@@ -605,6 +605,22 @@ export function describeStoreBehaviour(
         expect(await check(strict, key, 0)).toMatchObject({ allowed: true });
       });
 
+      it('regression: two limits with equal parameters but different names never share state; the same name does (issue 11)', async () => {
+        // Core Limiter bound no name (the adapters did): login and reset-password, 1 per window
+        // per IP each, shared one counter.
+        const key = freshKey('named');
+        const named = (name: string) =>
+          new Limiter({ limits: [{ name, algorithm: fixedWindow({ limit: 1, window: 1000 }) }], store });
+        const login = named('login');
+        expect(await check(login, key, 0)).toEqual(allow(1, 0, 1000, 'login'));
+        expect(await check(named('reset-password'), key, 0)).toEqual(allow(1, 0, 1000, 'reset-password'));
+        expect(await check(named('login'), key, 0)).toMatchObject({ allowed: false, policy: 'login' });
+        // An unnamed limit is named for its kind: it shares state with a limit named so.
+        const unnamed = limiterOf(fixedWindow({ limit: 1, window: 1000 }));
+        expect(await check(unnamed, key, 0)).toMatchObject({ allowed: true });
+        expect(await check(named('fixed-window'), key, 0)).toMatchObject({ allowed: false });
+      });
+
       it('two limiters with equal parameters share state (durations written either way)', async () => {
         const key = freshKey('same');
         const a = limiterOf(gcra({ rate: 2, period: 1000 }));
