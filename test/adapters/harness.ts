@@ -88,7 +88,7 @@ export interface Reply {
 }
 
 export interface TestApp {
-  request(method: 'GET' | 'POST', path: string, headers?: Record<string, string>): Promise<Reply>;
+  request(method: 'GET' | 'HEAD' | 'POST', path: string, headers?: Record<string, string>): Promise<Reply>;
   /** Starts a real HTTP server on a free loopback port; returns its base URL. */
   listen(): Promise<string>;
   /** Open connections of the server `listen()` started, as the server counts them. */
@@ -187,7 +187,12 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
       return {
         async request(method, path, headers = {}) {
           const agent = supertest(app);
-          const response = await (method === 'GET' ? agent.get(path) : agent.post(path)).set(headers);
+          const response = await (method === 'GET'
+            ? agent.get(path)
+            : method === 'HEAD'
+              ? agent.head(path)
+              : agent.post(path)
+          ).set(headers);
           return {
             status: response.status,
             headers: normalise(response.headers as Record<string, unknown>),

@@ -5,6 +5,7 @@ import {
   byIp,
   byRoute,
   byToken,
+  compose,
   type Decision,
   fixedWindow,
   type LimitCall,
@@ -298,10 +299,36 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       await build({ options, routes: [{ method: 'GET', path: '/' }] });
       await get('/', { authorization: 'Bearer s3cret' });
       await get('/', { authorization: 'Basic s3cret' });
-      const hash = createHash('sha256').update('s3cret').digest('base64url').slice(0, 22);
+      const hash = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 22);
       // The limit's name is bound into the fingerprint, not the key (so a user key's limits
-      // share a Redis Cluster slot).
-      expect(keys).toEqual([`${bindName(window(5), 'api').fingerprint} token:${hash}`]);
+      // share a Redis Cluster slot). Another scheme is no bearer token: it is limited by a hash
+      // of the whole header, apart from tokens.
+      const fingerprint = bindName(window(5), 'api').fingerprint;
+      expect(keys).toEqual([
+        `${fingerprint} token:${hash('s3cret')}`,
+        `${fingerprint} credential:${hash('Basic s3cret')}`,
+      ]);
+    });
+
+    it('regression: byToken counts Bearer<TAB>token and extra spaces as the token; an unreadable credential is limited, never skipped (issue 11, 3.8)', async () => {
+      const limit: Options = { name: 'api', key: byToken(), algorithm: window(4), store };
+      await build({ routes: [{ method: 'GET', path: '/', limit }] });
+      // RFC 9110 §11.4: auth-scheme (any case) 1*SP token68. A tab, as lenient servers accept it,
+      // or several spaces: the same token, the same quota (the tab skipped the limit).
+      expect((await get('/', { authorization: 'Bearer abc' })).headers.ratelimit).toBe('"api";r=3;t=10');
+      expect((await get('/', { authorization: 'Bearer\tabc' })).headers.ratelimit).toBe('"api";r=2;t=10');
+      expect((await get('/', { authorization: 'bearer   abc' })).headers.ratelimit).toBe('"api";r=1;t=10');
+      expect((await get('/', { authorization: 'BEARER \t abc' })).headers.ratelimit).toBe('"api";r=0;t=10');
+      expect((await get('/', { authorization: 'Bearer\tabc' })).status).toBe(429);
+      // Unreadable as `Bearer <token>`: limited by the whole header, each value on its own quota.
+      for (const odd of ['Bearerabc', 'Bearer', 'Basic abc']) {
+        const replies = [];
+        for (let i = 0; i < 5; i++) replies.push((await get('/', { authorization: odd })).status);
+        expect(replies, odd).toEqual([200, 200, 200, 200, 429]);
+      }
+      // An empty header carries no credential: the limit is skipped, as with no header.
+      const empty = await get('/', { authorization: '' });
+      expect([empty.status, empty.headers.ratelimit]).toEqual([200, undefined]);
     });
 
     it('limits with equal parameters but different names never share state', async () => {
@@ -333,6 +360,17 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       expect((await get('/users/2')).headers.ratelimit).toBe('"route";r=0;t=10');
       expect((await get('/users/3?page=2')).status).toBe(429);
       expect((await get('/items/1')).headers.ratelimit).toBe('"route";r=1;t=10');
+    });
+
+    it('regression: HEAD counts against the GET route it runs, never a quota of its own (issue 11, 3.7)', async () => {
+      const limit: Options = { name: 'route', key: compose(byIp(), byRoute()), algorithm: window(3), store };
+      await build({ routes: [{ method: 'GET', path: '/users/:id', limit }] });
+      expect((await get('/users/1')).headers.ratelimit).toBe('"route";r=2;t=10');
+      const head = await app!.request('HEAD', '/users/2');
+      expect([head.status, head.headers.ratelimit]).toEqual([200, '"route";r=1;t=10']);
+      expect((await get('/users/3')).headers.ratelimit).toBe('"route";r=0;t=10');
+      expect((await app!.request('HEAD', '/users/4')).status).toBe(429);
+      expect((await get('/users/5')).status).toBe(429);
     });
 
     describe('client address', () => {

@@ -22,7 +22,7 @@ describe('Limiter', () => {
       retryAfter: 1000,
       reason: 'rate-limited',
     });
-    expect(store.inspect(wide, 'k')).toEqual([2, 0]);
+    expect(store.inspect(limiter.limits[0]!.algorithm, 'k')).toEqual([2, 0]);
   });
 
   it('answers synchronously on the memory store', () => {

@@ -84,14 +84,37 @@ describe('tokenBucket (stepped refill, Smyte)', () => {
     expect(run.at(4999)).toEqual(refuse(10, 0, 9001, 1, P));
   });
 
-  it('a full bucket accrues no progress: it is the same as a fresh one', () => {
-    const algorithm = tokenBucket({ capacity: 2, refillAmount: 1, refillInterval: 1000, refill: 'stepped' });
-    const idle = new Run(algorithm);
-    idle.at(0);
-    // Full again from +1000; at +1500 a cost-2 request empties it, and the refill clock starts there.
-    expect(idle.at(1500, 2)).toEqual(allow(2, 0, 2000, P));
-    expect(idle.at(2499)).toEqual(refuse(2, 0, 1001, 1, P));
-    expect(idle.algorithm.ttl(idle.state!, idle.base + 3500)).toBe(0);
+  it("regression: a full bucket keeps its progress toward the next refill, as Smyte's reduce() does (it restarted the refill clock)", () => {
+    // Issue 11 (3.6): check at t, 5 checks at t+1500, one at t+2000. Smyte's adjustAmount advances
+    // lastRefilledAt by whole refill times even while the bucket is capped at full, so the refill
+    // due at t+2000 comes; sluice treated the full bucket as new and refused with retryAfter 500.
+    const run = new Run(
+      tokenBucket({ capacity: 5, refillAmount: 2, refillInterval: 1000, refill: 'stepped' }),
+    );
+    expect(run.at(0)).toEqual(allow(5, 4, 1000, P));
+    // Full at +1000 (4 + 2, capped at 5): the refill mark moves to +1000, not +1500.
+    expect(run.at(1500)).toEqual(allow(5, 4, 500, P));
+    for (let i = 0; i < 4; i++) run.at(1500);
+    expect(run.state).toEqual([0, run.base + 1000]);
+    expect(run.at(2000)).toEqual(allow(5, 1, 2000, P));
+  });
+
+  it("a state idle for a whole refill from empty is dropped: from then on the key is fresh (Smyte's compaction filter)", () => {
+    // capacity 5, 2 back per second: ceil(5 / 2) = 3 refills bring any state to full.
+    const algorithm = tokenBucket({ capacity: 5, refillAmount: 2, refillInterval: 1000, refill: 'stepped' });
+    const run = new Run(algorithm);
+    run.at(0, 4);
+    expect(algorithm.ttl(run.state!, run.base + 2999)).toBe(1);
+    expect(algorithm.ttl(run.state!, run.base + 3000)).toBe(0);
+    // Before the drop the refill grid of +0 holds (refills at +1000, +2000, +3000 …) …
+    const held = run.fork();
+    expect(held.at(2999, 5)).toEqual(allow(5, 0, 2001, P));
+    // … and at the drop the state reads as a fresh key would: full, refilled at +3000.
+    const dropped = run.fork();
+    const fresh = new Run(algorithm);
+    expect(dropped.at(3000, 5)).toEqual(fresh.at(3000, 5));
+    expect(dropped.state).toEqual(fresh.state);
+    expect(dropped.peek(3999)).toEqual(refuse(5, 0, 2001, 1, P));
   });
 
   it('regression: a refused request on a lenient stepped bucket writes nothing', () => {

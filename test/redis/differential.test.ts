@@ -214,7 +214,8 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
           const clock = traceClock();
           for (const { keys, cost, gap, peek, late } of calls) {
             const newest = clock(gap);
-            const pairs = limits.map((limit, i) => [limit.algorithm, keys[i]] as const);
+            // The algorithms as the stores see them: each limit's name bound in.
+            const pairs = memory.limits.map((limit, i) => [limit.algorithm, keys[i]] as const);
             const onTime = late === 0 || !(await canArriveLate(memoryStore, store, client, pairs, newest));
             // Late by up to 3 × the longest window of the limits.
             const now = onTime ? newest : newest - late * longest;

@@ -11,7 +11,6 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   type Algorithm,
-  bindName,
   type Decision,
   fixedWindow,
   gcra,
@@ -114,15 +113,10 @@ interface Target {
   peek(limits: { name: string; algorithm: Algorithm }[], keys: string[]): Promise<Decision>;
 }
 
-/** Reads limits as the adapters store them: the limit's name bound into the fingerprint. */
+/** Reads limits as the adapters store them: Limiter binds each limit's name, as they do. */
 function peeker(store: Store) {
   return (limits: { name: string; algorithm: Algorithm }[], keys: string[]) =>
-    Promise.resolve(
-      new Limiter({
-        limits: limits.map(({ name, algorithm }) => ({ name, algorithm: bindName(algorithm, name) })),
-        store,
-      }).peek(keys),
-    );
+    Promise.resolve(new Limiter({ limits, store }).peek(keys));
 }
 
 /**

@@ -81,8 +81,11 @@ describe('a flood of 1,000,000 unique client addresses on the memory store', () 
   it('heap stays bounded: flat once the store is full, a few hundred bytes per key', () => {
     const full = flood.samples.filter((s) => s.requests >= 2 * MAX_KEYS).map((s) => s.heapUsed);
     expect(full.length).toBeGreaterThan(5);
-    // From 200k to 1M addresses the heap moves by less than 4 MB (noise), while 800k more keys came.
-    expect(Math.max(...full) - Math.min(...full)).toBeLessThan(4e6);
+    // From 200k to 1M addresses the heap never rises more than 4 MB (noise) above its level at
+    // 200k, while 800k more keys came. It may fall by more: since the store keeps byte counts
+    // (maxBytes), the heap after GC ends 0-6 MB below its level at 200k, varying from run to run
+    // (cause not established); a fall is no leak, and the bound below still holds.
+    expect(Math.max(...full) - full[0]!).toBeLessThan(4e6);
     // Whole store: under 512 bytes per key held (measured ≈ 270 with a fixed window).
     expect(Math.max(...full) - flood.baseline).toBeLessThan(512 * MAX_KEYS);
   });

@@ -11,7 +11,14 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  algorithmsAtEveryScale,
+  expectHonestRefusals,
+  requestsAtEveryScale,
+  startAnywhere,
+} from './scales.js';
 
 /** The fields of a decision that a store must reproduce exactly (everything but `limits`). */
 export type DecisionFields = Pick<
@@ -151,6 +158,22 @@ export function describeStoreBehaviour(
         );
       });
 
+      it("regression: token bucket (stepped) keeps the progress of a full bucket toward the next refill (Smyte's reduce)", async () => {
+        const p = 'token-bucket'; // issue 11 (3.6): check at t, 5 at t + 1500, one at t + 2000
+        await timeline(
+          tokenBucket({ capacity: 5, refillAmount: 2, refillInterval: 1000, refill: 'stepped' }),
+          [
+            [0, 1, allow(5, 4, 1000, p)],
+            [1500, 1, allow(5, 4, 500, p)],
+            [1500, 1, allow(5, 3, 500, p)],
+            [1500, 1, allow(5, 2, 1500, p)],
+            [1500, 1, allow(5, 1, 1500, p)],
+            [1500, 1, allow(5, 0, 2500, p)],
+            [2000, 1, allow(5, 1, 2000, p)],
+          ],
+        );
+      });
+
       it('strict token bucket (continuous): sending while empty keeps a caller blocked', async () => {
         const p = 'token-bucket'; // 2 tokens, one back every 1000 ms
         await timeline(tokenBucket({ capacity: 2, refillInterval: 2000, strict: true }), [
@@ -270,6 +293,48 @@ export function describeStoreBehaviour(
           expect(await check(limiter, key, 0, 1)).toMatchObject({ allowed: true, remaining: 0 });
         });
       }
+    });
+
+    describe('every algorithm: honest refusals', () => {
+      it('regression: a token bucket refusing at a late time and a high rate said retryAfter 0 (issue 11, 3.4)', async () => {
+        // Traces found against the unclamped arithmetic (both twins): the wait rounds to ≤ the slack.
+        const cases: [Algorithm, number, number][] = [
+          [
+            tokenBucket({ capacity: 100_000, refillAmount: 1, refillInterval: 0.00414548188348134 }),
+            2822653069602.3643,
+            2822653069602.366,
+          ],
+          [
+            tokenBucket({
+              capacity: 100_000,
+              refillAmount: 1,
+              refillInterval: 0.0021860906641625465,
+              refill: 'stepped',
+            }),
+            2315794579510.476,
+            2315794579510.477,
+          ],
+        ];
+        for (const [algorithm, emptied, then] of cases) {
+          const limiter = limiterOf(algorithm);
+          const key = freshKey('late');
+          expect((await limiter.check(key, { now: emptied, cost: 100_000 })).allowed).toBe(true);
+          const refused = await limiter.check(key, { now: then });
+          expect(fields(refused), algorithm.kind).toMatchObject({ allowed: false, retryAfter: 1 });
+          expect((await limiter.peek(key, { now: then + 1 })).allowed).toBe(true);
+        }
+      });
+
+      it('regression: refused ⇒ retryAfter ≥ 1 or -1, at every scale and time accepted (a refusal said retryAfter 0)', async () => {
+        // The same seeded scenarios on every store: the Lua twins round as the TypeScript does.
+        const scenarios = fc.sample(fc.tuple(algorithmsAtEveryScale, startAnywhere, requestsAtEveryScale), {
+          numRuns: 40,
+          seed: 20_261_123,
+        });
+        for (const [algorithm, from, requests] of scenarios) {
+          await expectHonestRefusals(limiterOf(algorithm), freshKey('scale'), from, requests);
+        }
+      });
     });
 
     describe('layered limits', () => {
@@ -538,6 +603,22 @@ export function describeStoreBehaviour(
         const strict = limiterOf(tokenBucket({ capacity: 1, refillInterval: 1000, strict: true }));
         expect(await check(lenient, key, 0)).toMatchObject({ allowed: true });
         expect(await check(strict, key, 0)).toMatchObject({ allowed: true });
+      });
+
+      it('regression: two limits with equal parameters but different names never share state; the same name does (issue 11)', async () => {
+        // Core Limiter bound no name (the adapters did): login and reset-password, 1 per window
+        // per IP each, shared one counter.
+        const key = freshKey('named');
+        const named = (name: string) =>
+          new Limiter({ limits: [{ name, algorithm: fixedWindow({ limit: 1, window: 1000 }) }], store });
+        const login = named('login');
+        expect(await check(login, key, 0)).toEqual(allow(1, 0, 1000, 'login'));
+        expect(await check(named('reset-password'), key, 0)).toEqual(allow(1, 0, 1000, 'reset-password'));
+        expect(await check(named('login'), key, 0)).toMatchObject({ allowed: false, policy: 'login' });
+        // An unnamed limit is named for its kind: it shares state with a limit named so.
+        const unnamed = limiterOf(fixedWindow({ limit: 1, window: 1000 }));
+        expect(await check(unnamed, key, 0)).toMatchObject({ allowed: true });
+        expect(await check(named('fixed-window'), key, 0)).toMatchObject({ allowed: false });
       });
 
       it('two limiters with equal parameters share state (durations written either way)', async () => {

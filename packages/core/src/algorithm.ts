@@ -103,9 +103,12 @@ export function fingerprint(kind: AlgorithmKind, params: Readonly<Record<string,
  * The same algorithm, with the limit's name bound into its fingerprint: two limits with equal
  * parameters but different names (`login` and `reset-password`, both 5 per 15 minutes per IP) never
  * share state, while every limit of one user key still shares a key in Redis except for the
- * fingerprint, which stays outside the Cluster hash tag. The adapters bind every limit's name.
+ * fingerprint, which stays outside the Cluster hash tag. `Limiter` binds every limit's name (the
+ * adapters build on it). A limit named for its algorithm's kind, the default name, keeps the
+ * algorithm itself: an unnamed limit's state is where the algorithm alone puts it.
  */
 export function bindName<S>(algorithm: Algorithm<S>, name: string): Algorithm<S> {
+  if (name === algorithm.kind) return algorithm;
   let hash = 0x811c9dc5;
   const text = `${algorithm.fingerprint}|name=${name}`;
   for (let i = 0; i < text.length; i++) {

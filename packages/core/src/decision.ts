@@ -27,7 +27,7 @@ export interface Decision {
   readonly remaining: number;
   /** ms until the limit's state is as fresh as if it had never been used (0 when it is). */
   readonly resetAfter: number;
-  /** ms until a request of the same cost could be allowed; 0 when allowed, -1 when never. */
+  /** ms until a request of the same cost could be allowed; 0 when allowed, ≥ 1 when refused, -1 when never. */
   readonly retryAfter: number;
   /** ms the caller should hold the request before serving it (queue algorithms); 0 otherwise. */
   readonly delay: number;
@@ -102,4 +102,14 @@ function moreRestrictive(a: Decision, b: Decision): boolean {
  */
 export function ceilMs(ms: number, slack = EPSILON): number {
   return ms <= slack ? 0 : Math.ceil(ms - slack);
+}
+
+/**
+ * `retryAfter` of a refusal: `ceilMs`, and never below 1. A refusal's wait is above the slack in
+ * exact arithmetic (else the request would have been admitted), but the doubles of epoch-scale
+ * times can round it to the slack or less: 0 would tell the caller to retry at once, to be
+ * refused again. 1 ms is never early, since the wait it replaces is within a rounding of zero.
+ */
+export function retryMs(ms: number, slack = EPSILON): number {
+  return Math.max(1, ceilMs(ms, slack));
 }

@@ -12,7 +12,7 @@ export const ErrorCode = {
   INVALID_DURATION: 'ERR_SLUICE_INVALID_DURATION',
   /** A `cost` at call time that is not an integer ≥ 1. */
   INVALID_COST: 'ERR_SLUICE_INVALID_COST',
-  /** A `now` at call time that is not a finite number. */
+  /** A `now` at call time that is not a number from 0 to `MAX_TIME` (ms since the epoch). */
   INVALID_TIME: 'ERR_SLUICE_INVALID_TIME',
   /** A key at call time that is not a string. */
   INVALID_KEY: 'ERR_SLUICE_INVALID_KEY',

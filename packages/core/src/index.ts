@@ -50,6 +50,7 @@ export type { UtilizationShedderOptions } from './shedding/utilization-shedder.j
 export { UtilizationShedder } from './shedding/utilization-shedder.js';
 export type { LimitCall, MaybePromise, StateWrite, Store } from './store.js';
 export { settleBatch, UNCHANGED } from './store.js';
+export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';
 export {
   assertKnownOptions,
   booleanOption,

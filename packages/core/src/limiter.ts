@@ -1,4 +1,4 @@
-import type { Algorithm } from './algorithm.js';
+import { type Algorithm, bindName } from './algorithm.js';
 import { combine, type Decision, decide } from './decision.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
@@ -35,9 +35,13 @@ export interface CheckOptions {
  */
 export type LimitKeys = string | readonly (string | undefined)[];
 
-/** A limit as the limiter holds it: the name resolved. */
+/** A limit as the limiter holds it: the name resolved, and bound into the algorithm. */
 export interface ResolvedLimit {
   readonly name: string;
+  /**
+   * The limit's algorithm with its name bound into the fingerprint (`bindName`): what the store
+   * sees, so pass this one to `store.keyFor` or `store.inspect`.
+   */
   readonly algorithm: Algorithm;
 }
 
@@ -225,7 +229,10 @@ function resolveLimits(limits: readonly LimitDefinition[]): ResolvedLimit[] {
       );
     }
     names.add(name);
-    return { name, algorithm: limit.algorithm };
+    // The name is part of the stored key (in the fingerprint, outside a Redis Cluster hash tag):
+    // limits with equal parameters but different names never share state, the same name and
+    // parameters are one limit wherever they appear.
+    return { name, algorithm: bindName(limit.algorithm, name) };
   });
 }
 

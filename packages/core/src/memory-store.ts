@@ -8,15 +8,23 @@ import { assertKnownOptions, integerOption } from './validate.js';
 export interface MemoryStoreOptions {
   /**
    * Most keys held across all limits. Past it, expired entries go first, then the least recently
-   * written. Bounds memory under a flood of unique keys (≈80 bytes per token-bucket key).
+   * written. Bounds memory under a flood of unique keys of small states.
    * @default 100_000
    */
   maxKeys?: number;
+  /**
+   * Most bytes of state held across all limits, as `MemoryStore.bytesOf` estimates them (at least
+   * what the heap measures: `scripts/memory-per-key.ts`); evicted as past `maxKeys`. Bounds memory
+   * whatever the state sizes: a sliding window counter of precision 1000 holds ~8 KB per key, a
+   * sliding window log 16 bytes per distinct millisecond it admitted in its window.
+   * @default 67_108_864 (64 MiB)
+   */
+  maxBytes?: number;
   /** The clock used when a call supplies no `now`: ms since the epoch. @default Date.now */
   clock?: () => number;
 }
 
-const KNOWN = ['maxKeys', 'clock'] as const satisfies readonly (keyof MemoryStoreOptions)[];
+const KNOWN = ['maxKeys', 'maxBytes', 'clock'] as const satisfies readonly (keyof MemoryStoreOptions)[];
 
 /** Entries at the old end looked at for an expired one before the least recent is evicted. */
 const EXPIRY_SCAN = 8;
@@ -28,7 +36,16 @@ const EXPIRY_SCAN = 8;
  */
 interface Cell {
   state: unknown;
+  /** `bytesOf(key, state)`, kept so that a write or a removal can adjust the store's total. */
+  bytes: number;
 }
+
+/**
+ * Bytes a key's entry costs beyond its state and key text: its slots in a generation's Map (with
+ * the table's spare room), its cell, and the key string's header. Calibrated against the heap
+ * (`scripts/memory-per-key.ts`) so that the estimate is never below what is measured.
+ */
+const ENTRY_BYTES = 160;
 
 /**
  * One algorithm fingerprint's keys, in two generations (the scheme of quick-lru / hashlru). Keys
@@ -52,12 +69,15 @@ interface KeySpace {
   readonly front: string[];
   readonly expiresAt: number[];
   readonly algorithm: Algorithm;
+  /** Bytes of the keys held in this space (see `MemoryStore.bytesOf`). */
+  bytes: number;
 }
 
 /**
  * The zero-config store: one process, no I/O, answers synchronously. One key space per algorithm
  * fingerprint (so keys need no prefixing on the hot path), each in two generations for cheap
- * approximate-LRU eviction. Never more than `maxKeys` keys; no timer per key: each new key
+ * approximate-LRU eviction. Never more than `maxKeys` keys nor `maxBytes` of state (as `bytesOf`
+ * estimates it; one state larger than that is kept alone); no timer per key: each new key
  * reclaims an expired entry at the old end, and eviction takes expired entries before live ones.
  */
 export class MemoryStore implements Store {
@@ -65,8 +85,10 @@ export class MemoryStore implements Store {
   readonly clock: () => number;
   /** Concurrency leases, bounded by the same `maxKeys` (counted apart from limit keys). */
   readonly leases: MemoryLeases;
+  readonly maxBytes: number;
   private readonly spaces = new Map<string, KeySpace>();
   private size = 0;
+  private held = 0;
   /** The space of the last algorithm seen (spaces are never removed except by `shutdown`). */
   private lastAlgorithm: Algorithm | undefined;
   private lastSpace: KeySpace | undefined;
@@ -74,6 +96,7 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     assertKnownOptions('MemoryStore', options, KNOWN);
     this.maxKeys = integerOption('maxKeys', options.maxKeys ?? 100_000);
+    this.maxBytes = integerOption('maxBytes', options.maxBytes ?? 64 * 1024 * 1024, 1024);
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new SluiceError(
         ErrorCode.INVALID_OPTION,
@@ -88,6 +111,26 @@ export class MemoryStore implements Store {
   /** Keys currently held, across all limits. */
   get keyCount(): number {
     return this.size;
+  }
+
+  /** Bytes of state currently held, across all limits, as {@link MemoryStore.bytesOf} estimates them. */
+  get bytes(): number {
+    return this.held;
+  }
+
+  /**
+   * The estimated heap cost of one key holding `state`: the entry, the key text (two bytes per
+   * UTF-16 unit, the worst case) and the state: 16 bytes for one number; for an array, 160 for
+   * its header and the spare room of a small array, and 16 per number (8 for the double, as much
+   * again for the capacity an array grown by `splice` or spread may carry). Never below what the
+   * heap measures for the built-in algorithms (`scripts/memory-per-key.ts`).
+   */
+  static bytesOf(key: string, state: unknown): number {
+    return (
+      ENTRY_BYTES +
+      2 * key.length +
+      (typeof state === 'number' ? 16 : 160 + 16 * (state as readonly number[]).length)
+    );
   }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Decision[] {
@@ -109,7 +152,7 @@ export class MemoryStore implements Store {
       if (next === UNCHANGED) {
         if (cell !== undefined) touch(spaces[i]!, calls[i]!.key, cell);
       } else if (cell !== undefined) {
-        this.update(spaces[i]!, calls[i]!.key, cell, next);
+        this.update(spaces[i]!, calls[i]!.key, cell, next, at);
       } else if (next !== undefined) {
         this.insert(spaces[i]!, calls[i]!.key, next, at);
       }
@@ -133,7 +176,7 @@ export class MemoryStore implements Store {
     }
     const state = cell.state;
     const step = algorithm.consume(state, now, cost, policy);
-    if (step.state !== state) this.update(space, key, cell, step.state);
+    if (step.state !== state) this.update(space, key, cell, step.state, now);
     else touch(space, key, cell);
     return step.decision;
   }
@@ -158,7 +201,7 @@ export class MemoryStore implements Store {
       const space = this.spaces.get(call.algorithm.fingerprint);
       const cell = space === undefined ? undefined : this.promoted(space, call.key);
       if (space === undefined || cell === undefined || call.algorithm.refund === undefined) continue;
-      this.update(space, call.key, cell, call.algorithm.refund(cell.state, at, call.cost));
+      this.update(space, call.key, cell, call.algorithm.refund(cell.state, at, call.cost), at);
     }
   }
 
@@ -166,6 +209,7 @@ export class MemoryStore implements Store {
     this.spaces.clear();
     this.lastAlgorithm = this.lastSpace = undefined;
     this.size = 0;
+    this.held = 0;
     this.leases.clear();
   }
 
@@ -204,7 +248,15 @@ export class MemoryStore implements Store {
     if (algorithm === this.lastAlgorithm) return this.lastSpace!;
     let space = this.spaces.get(algorithm.fingerprint);
     if (space === undefined) {
-      space = { young: new Map(), old: new Map(), cursor: undefined, front: [], expiresAt: [], algorithm };
+      space = {
+        young: new Map(),
+        old: new Map(),
+        cursor: undefined,
+        front: [],
+        expiresAt: [],
+        algorithm,
+        bytes: 0,
+      };
       this.spaces.set(algorithm.fingerprint, space);
     }
     this.lastAlgorithm = algorithm;
@@ -212,64 +264,116 @@ export class MemoryStore implements Store {
     return space;
   }
 
-  /** A held key's new state (in its cell: the hot path), or its removal when `next` is undefined. */
-  private update(space: KeySpace, key: string, cell: Cell, next: unknown): void {
-    if (next === undefined) this.remove(space, key);
-    else cell.state = next;
+  /**
+   * A held key's new state (in its cell: the hot path), or its removal when `next` is undefined. A
+   * state that grows (a sliding window log) may evict other keys past maxBytes.
+   */
+  private update(space: KeySpace, key: string, cell: Cell, next: unknown, now: number): void {
+    if (next === undefined) {
+      this.remove(space, key);
+      return;
+    }
+    cell.state = next;
+    // A one-number state stays one number: its size cannot change.
+    if (typeof next === 'number') return;
+    const bytes = MemoryStore.bytesOf(key, next);
+    if (bytes === cell.bytes) return;
+    this.held += bytes - cell.bytes;
+    space.bytes += bytes - cell.bytes;
+    cell.bytes = bytes;
+    this.bound(space, key, bytes, now);
   }
 
-  /** A key not held gets its first state: it may reclaim an expired key, or evict one past maxKeys. */
+  /** A key not held gets its first state: it may reclaim an expired key, or evict one past the bounds. */
   private insert(space: KeySpace, key: string, state: unknown, now: number): void {
-    space.young.set(key, { state });
+    const bytes = MemoryStore.bytesOf(key, state);
+    space.young.set(key, { state, bytes });
     this.size++;
+    this.held += bytes;
+    space.bytes += bytes;
     this.reclaim(space, now);
-    while (this.size > this.maxKeys && this.evict(space, now));
+    this.bound(space, key, bytes, now);
+  }
+
+  /**
+   * Evicts until both bounds hold, never the key just written (`key`, of `bytes`): a single state
+   * larger than maxBytes (a sliding window log of a huge limit) is kept, alone.
+   */
+  private bound(space: KeySpace, key: string, bytes: number, now: number): void {
+    while (
+      (this.size > this.maxKeys || this.held > this.maxBytes) &&
+      this.size > 1 &&
+      this.evict(space, key, bytes, now)
+    );
   }
 
   private remove(space: KeySpace, key: string): void {
-    if (space.young.delete(key) || space.old.delete(key)) this.size--;
+    const cell = space.young.get(key) ?? space.old.get(key);
+    if (cell === undefined) return;
+    if (!space.young.delete(key)) space.old.delete(key);
+    this.dropped(space, cell);
+  }
+
+  /** Books a removed key. */
+  private dropped(space: KeySpace, cell: Cell): void {
+    this.size--;
+    this.held -= cell.bytes;
+    space.bytes -= cell.bytes;
   }
 
   /** Each new key reclaims the oldest entry of its space if it has expired: no timer needed. */
   private reclaim(space: KeySpace, now: number): void {
     refill(space, now);
     if (space.front.length !== 0 && space.expiresAt[0]! <= now) {
-      if (space.old.delete(space.front[0]!)) this.size--;
+      const cell = space.old.get(space.front[0]!);
+      if (cell !== undefined) {
+        space.old.delete(space.front[0]!);
+        this.dropped(space, cell);
+      }
       space.front.shift();
       space.expiresAt.shift();
     }
   }
 
   /** Evicts one key; false only if there was none to evict (then the count is already 0). */
-  private evict(writing: KeySpace, now: number): boolean {
-    // From the space holding the most keys: a flood of unique keys lands in one space and so
-    // evicts its own keys first. Ties go to another space, so the key just written stays.
+  private evict(writing: KeySpace, written: string, writtenBytes: number, now: number): boolean {
+    // From the space holding the most keys (the most bytes, past maxBytes), the key just written
+    // not counted: a flood of unique keys lands in one space and so evicts its own keys first.
+    // Ties go to another space.
+    const byBytes = this.size <= this.maxKeys;
+    const weight = (space: KeySpace) => (byBytes ? space.bytes : space.young.size + space.old.size);
     let victim = writing;
-    let most = writing.young.size + writing.old.size - 1;
+    let most = weight(writing) - (byBytes ? writtenBytes : 1);
     for (const space of this.spaces.values()) {
-      const held = space.young.size + space.old.size;
+      const held = weight(space);
       if (space !== writing && held > most) {
         victim = space;
         most = held;
       }
     }
-    const { front, expiresAt, old } = victim;
+    const { front, expiresAt } = victim;
     for (;;) {
       refill(victim, now);
-      if (front.length === 0) return false;
+      // Never the key just written (a rotation may have brought it to the front).
+      let candidates = front.length;
+      if (victim === writing) for (const key of front) if (key === written) candidates--;
+      if (candidates === 0) return false;
       // Expired first, a few entries deep; then the least recently written.
-      let chosen = 0;
+      let chosen = front[0] === written && victim === writing ? 1 : 0;
       for (let i = 0; i < front.length; i++) {
-        if (expiresAt[i]! <= now) {
+        if (expiresAt[i]! <= now && !(victim === writing && front[i] === written)) {
           chosen = i;
           break;
         }
       }
-      const removed = old.delete(front[chosen]!);
+      // `refill` may have rotated the generations: read `old` after it.
+      const old = victim.old;
+      const removed = old.get(front[chosen]!);
+      if (removed !== undefined) old.delete(front[chosen]!);
       front.splice(chosen, 1);
       expiresAt.splice(chosen, 1);
-      if (removed) {
-        this.size--;
+      if (removed !== undefined) {
+        this.dropped(victim, removed);
         return true;
       }
     }

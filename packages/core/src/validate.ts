@@ -1,4 +1,5 @@
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
+import { MAX_TIME } from './time-range.js';
 
 /**
  * Throws on any option name not in `known`. The known list is typed against the options type at
@@ -101,11 +102,12 @@ export function assertCost(cost: unknown): asserts cost is number {
   }
 }
 
+/** A `now` at call time: ms since the epoch, from 0 to `MAX_TIME` (see `time-range.ts`). */
 export function assertTime(now: unknown): asserts now is number {
-  if (typeof now !== 'number' || !Number.isFinite(now)) {
+  if (typeof now !== 'number' || !(now >= 0 && now <= MAX_TIME)) {
     throw new SluiceError(
       ErrorCode.INVALID_TIME,
-      `now must be a finite number of ms since the epoch; got ${describeValue(now)}`,
+      `now must be ms since the epoch, from 0 to ${MAX_TIME} (2109-05-15); got ${describeValue(now)}`,
       {
         option: 'now',
         value: now,

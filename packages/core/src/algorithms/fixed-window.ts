@@ -1,6 +1,7 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
-import { ceilMs, decide } from '../decision.js';
+import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
+import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
 
 export interface FixedWindowOptions {
@@ -24,6 +25,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   assertKnownOptions('fixedWindow', options, KNOWN);
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
+  assertUnit('window', options.window, window, 'window');
   const params = { limit, window };
 
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
@@ -72,7 +74,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
       limit,
       Math.max(0, limit - count),
       resetAfter,
-      resetAfter,
+      retryMs(start + window - now),
       0,
       policy,
       'rate-limited',

@@ -1,6 +1,7 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
-import { ceilMs, decide } from '../decision.js';
+import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
+import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
 
 export interface GcraOptions {
@@ -33,6 +34,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const burst = integerOption('burst', options.burst ?? rate);
   const params = { rate, period, burst };
   const emission = period / rate;
+  assertUnit('period', options.period, emission, 'period / rate (the emission interval)');
   const tolerance = emission * burst; // redis-cell's delay variation tolerance
   const slack = slackFor(emission);
 
@@ -66,7 +68,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
         burst,
         remaining,
         ceilMs(ttl, slack),
-        never ? -1 : ceilMs(wait, slack),
+        never ? -1 : retryMs(wait, slack),
         0,
         policy,
         never ? 'cost-exceeds-limit' : 'rate-limited',

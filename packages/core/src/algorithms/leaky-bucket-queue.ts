@@ -1,7 +1,8 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
-import { ceilMs, decide } from '../decision.js';
+import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
+import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
 
 export interface LeakyBucketQueueOptions {
@@ -55,6 +56,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     );
   }
   const interval = period / rate;
+  assertUnit('period', options.period, interval, 'period / rate (the time per request)');
   const slack = slackFor(interval);
   const maxDelay =
     options.maxDelay === undefined ? Number.POSITIVE_INFINITY : parseDuration('maxDelay', options.maxDelay);
@@ -140,7 +142,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
         capacity,
         remaining,
         ceilMs(drainAt - now, slack),
-        Math.max(1, ceilMs(wait, slack)),
+        retryMs(wait, slack),
         0,
         policy,
         'rate-limited',

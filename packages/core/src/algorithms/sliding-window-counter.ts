@@ -1,6 +1,7 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
-import { ceilMs, decide } from '../decision.js';
+import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
+import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
 
 export interface SlidingWindowCounterOptions {
@@ -44,6 +45,13 @@ export function slidingWindowCounter(
   const precision = integerOption('precision', options.precision ?? 1, 1, 1000);
   const params = { limit, window, precision };
   const size = window / precision;
+  const option = options.precision === undefined ? 'window' : 'precision';
+  assertUnit(
+    option,
+    option === 'window' ? options.window : options.precision,
+    size,
+    'window / precision (the sub-window)',
+  );
 
   // Counts aligned to the sub-window containing `now`, newest first (length precision + 1).
   const align = (state: SlidingWindowCounterState | undefined, index: number): number[] => {
@@ -144,7 +152,7 @@ export function slidingWindowCounter(
       limit,
       Math.max(0, Math.floor(limit - used)),
       resetAfter(counts, index, now),
-      ceilMs(waitFor(counts, elapsed, cost)),
+      retryMs(waitFor(counts, elapsed, cost)),
       0,
       policy,
       'rate-limited',

@@ -1,6 +1,7 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
-import { ceilMs, decide } from '../decision.js';
+import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
+import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
 
 export interface SlidingWindowLogOptions {
@@ -27,6 +28,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   assertKnownOptions('slidingWindowLog', options, KNOWN);
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
+  assertUnit('window', options.window, window, 'window');
   const params = { limit, window };
 
   // Index of the first entry still inside (now - window, now], and the units those entries hold.
@@ -96,7 +98,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       limit,
       Math.max(0, limit - used),
       ceilMs(newest! + window - now),
-      ceilMs(retryAt - now),
+      retryMs(retryAt - now),
       0,
       policy,
       'rate-limited',

@@ -1,6 +1,7 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
-import { ceilMs, decide } from '../decision.js';
+import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
+import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
 
 export interface TokenBucketOptions {
@@ -13,7 +14,7 @@ export interface TokenBucketOptions {
   /**
    * `'continuous'`: tokens trickle back smoothly (`refillAmount / refillInterval` per ms).
    * `'stepped'`: `refillAmount` tokens arrive at once every `refillInterval`, and progress toward
-   * the next refill is kept between requests (Smyte's service).
+   * the next refill is kept between requests, also while the bucket is full (Smyte's `reduce`).
    * @default 'continuous'
    */
   refill?: 'continuous' | 'stepped';
@@ -54,6 +55,14 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   const stepped =
     oneOfOption('refill', options.refill ?? 'continuous', ['continuous', 'stepped']) === 'stepped';
   const strict = booleanOption('strict', options.strict ?? false);
+  if (stepped) assertUnit('refillInterval', options.refillInterval, interval, 'refillInterval');
+  else
+    assertUnit(
+      'refillInterval',
+      options.refillInterval,
+      interval / refillAmount,
+      'refillInterval / refillAmount (the time per token)',
+    );
   const params = {
     capacity,
     refillAmount,
@@ -100,7 +109,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
       capacity,
       whole(accrued),
       resetAfter,
-      ceilMs(empty + cost * msPerToken - now, slack),
+      retryMs(empty + cost * msPerToken - now, slack),
       0,
       policy,
       'rate-limited',
@@ -148,17 +157,25 @@ function steppedBucket(
   strict: boolean,
 ): Steps<TokenBucketState> {
   const slack = slackFor(interval);
-  // Smyte's refill: whole steps since the last refill, keeping the partial progress. A full bucket
-  // accrues no progress (its clock restarts at now), so a full bucket equals a fresh one.
+  // Refills that bring any state, even an empty one, to full: a state that has seen no refill
+  // mark for that long is dropped (its ttl ends), as Smyte's compaction filter drops a bucket that
+  // would be full anyway. Until then the refill grid of the state holds; at the drop the state
+  // refills to exactly what a fresh key holds (full, refilled now), so expiring it changes nothing.
+  const span = Math.ceil(capacity / amount) * interval;
+  // Smyte's refill (adjustAmount): whole steps since the last refill, the refill mark advanced by
+  // whole steps even while the bucket is capped at full, so the progress toward the next refill
+  // is kept.
   const refill = (state: TokenBucketState | undefined, now: number): readonly [number, number] => {
     if (state === undefined) return [capacity, now];
     const [tokens, last] = state as readonly [number, number];
+    if (last + span <= now) return [capacity, now];
     const steps = now > last ? Math.floor((now - last + slack) / interval) : 0;
-    const refilled = tokens + steps * amount;
-    return refilled >= capacity ? [capacity, now] : [refilled, last + steps * interval];
+    return [Math.min(capacity, tokens + steps * amount), last + steps * interval];
   };
   const timeToHold = (tokens: number, last: number, want: number, now: number) =>
     tokens >= want ? 0 : ceilMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
+  const timeToRetry = (tokens: number, last: number, want: number, now: number) =>
+    retryMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
   const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
     const resetAfter = timeToHold(tokens, last, capacity, now);
     if (cost > capacity)
@@ -169,7 +186,7 @@ function steppedBucket(
       capacity,
       tokens,
       resetAfter,
-      timeToHold(tokens, last, cost, now),
+      timeToRetry(tokens, last, cost, now),
       0,
       policy,
       'rate-limited',
@@ -203,13 +220,16 @@ function steppedBucket(
       if (!strict || cost > capacity) return { state, decision: report(tokens, last, now, cost, policy) };
       return { state: [tokens, now], decision: report(tokens, now, now, cost, policy) };
     },
-    ttl(state, now) {
+    ttl: (state, now) => (state as readonly [number, number])[1] + span - now,
+    // The tokens go back; the refill mark stays (a full bucket keeps its progress, see `refill`).
+    // Full again with its mark at `now`, the state is the one a fresh key's first request leaves
+    // (or a full bucket whose refill fell exactly on `now`): it is dropped, since a fresh key is
+    // never more generous than a full bucket with progress (its next refill is a whole interval
+    // after its next request), so a refund never over-admits.
+    refund(state, now, cost) {
       const [tokens, last] = state as readonly [number, number];
-      return tokens >= capacity ? 0 : last + Math.ceil((capacity - tokens) / amount) * interval - now;
-    },
-    refund(state, _now, cost) {
-      const [tokens, last] = state as readonly [number, number];
-      return tokens + cost >= capacity ? undefined : [tokens + cost, last];
+      if (tokens + cost >= capacity) return last === now ? undefined : [capacity, last];
+      return [tokens + cost, last];
     },
   };
 }

@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Algorithm, bindName } from '../algorithm.js';
 import { type Decision, decide } from '../decision.js';
 import { parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
@@ -64,17 +63,9 @@ export class HttpLimiter<Req> {
     assertKnownOptions(where, options, [...HTTP_OPTIONS, ...adapterOptions]);
     this.options = options;
     const limits = httpLimits(options);
-    // Each limit's name is bound into its algorithm's fingerprint (not into the key), so limits
-    // with equal parameters but different names never share state, and the limits of one user key
-    // share a Redis Cluster slot (the fingerprint is outside the hash tag, the key inside).
+    // Limiter binds each limit's name into its algorithm's fingerprint (not into the key).
     this.limiter = new Limiter({
-      limits: limits.map((limit) => {
-        // Anything that is not an algorithm goes through unchanged, for Limiter's coded error.
-        const algorithm: Partial<Algorithm> | undefined = limit.algorithm;
-        if (typeof algorithm?.fingerprint !== 'string' || typeof algorithm.kind !== 'string') return limit;
-        const name = limit.name ?? limit.algorithm.kind;
-        return { name, algorithm: bindName(limit.algorithm, typeof name === 'string' ? name : '') };
-      }),
+      limits: limits.map(({ name, algorithm }) => (name === undefined ? { algorithm } : { name, algorithm })),
       store: options.store ?? new MemoryStore(),
     });
     for (const [i, limit] of this.limiter.limits.entries()) {

@@ -101,17 +101,30 @@ export interface ByTokenOptions {
   header?: string;
   /**
    * The authentication scheme before the secret (`Authorization: Bearer <token>`), matched without
-   * regard to case; a value with another scheme has no token. `false` takes the whole header value
-   * (an `X-API-Key` header).
+   * regard to case. `false` takes the whole header value (an `X-API-Key` header).
    * @default 'Bearer' for the authorization header, `false` for any other header
    */
   scheme?: string | false;
 }
 
+/** HTTP whitespace (RFC 9110 OWS): space and horizontal tab. */
+const OWS = /^[ \t]+|[ \t]+$/g;
+const SEPARATOR = /[ \t]/;
+
+/** SHA-256, 128 bits kept, base64url: a store key that never shows the secret. */
+const digest = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 22);
+
 /**
  * The caller's bearer token or API key. The secret is hashed (SHA-256, 128 bits kept) before it
- * becomes a store key, so a store dump or a Redis `MONITOR` never shows credentials. A request
- * without a token skips the limit: layer it with `byIp()` for anonymous traffic.
+ * becomes a store key, so a store dump or a Redis `MONITOR` never shows credentials.
+ *
+ * The header is read as RFC 9110 §11.4 writes credentials, `auth-scheme 1*SP token68`: the scheme
+ * in any case, then the token after one or more spaces, or tabs (which lenient servers take for
+ * spaces: `Bearer<TAB>abc` must not escape the limit that `Bearer abc` counts against). A header
+ * that cannot be read so (another scheme, no token, no separator) is limited by a hash of its
+ * whole value, under `credential:` apart from tokens: an unreadable credential, which the app's own
+ * parser may still accept, gets a limit rather than none. A request without the header, or with
+ * an empty one, skips the limit: layer it with `byIp()` for anonymous traffic.
  * @example byToken({ header: 'x-api-key' })
  */
 export function byToken(options: ByTokenOptions = {}): AnyKey {
@@ -133,24 +146,24 @@ export function byToken(options: ByTokenOptions = {}): AnyKey {
       { option: 'scheme', value: scheme },
     );
   }
-  const prefix = scheme === false ? '' : `${scheme.toLowerCase()} `;
+  const wanted = scheme === false ? '' : scheme.toLowerCase();
   return function byTokenKey(req, access) {
-    const value = access.header(req, name);
-    if (value === undefined) return undefined;
-    let secret = value.trim();
-    if (prefix !== '') {
-      if (secret.length <= prefix.length || secret.slice(0, prefix.length).toLowerCase() !== prefix)
-        return undefined;
-      secret = secret.slice(prefix.length).trim();
+    const raw = access.header(req, name);
+    if (raw === undefined) return undefined;
+    const value = raw.replace(OWS, '');
+    if (value === '') return undefined;
+    if (wanted === '') return `token:${digest(value)}`;
+    const gap = value.search(SEPARATOR);
+    if (gap > 0 && value.slice(0, gap).toLowerCase() === wanted) {
+      return `token:${digest(value.slice(gap).replace(OWS, ''))}`;
     }
-    if (secret === '') return undefined;
-    return `token:${createHash('sha256').update(secret).digest('base64url').slice(0, 22)}`;
+    return `credential:${digest(value)}`;
   };
 }
 
 /**
  * The method and the route *pattern* (`GET /users/:id`), never the raw URL, so that paths cannot
- * blow up the key space. Express knows the pattern only inside a route (per-route middleware);
+ * blow up the key space. HEAD is keyed as GET, whose handler answers it. Express knows the pattern only inside a route (per-route middleware);
  * where no route has matched yet, the limit is skipped and a warning given once.
  * @example compose(byToken(), byRoute()) // per token per route
  */
@@ -168,7 +181,9 @@ export function byRoute(): AnyKey {
       }
       return undefined;
     }
-    return `route:${access.method(req)} ${route}`;
+    // HEAD runs the GET handler (both frameworks answer it from the GET route): one quota for both.
+    const method = access.method(req);
+    return `route:${method === 'HEAD' ? 'GET' : method} ${route}`;
   };
 }
 

@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, retryMsLua } from './lean.js';
 
 /**
  * Lua twin of `@sluice/core` `algorithms/fixed-window.ts`, expression for expression, in the lean
@@ -34,7 +34,8 @@ ${
     if count > 0 then reset_after = full_reset end`
 }
   else
-    reason, remaining, reset_after, retry_after = RATE, math.max(0, limit - count), full_reset, full_reset
+    reason, remaining, reset_after = RATE, math.max(0, limit - count), full_reset
+    ${retryMsLua('retry_after', 'start + window - now', 'EPSILON')}
   end
 end`;
 

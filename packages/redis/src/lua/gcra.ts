@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable, slackLua } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, retryMsLua, slackLua } from './lean.js';
 
 /**
  * Lua twin of `@sluice/core` `algorithms/gcra.ts`, expression for expression, in the lean shape
@@ -27,7 +27,7 @@ const evaluate = (consuming: boolean) => `do
     reason, retry_after = COST, -1
   else
     reason = RATE
-    ${ceilMsLua('retry_after', 'wait')}
+    ${retryMsLua('retry_after', 'wait')}
   end
 end`;
 

@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable, slackLua } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, retryMsLua, slackLua } from './lean.js';
 
 /**
  * Lua twin of `@sluice/core` `algorithms/leaky-bucket-queue.ts`, expression for expression, in the
@@ -41,8 +41,7 @@ ${
     else
       reason = RATE
       -- Wait until the queue has drained enough for this cost to fit under both bounds.
-      ${ceilMsLua('retry_after', 'drain_at + cost * interval - room - now')}
-      retry_after = math.max(1, retry_after)
+      ${retryMsLua('retry_after', 'drain_at + cost * interval - room - now')}
     end
   end
 end`;

@@ -42,6 +42,11 @@ export function ceilMsLua(out: string, ms: string, slack = 'slack'): string {
   return `do local ms = ${ms}; if ms <= ${slack} then ${out} = 0 else ${out} = math.ceil(ms - ${slack}) end end`;
 }
 
+/** `decision.ts` `retryMs`, inline: {@link ceilMsLua}, never below 1 (a refusal's `retryAfter`). */
+export function retryMsLua(out: string, ms: string, slack = 'slack'): string {
+  return `${ceilMsLua(out, ms, slack)}; ${out} = math.max(1, ${out})`;
+}
+
 /** `algorithm.ts` `slackFor`, in the twins' `prepare`: the local `slack` for a unit of `unit` ms. */
 export const slackLua = (unit: string) => `local slack = math.min(EPSILON, ${unit} / 2)`;
 

@@ -88,7 +88,7 @@ do
         reset_after(after, index, now, c), 0, 0, NONE)
     end
     return decide(false, c.limit, math.max(0, math.floor(c.limit - used)),
-      reset_after(counts, index, now, c), ceil_ms(wait_for(counts, elapsed, cost, c)), 0, RATE)
+      reset_after(counts, index, now, c), math.max(1, ceil_ms(wait_for(counts, elapsed, cost, c))), 0, RATE)
   end
 
   local function consume(state, now, cost, c)

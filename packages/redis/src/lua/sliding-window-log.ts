@@ -42,7 +42,7 @@ do
       retry_at = log[i] + c.window
       i = i + 2
     end
-    return decide(false, c.limit, math.max(0, c.limit - used), ceil_ms(newest + c.window - now), ceil_ms(retry_at - now), 0, RATE)
+    return decide(false, c.limit, math.max(0, c.limit - used), ceil_ms(newest + c.window - now), math.max(1, ceil_ms(retry_at - now)), 0, RATE)
   end
 
   local function consume(state, now, cost, c)

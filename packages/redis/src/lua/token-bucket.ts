@@ -1,4 +1,4 @@
-import { ceilMsLua, type LeanLua, leanTable, slackLua } from './lean.js';
+import { ceilMsLua, type LeanLua, leanTable, retryMsLua, slackLua } from './lean.js';
 
 /**
  * Lua twins of `@sluice/core` `algorithms/token-bucket.ts`, expression for expression (same float
@@ -33,7 +33,7 @@ const peekAt = (at: string) => `do
     reason, retry_after = NONE, 0
   else
     reason = RATE
-    ${ceilMsLua('retry_after', 'empty + cost * per_token - now')}
+    ${retryMsLua('retry_after', 'empty + cost * per_token - now')}
   end
 end`;
 
@@ -81,14 +81,14 @@ const holdLua = (out: string, tokens: string, last: string, want: string) =>
     ${ceilMsLua(out, `${last} + math.ceil((${want} - ${tokens}) / refill_amount) * refill_interval - now`)}
   end`;
 
-// refill: Smyte's, whole steps since the last refill, keeping the partial progress; a full bucket
-// restarts its clock at now (a full bucket equals a fresh one). Sets the locals tokens, last.
+// refill: Smyte's (adjustAmount), whole steps since the last refill, the refill mark advanced by
+// whole steps even while the bucket is capped at full; a state with no refill mark for \`span\` (a
+// whole refill from empty) is dropped, and reads as a fresh key. Sets the locals tokens, last.
 const REFILL = `local tokens, last = capacity, now
-  if state ~= nil then
+  if state ~= nil and state2 + span > now then
     local steps = 0
     if now > state2 then steps = math.floor((now - state2 + slack) / refill_interval) end
-    local refilled = state + steps * refill_amount
-    if refilled < capacity then tokens, last = refilled, state2 + steps * refill_interval end
+    tokens, last = math.min(capacity, state + steps * refill_amount), state2 + steps * refill_interval
   end`;
 
 // report: the decision for `tokens` in hand, refilled at `last`.
@@ -101,7 +101,7 @@ const report = (last: string) => `do
       reason, retry_after = NONE, 0
     else
       reason = RATE
-      ${holdLua('retry_after', 'tokens', last, 'cost')}
+      ${retryMsLua('retry_after', `${last} + math.ceil((cost - tokens) / refill_amount) * refill_interval - now`)}
     end
   end`;
 
@@ -113,7 +113,8 @@ export const STEPPED_TOKEN_BUCKET_LEAN: LeanLua = {
   locals: ['capacity', 'refill_amount', 'refill_interval', 'strict'],
   width: 2,
   limit: 'capacity',
-  prepare: slackLua('refill_interval'),
+  prepare: `${slackLua('refill_interval')}
+local span = math.ceil(capacity / refill_amount) * refill_interval`,
   peek: `do
   ${REFILL}
   ${report('last')}
@@ -133,8 +134,10 @@ end`,
     ${report('last')}
   end
 end`,
-  ttl: '(state >= capacity) and 0 or (state2 + math.ceil((capacity - state) / refill_amount) * refill_interval - now)',
-  refund: `if state + cost < capacity then next, next2 = state + cost, state2 end`,
+  ttl: 'state2 + span - now',
+  // Full again with its mark at now: the state a fresh key's first request leaves, dropped.
+  refund: `if state + cost < capacity then next, next2 = state + cost, state2
+  elseif state2 ~= now then next, next2 = capacity, state2 end`,
 };
 
 /** {@link STEPPED_TOKEN_BUCKET_LEAN} in the table shape of the batch scripts. */
