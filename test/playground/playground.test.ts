@@ -121,7 +121,10 @@ const SIDE_QUERY =
 const SIDE_LIMITS: LimitDefinition[] = [
   { name: 'fixedWindow', algorithm: fixedWindow({ limit: 10, window: '1s' }) },
   { name: 'log', algorithm: slidingWindowLog({ limit: 10, window: '1s' }) },
-  { name: 'tokenBucket', algorithm: tokenBucket({ capacity: 10, refillInterval: '1s', refill: 'stepped', strict: true }) },
+  {
+    name: 'tokenBucket',
+    algorithm: tokenBucket({ capacity: 10, refillInterval: '1s', refill: 'stepped', strict: true }),
+  },
   { name: 'leakyBucketQueue', algorithm: leakyBucketQueue({ rate: 10, period: '1s', queue: 5 }) },
 ];
 const SIDE_TRAFFIC: TrafficSpec[] = [
