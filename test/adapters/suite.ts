@@ -495,6 +495,39 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       expect(limited.map((d) => [d.allowed, d.policy, d.reason])).toEqual([[false, 'w', 'rate-limited']]);
     });
 
+    it("a route's own limits add their list members to the app-wide limits' RateLimit headers", async () => {
+      // Express ran the app-wide and the route's middleware each setting the headers: the route's
+      // replaced the app-wide members. Fastify merges `config.rateLimit` into one limiter.
+      await build({
+        options: { name: 'app', algorithm: window(3), store },
+        routes: [
+          { method: 'GET', path: '/own', limit: { name: 'route', algorithm: window(1), store } },
+          { method: 'GET', path: '/plain' },
+        ],
+      });
+      const first = await get('/own');
+      expect([first.status, first.headers.ratelimit, first.headers['ratelimit-policy']]).toEqual([
+        200,
+        '"app";r=2;t=10, "route";r=0;t=10',
+        '"app";q=3;w=10, "route";q=1;w=10',
+      ]);
+      // Express's app-wide middleware has consumed before the route's refuses; Fastify checks the
+      // merged limits all-or-nothing, so the refused request took nothing from "app".
+      const appLeft = subject.name.startsWith('express') ? 1 : 2;
+      const refused = await get('/own');
+      expect([refused.status, refused.headers.ratelimit, refused.headers['ratelimit-policy']]).toEqual([
+        429,
+        `"app";r=${appLeft};t=10, "route";r=0;t=10`,
+        '"app";q=3;w=10, "route";q=1;w=10',
+      ]);
+      const plain = await get('/plain');
+      expect([plain.status, plain.headers.ratelimit, plain.headers['ratelimit-policy']]).toEqual([
+        200,
+        `"app";r=${appLeft - 1};t=10`,
+        '"app";q=3;w=10',
+      ]);
+    });
+
     it('routes with their own limits on one store count separately unless they share a name', async () => {
       const per = (name: string): Options => ({ name, algorithm: window(2), store });
       await build({

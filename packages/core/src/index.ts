@@ -26,7 +26,7 @@ export type { Decision, RefusalReason } from './decision.js';
 export { ceilMs, combine, decide } from './decision.js';
 export type { Duration } from './duration.js';
 export { parseDuration } from './duration.js';
-export { ErrorCode, SluiceError } from './errors.js';
+export { describeValue, ErrorCode, SluiceError } from './errors.js';
 export * from './http/index.js';
 export type { CheckOptions, LimitDefinition, LimiterOptions, LimitKeys, ResolvedLimit } from './limiter.js';
 export { assertAlgorithm, Limiter } from './limiter.js';

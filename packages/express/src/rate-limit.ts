@@ -1,4 +1,10 @@
-import { type Decision, HttpLimiter, type HttpLimitOptions, type SetHeader } from '@sluice/core';
+import {
+  type Decision,
+  type GetHeader,
+  HttpLimiter,
+  type HttpLimitOptions,
+  type SetHeader,
+} from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { expressAccess } from './access.js';
 import { expressDefaults } from './defaults.js';
@@ -17,6 +23,12 @@ export interface RateLimitOptions extends HttpLimitOptions<Request> {
 
 const setHeader: SetHeader<Response> = (res, name, value) => {
   res.setHeader(name, value);
+};
+
+// An app-wide middleware's RateLimit lists, which a route's own middleware extends.
+const getHeader: GetHeader<Response> = (res, name) => {
+  const value = res.getHeader(name);
+  return typeof value === 'string' ? value : undefined;
 };
 
 /**
@@ -41,7 +53,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     if (decision === null) return;
     if (decision === undefined) return next();
     req.rateLimit = decision;
-    limiter.headers.write(decision, res, setHeader);
+    limiter.headers.write(decision, res, setHeader, getHeader);
     if (decision.allowed) return next();
     limiter.limited(req, decision);
     refuse(req, res, next, decision, limiter.refusal(decision), handler);

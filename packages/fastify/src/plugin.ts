@@ -2,6 +2,8 @@ import {
   assertKnownOptions,
   CONCURRENCY_ENGINE,
   concurrencyGuard,
+  describeValue,
+  ErrorCode,
   FLEET_ENGINE,
   fleetGuard,
   type GuardDefaults,
@@ -10,6 +12,7 @@ import {
   HttpLimiter,
   MemoryStore,
   oneOfOption,
+  SluiceError,
   type SluiceWarning,
   UTILIZATION_ENGINE,
   utilizationGuard,
@@ -139,7 +142,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   app.addHook('onRoute', (route) => {
     const applied: Applied[] = [];
     for (const name of GUARD_NAMES) {
-      const config = route.config?.[name];
+      const config = routeConfig(name, route.url, route.config?.[name]);
       if (config === false) continue;
       const plugin = guardsEverywhere.get(name);
       if (config === undefined) {
@@ -149,7 +152,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
       const merged = mergeGuardOptions(guardOptions[name], plugin?.guard.engine, config, GUARDS[name].engine);
       applied.push(compileGuard(name, `config.${name} of ${route.url}`, merged));
     }
-    const config = route.config?.rateLimit;
+    const config = routeConfig('rateLimit', route.url, route.config?.rateLimit);
     if (config !== false) {
       const limits =
         config === undefined
@@ -169,6 +172,22 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
         existing === undefined ? ours : [...ours, ...(Array.isArray(existing) ? existing : [existing])];
     }
   });
+}
+
+/**
+ * A route's config value as given: absent, `false` or an options object. Anything else would be
+ * spread into options (`'yes'` into `{ 0: 'y', … }`, `true` into `{}`), so it is refused here.
+ */
+function routeConfig<T>(name: string, url: string, value: T | false | undefined): T | false | undefined {
+  if (value === undefined || value === false) return value;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `config.${name} of ${url} must be an options object or false; got ${describeValue(value)}`,
+      { option: `config.${name}`, value },
+    );
+  }
+  return value;
 }
 
 function pickDefined<T extends object>(record: T): Partial<T> {

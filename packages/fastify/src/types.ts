@@ -7,16 +7,26 @@ import type {
   UtilizationShedOptions,
 } from './options.js';
 
+/**
+ * A route config's options object. Fastify infers a route's `config` type from the literal and
+ * intersects it with `FastifyContextConfig`, so `rateLimit?: SluiceOptions | false` alone accepts
+ * `rateLimit: true` (as `SluiceOptions & true`). Every object's `valueOf` returns an object and no
+ * primitive's does, so this member refuses `true`, numbers and strings and costs objects nothing.
+ * (The same intersection hides a misspelt option inside the object from the compiler; the plugin
+ * refuses it by name when the route is registered, and `satisfies SluiceOptions` checks it.)
+ */
+export type RouteOptions<O> = O & { valueOf?: () => object };
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Per-route limits: options that add to or override the global ones, or `false` to exempt the route. */
-    rateLimit?: SluiceOptions | false;
+    rateLimit?: RouteOptions<SluiceOptions> | false;
     /** Per-route concurrency limit: options over the plugin's (a new `limit` gets its own limiter), or `false` to exempt the route. */
-    concurrencyLimit?: Partial<ConcurrencyLimitOptions> | false;
+    concurrencyLimit?: RouteOptions<Partial<ConcurrencyLimitOptions>> | false;
     /** Per-route fleet shedding: options over the plugin's (`{ priority: 'low' }`), or `false` to exempt the route. */
-    fleetShed?: Partial<FleetShedOptions> | false;
+    fleetShed?: RouteOptions<Partial<FleetShedOptions>> | false;
     /** Per-route utilization shedding: options over the plugin's (`{ priority: 'low' }`), or `false` to exempt the route. */
-    utilizationShed?: Partial<UtilizationShedOptions> | false;
+    utilizationShed?: RouteOptions<Partial<UtilizationShedOptions>> | false;
   }
   interface FastifyRequest {
     /** The rate-limit Decision of the last sluice hook that limited this request. */

@@ -23,6 +23,9 @@ export const HEADER_FORMATS = [
 /** Sets one response header; adapters pass `res.setHeader` / `reply.header` in this shape. */
 export type SetHeader<Res> = (res: Res, name: string, value: string) => void;
 
+/** Reads a response header already set (by an earlier middleware), or `undefined`. */
+export type GetHeader<Res> = (res: Res, name: string) => string | undefined;
+
 /** ms → delay-seconds, rounded up so a client that waits them is never early. */
 export function seconds(ms: number): number {
   return ms <= 0 ? 0 : Math.ceil(ms / 1000);
@@ -40,6 +43,11 @@ export function resetSeconds(decision: Decision): number {
   return !decision.allowed && decision.retryAfter >= 0
     ? Math.max(1, seconds(decision.retryAfter))
     : seconds(decision.resetAfter);
+}
+
+/** A structured-field list with `members` added after those already in `earlier`. */
+function extend(earlier: string | undefined, members: string): string {
+  return earlier === undefined || earlier === '' ? members : `${earlier}, ${members}`;
 }
 
 /** A String per RFC 8941 §3.3.3: printable ASCII with `"` and `\` escaped. */
@@ -83,9 +91,12 @@ export class RateLimitHeaders {
 
   /**
    * Writes the headers for `decision`; nothing when no limit applied to the request (no policy:
-   * skipped, or the store failed). A decision without `limits` is one limit's own.
+   * skipped, or the store failed). A decision without `limits` is one limit's own. With `get`, the
+   * `'ietf'` lists extend what an earlier middleware set (an app-wide limit and a route's own each
+   * add their members, as one layered middleware would); the other formats describe one limit,
+   * so the last middleware's replaces them.
    */
-  write<Res>(decision: Decision, res: Res, set: SetHeader<Res>): void {
+  write<Res>(decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>): void {
     if (this.format === false || decision.policy === '') return;
     const limits = decision.limits.length === 0 ? [decision] : decision.limits;
     switch (this.format) {
@@ -96,8 +107,8 @@ export class RateLimitHeaders {
           const item = `${this.item(d.policy).quoted};r=${d.remaining};t=${resetSeconds(d)}`;
           value = i === 0 ? item : `${value}, ${item}`;
         }
-        set(res, 'RateLimit-Policy', this.policy(limits));
-        set(res, 'RateLimit', value);
+        set(res, 'RateLimit-Policy', extend(get?.(res, 'RateLimit-Policy'), this.policy(limits)));
+        set(res, 'RateLimit', extend(get?.(res, 'RateLimit'), value));
         return;
       }
       case 'draft-7':

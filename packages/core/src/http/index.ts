@@ -16,7 +16,7 @@ export {
   UTILIZATION_ENGINE,
   UTILIZATION_OPTIONS,
 } from './guard-options.js';
-export type { HeaderFormat, SetHeader } from './headers.js';
+export type { GetHeader, HeaderFormat, SetHeader } from './headers.js';
 export { HEADER_FORMATS, RateLimitHeaders, resetSeconds, seconds } from './headers.js';
 export type { EndingResponse, GuardDefaults, GuardKind } from './http-guard.js';
 export { concurrencyGuard, fleetGuard, HttpGuard, releaseWhenDone, utilizationGuard } from './http-guard.js';

@@ -1,0 +1,224 @@
+/**
+ * The packages as a consumer installs them: each non-private package under packages/ is built,
+ * packed with `pnpm pack` (workspace:^ becomes a version) and installed with npm into a project
+ * outside the workspace, with the newest express, fastify and ioredis the peer ranges allow. There
+ * an ES module app and a CommonJS app run against Redis, and every ```ts block of README.md and
+ * packages/ * /README.md compiles in a strict TypeScript build (moduleResolution node16 and
+ * bundler), as does a program mixing ES modules and .cts files. The only network is the npm
+ * registry.
+ */
+import { execFile } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { typescriptBlocks } from './markdown.js';
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..');
+const apps = join(import.meta.dirname, 'apps');
+
+interface Manifest {
+  name: string;
+  version: string;
+  private?: boolean;
+  files?: string[];
+  peerDependencies?: Record<string, string>;
+}
+const manifest = (dir: string): Manifest => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+
+/** Every package a user can install: the non-private directories of packages/. */
+const packages = readdirSync(join(root, 'packages'))
+  .map((name) => join(root, 'packages', name))
+  .filter((dir) => existsSync(join(dir, 'package.json')) && manifest(dir).private !== true);
+
+/** pnpm as this run was started (`pnpm test`, `npx pnpm@… test`), else the one on PATH. */
+function pnpm(args: string[], cwd: string) {
+  const execPath = process.env.npm_execpath;
+  return execPath !== undefined && /pnpm/.test(execPath)
+    ? run(process.execPath, [execPath, ...args], { cwd })
+    : run('pnpm', args, { cwd });
+}
+
+/** The newest modification time of the files under `path`. */
+function newest(path: string): number {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
+}
+
+/** Builds a package unless its dist is newer than its sources (CI has just built them). */
+async function build(dir: string): Promise<void> {
+  const dist = join(dir, 'dist');
+  const sources = Math.max(newest(join(dir, 'src')), newest(join(dir, 'package.json')));
+  const built = existsSync(dist) ? readdirSync(dist).map((name) => statSync(join(dist, name)).mtimeMs) : [];
+  if (built.length > 0 && Math.min(...built) > sources) return;
+  await pnpm(['run', 'build'], dir);
+}
+
+/** A snippet's file name, from where it is: packages/redis/README.md:34 → packages-redis-README-34.ts */
+const fileFor = (where: string) => `${where.replace(/\.md:/, '-').replace(/[^\w-]+/g, '-')}.ts`;
+
+const STRICT = {
+  target: 'ES2022',
+  lib: ['ES2022'],
+  types: ['node'],
+  strict: true,
+  noUncheckedIndexedAccess: true,
+  exactOptionalPropertyTypes: true,
+  noEmit: true,
+  skipLibCheck: false,
+  moduleDetection: 'force',
+  esModuleInterop: true,
+};
+
+let project: string;
+
+/** `tsc -p <config>` in the consumer project; its diagnostics, or '' when it compiles. */
+async function tsc(config: string): Promise<string> {
+  try {
+    await run(process.execPath, [join(project, 'node_modules/typescript/bin/tsc'), '-p', config], {
+      cwd: project,
+    });
+    return '';
+  } catch (error) {
+    return String((error as { stdout?: string }).stdout ?? error);
+  }
+}
+
+beforeAll(async () => {
+  project = await mkdtemp(join(tmpdir(), 'sluice-consumer-'));
+  const tarballs = join(project, 'tarballs');
+  mkdirSync(tarballs);
+  for (const dir of packages) await build(dir);
+  await Promise.all(packages.map((dir) => pnpm(['pack', '--pack-destination', tarballs], dir)));
+
+  // The newest framework and client versions each package's peer range allows.
+  const peers = new Map<string, string>();
+  for (const dir of packages) {
+    for (const [name, range] of Object.entries(manifest(dir).peerDependencies ?? {})) peers.set(name, range);
+  }
+  const dependencies: Record<string, string> = {};
+  for (const dir of packages) {
+    const { name, version } = manifest(dir);
+    // pnpm names a tarball @scope/name@1.2.3 as scope-name-1.2.3.tgz.
+    dependencies[name] = `file:./tarballs/${name.replace(/^@/, '').replace('/', '-')}-${version}.tgz`;
+  }
+  for (const [name, range] of peers) dependencies[name] = range;
+  Object.assign(dependencies, { '@types/express': 'latest', '@types/node': '^20', typescript: 'latest' });
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'sluice-consumer', private: true, type: 'module', dependencies }, null, 2),
+  );
+  await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: project });
+
+  for (const file of readdirSync(apps)) copyFileSync(join(apps, file), join(project, file));
+
+  // Every TypeScript block of the READMEs, one module each: its prelude, then the block as written.
+  mkdirSync(join(project, 'snippets'));
+  const readmes = ['README.md', ...packages.map((dir) => join(relative(root, dir), 'README.md'))];
+  for (const readme of readmes) {
+    for (const block of typescriptBlocks(join(root, readme), readme)) {
+      writeFileSync(join(project, 'snippets', fileFor(block.where)), `${block.prelude}\n${block.code}\n`);
+    }
+  }
+  // ES modules and CommonJS files in one program use both declaration files of each package.
+  mkdirSync(join(project, 'mixed'));
+  const imports = packages.map((dir, i) => `import * as p${i} from '${manifest(dir).name}';`).join('\n');
+  const uses = `export const used = [${packages.map((_, i) => `p${i}`).join(', ')}];\n`;
+  // The adapters' augmentations (route config, request.rateLimit, req.rateLimit) in each format.
+  const augmented = `import { fastify } from 'fastify';
+import express from 'express';
+const app = fastify();
+app.get('/', { config: { rateLimit: false } }, async (request) => request.rateLimit?.remaining);
+express().get('/', (req, res) => {
+  res.json(req.rateLimit?.remaining);
+});
+`;
+  writeFileSync(join(project, 'mixed', 'esm.ts'), `${imports}\n${augmented}${uses}`);
+  writeFileSync(join(project, 'mixed', 'cjs.cts'), `${imports}\n${augmented}${uses}`);
+
+  const config = (name: string, options: object, include: string[]) =>
+    writeFileSync(
+      join(project, name),
+      JSON.stringify({ compilerOptions: { ...STRICT, ...options }, include }, null, 2),
+    );
+  config('tsconfig.node16.json', { module: 'node16', moduleResolution: 'node16' }, ['snippets']);
+  config('tsconfig.bundler.json', { module: 'esnext', moduleResolution: 'bundler' }, ['snippets']);
+  config('tsconfig.mixed.json', { module: 'node16', moduleResolution: 'node16' }, ['mixed']);
+  config('tsconfig.cjs.json', { module: 'node16', moduleResolution: 'node16' }, ['mixed/cjs.cts']);
+}, 600_000);
+
+afterAll(async () => {
+  if (project !== undefined && process.env.SLUICE_KEEP_CONSUMER === undefined)
+    await rm(project, { recursive: true, force: true });
+});
+
+describe('the packed packages, installed with npm outside the workspace', () => {
+  it('every package ships its README and the LICENSE', async () => {
+    for (const dir of packages) {
+      const { name } = manifest(dir);
+      const installed = join(project, 'node_modules', name);
+      const license = join(installed, 'LICENSE');
+      expect([name, existsSync(join(installed, 'README.md')), existsSync(license)]).toEqual([
+        name,
+        true,
+        true,
+      ]);
+      // Each package's copy is the root LICENSE.
+      expect(readFileSync(license, 'utf8')).toBe(readFileSync(join(root, 'LICENSE'), 'utf8'));
+    }
+  });
+
+  it.each(['node16', 'bundler'])(
+    'every README code block compiles (strict, moduleResolution %s)',
+    async (mode) => {
+      expect(readdirSync(join(project, 'snippets')).length).toBeGreaterThan(10);
+      expect(await tsc(`tsconfig.${mode}.json`)).toBe('');
+    },
+    120_000,
+  );
+
+  it('a program mixing ES modules and .cts files compiles against both declaration files', async () => {
+    expect(await tsc('tsconfig.mixed.json')).toBe('');
+  }, 120_000);
+
+  it('a CommonJS-only program sees the augmentations too', async () => {
+    expect(await tsc('tsconfig.cjs.json')).toBe('');
+  }, 120_000);
+
+  const expected = {
+    core: [true, true, false],
+    express: [
+      [200, '"app";r=4;t=60, "route";r=1;t=60'],
+      [200, '"app";r=3;t=60, "route";r=0;t=60'],
+      [429, '"app";r=2;t=60, "route";r=0;t=60'],
+    ],
+    fastify: [
+      [200, '"app";r=1;t=60'],
+      [200, '"app";r=0;t=60'],
+      [429, '"app";r=0;t=60'],
+    ],
+  };
+  it.each(['app.mjs', 'app.cjs'])(
+    '%s runs the core, Express and Fastify on Redis',
+    async (app) => {
+      const { stdout } = await run(process.execPath, [app], {
+        cwd: project,
+        env: { ...process.env, REDIS_PORT: String(inject('redisPort')) },
+      });
+      expect(JSON.parse(stdout)).toEqual(expected);
+    },
+    60_000,
+  );
+});
