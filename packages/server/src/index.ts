@@ -1,0 +1,3 @@
+export type { ServerOptions } from './options.js';
+export { SluiceServer, VERSION } from './server.js';
+export type { Durability } from './state-db.js';
