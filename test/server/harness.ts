@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type ServerOptions, SluiceServer } from '@sluice/server';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { freePort } from '../setup/redis-server.js';
 
 const run = promisify(execFile);
@@ -21,7 +21,7 @@ export interface TestServer {
   readonly dir: string;
   readonly events: LoggedEvent[];
   /** A connected ioredis client (closed by `stop`). */
-  client(options?: ConstructorParameters<typeof Redis>[0] & object): Promise<Redis>;
+  client(options?: RedisOptions): Promise<Redis>;
   /** Closes the clients and the server; `keepData` leaves the directory for a restart. */
   stop(keepData?: boolean): Promise<void>;
 }
@@ -46,7 +46,7 @@ export async function startServer(options: Partial<ServerOptions> = {}, dir?: st
     port,
     dir: dataDir,
     events,
-    async client(clientOptions = {}) {
+    async client(clientOptions: RedisOptions = {}) {
       const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, ...clientOptions });
       clients.push(client);
       await client.connect();
