@@ -80,6 +80,11 @@ export class SluiceServer implements ConnectionHost {
     return this.closing;
   }
 
+  /** Resolves when every write queued so far (decisions, sweep removals) is on disk. */
+  flushed(): Promise<void> {
+    return this.db.flushed();
+  }
+
   /** One bounded step of expiry (also run by the timer); returns the keys removed. */
   sweepStep(now = Date.now()): number {
     try {

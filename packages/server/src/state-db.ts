@@ -81,8 +81,9 @@ export class StateDb {
       visited++;
       last = key;
       const id = key.toString('latin1');
+      // A key with a write in flight is left to that write; a removal in flight is not counted twice.
       if (value[1] <= serverNow && !this.pending.has(id)) {
-        this.db.remove(key);
+        void this.write(id, undefined, 0, serverNow).catch(() => {});
         removed++;
       }
     }
@@ -95,6 +96,11 @@ export class StateDb {
   /** Keys stored (committed), for INFO. */
   count(): number {
     return (this.db.getStats() as { entryCount: number }).entryCount;
+  }
+
+  /** Resolves when every write queued so far is committed and flushed to disk. */
+  async flushed(): Promise<void> {
+    await this.db.flushed;
   }
 
   /** Waits for every queued write, then closes the environment. */
