@@ -1,6 +1,8 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import type { Command, CommandContext, ServerStats, Session } from './commands/context.js';
 import { handshakeCommands } from './commands/handshake.js';
+import { leaseCommands } from './commands/leases.js';
+import { sluiceCommands } from './commands/sluice.js';
 import { smyteCommands } from './commands/smyte.js';
 import { Connection, type ConnectionHost } from './connection.js';
 import { type ResolvedServerOptions, resolveServerOptions, type ServerOptions } from './options.js';
@@ -43,7 +45,9 @@ export class SluiceServer implements ConnectionHost {
     this.options = resolveServerOptions(options);
     this.maxFrameBytes = this.options.maxFrameBytes;
     this.maxArgs = this.options.maxArgs;
-    this.commands = new Map(Object.entries({ ...handshakeCommands, ...smyteCommands }));
+    this.commands = new Map(
+      Object.entries({ ...handshakeCommands, ...smyteCommands, ...sluiceCommands, ...leaseCommands }),
+    );
     this.db = new StateDb(this.options.dataDir, this.options.durability);
     this.net = createServer((socket) => this.accept(socket));
     this.net.on('error', (err) => this.log('server-error', { error: err.message }));
