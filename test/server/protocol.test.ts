@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisCli, startServer, type TestServer } from './harness.js';
 
@@ -49,6 +50,20 @@ describe('sluice-server protocol', () => {
     expect(info).toMatch(/^total_commands_processed:[1-9]/m);
     expect(info).toMatch(/^loading:0/m);
     expect(await client.quit()).toBe('OK');
+  });
+
+  it('node-redis drives it over RESP2 (RESP: 2; its default since v6 is RESP3, which is refused)', async () => {
+    const client = createClient({ RESP: 2, socket: { host: '127.0.0.1', port: t.port }, name: 'nr' });
+    await client.connect();
+    try {
+      expect(await client.sendCommand(['RL.REDUCE', 'node-redis', '2', '3600'])).toBe(2);
+      expect(await client.sendCommand(['RL.REDUCE', 'node-redis', '2', '3600'])).toBe(1);
+      expect(await client.sendCommand(['CLIENT', 'GETNAME'])).toBe('nr');
+      const hello = (await client.sendCommand(['HELLO', '2'])) as unknown[];
+      expect(hello.slice(4, 6)).toEqual(['proto', 2]);
+    } finally {
+      await client.quit();
+    }
   });
 
   it('redis-cli: PING, COMMAND DOCS and INFO', async () => {

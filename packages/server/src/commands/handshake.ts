@@ -31,6 +31,47 @@ function auth(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
   return resp.OK;
 }
 
+/**
+ * HELLO [protover [AUTH user pass] [SETNAME name]]: RESP3 is refused (NOPROTO), so RESP3 clients
+ * fall back to RESP2; HELLO 2 (node-redis sends it) answers as Redis does, with AUTH and SETNAME.
+ */
+function hello(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
+  if (args.length > 1 && args[1]!.toString() !== '2') {
+    return resp.error('NOPROTO sorry, this protocol version is not supported');
+  }
+  for (let i = 2; i < args.length; ) {
+    const option = args[i]!.toString().toLowerCase();
+    if (option === 'auth' && i + 2 < args.length) {
+      const answer = auth([args[0]!, args[i + 1]!, args[i + 2]!], ctx);
+      if (answer !== resp.OK) return answer;
+      i += 3;
+    } else if (option === 'setname' && i + 1 < args.length) {
+      ctx.session.name = args[i + 1]!.toString();
+      i += 2;
+    } else return resp.error(`ERR Syntax error in HELLO option '${option}'`);
+  }
+  if (!ctx.session.authenticated)
+    return resp.error(
+      'NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time',
+    );
+  return resp.array([
+    resp.bulk('server'),
+    resp.bulk('sluice'),
+    resp.bulk('version'),
+    resp.bulk(ctx.version),
+    resp.bulk('proto'),
+    resp.integer(2),
+    resp.bulk('id'),
+    resp.integer(ctx.session.id),
+    resp.bulk('mode'),
+    resp.bulk('standalone'),
+    resp.bulk('role'),
+    resp.bulk('master'),
+    resp.bulk('modules'),
+    resp.array([]),
+  ]);
+}
+
 function info(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
   const s = ctx.stats;
   const uptime = Math.floor((Date.now() - s.startedAt) / 1000);
@@ -78,11 +119,7 @@ export const handshakeCommands: Record<string, Command> = {
       return resp.OK;
     },
   },
-  hello: {
-    arity: [0, -1],
-    beforeAuth: true,
-    run: () => resp.error('NOPROTO sorry, this protocol version is not supported'),
-  },
+  hello: { arity: [0, 6], beforeAuth: true, run: hello },
   auth: { arity: [1, 2], beforeAuth: true, run: auth },
   select: {
     arity: [1, 1],
