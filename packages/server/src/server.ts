@@ -38,7 +38,7 @@ export class SluiceServer implements ConnectionHost {
     pausedForBackpressure: 0,
     sweptKeys: 0,
   };
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(options: ServerOptions) {
@@ -60,8 +60,7 @@ export class SluiceServer implements ConnectionHost {
       this.net.listen(this.options.port, this.options.host, () => {
         this.net.off('error', reject);
         const { port } = this.net.address() as AddressInfo;
-        this.sweepTimer = setInterval(() => this.sweepStep(), this.options.sweepInterval);
-        this.sweepTimer.unref();
+        this.scheduleSweep(this.options.sweepInterval);
         this.log('listening', { host: this.options.host, port, dataDir: this.options.dataDir });
         resolve(port);
       });
@@ -75,7 +74,9 @@ export class SluiceServer implements ConnectionHost {
   /** Stops accepting, writes the replies already computed, closes every connection and the database. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      clearInterval(this.sweepTimer);
+      clearTimeout(this.sweepTimer as NodeJS.Timeout);
+      clearImmediate(this.sweepTimer as NodeJS.Immediate);
+      this.sweepTimer = undefined;
       const stopped = new Promise<void>((resolve) => this.net.close(() => resolve()));
       await Promise.all([...this.connections].map((c) => c.close()));
       await stopped;
@@ -87,6 +88,20 @@ export class SluiceServer implements ConnectionHost {
   /** Resolves when every write queued so far (decisions, sweep removals) is on disk. */
   flushed(): Promise<void> {
     return this.db.flushed();
+  }
+
+  /**
+   * The next sweep step: after `sweepInterval`, or on the next turn (requests in between) while
+   * steps keep finding mostly expired keys, so a flood of unique keys is removed as fast as it came.
+   */
+  private scheduleSweep(delay: number): void {
+    if (this.closing !== undefined) return;
+    const next = () => {
+      const removed = this.sweepStep();
+      this.scheduleSweep(removed * 2 >= this.options.sweepBatch ? 0 : this.options.sweepInterval);
+    };
+    this.sweepTimer = delay === 0 ? setImmediate(next) : setTimeout(next, delay);
+    this.sweepTimer.unref();
   }
 
   /** One bounded step of expiry (also run by the timer); returns the keys removed. */
