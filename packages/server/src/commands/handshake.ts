@@ -171,4 +171,13 @@ export const handshakeCommands: Record<string, Command> = {
     },
   },
   info: { arity: [0, -1], run: info },
+  // redis-benchmark and some tools read CONFIG GET (save, appendonly...): nothing is configurable
+  // through it, so every pattern matches no parameter.
+  config: {
+    arity: [1, -1],
+    run: (args) =>
+      args[1]!.toString().toLowerCase() === 'get'
+        ? resp.array([])
+        : resp.error('ERR CONFIG is not supported, except CONFIG GET (which reports no parameters)'),
+  },
 };
