@@ -1,8 +1,14 @@
+import { execFile } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisCli, startServer, type TestServer } from './harness.js';
+import { redisCli, startServer, type TestServer, tempDir } from './harness.js';
+
+const run = promisify(execFile);
 
 /** A raw TCP client: sends bytes, collects what comes back until the server closes or `until` matches. */
 function rawClient(port: number): { socket: Socket; received: () => string; closed: Promise<void> } {
@@ -219,5 +225,43 @@ describe('sluice-server protocol', () => {
   it('without a password configured, AUTH says so', async () => {
     const client = await t.client();
     await expect(client.call('AUTH', 'x')).rejects.toThrow(/without any password configured/);
+  });
+});
+
+describe('sluice-server over TLS', () => {
+  it('serves ioredis over TLS with the given key and certificate; a plain TCP client gets nothing', async () => {
+    const dir = await tempDir();
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ]);
+    const pem = { key: await readFile(key), cert: await readFile(cert) };
+    const t = await startServer({ tls: pem });
+    try {
+      const client = await t.client({ tls: { ca: pem.cert } });
+      expect(await client.call('RL.REDUCE', 'tls', '2', '3600')).toBe(2);
+      const raw = rawClient(t.port);
+      raw.socket.write('*1\r\n$4\r\nPING\r\n');
+      await raw.closed;
+      expect(raw.received()).not.toContain('PONG');
+    } finally {
+      await t.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
 import type { ServerOptions } from './options.js';
 import { SluiceServer } from './server.js';
 
 const USAGE = `usage: sluice-server --data DIR [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
+  [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
 
@@ -22,6 +24,8 @@ async function main(): Promise<void> {
       port: { type: 'string' },
       bind: { type: 'string' },
       requirepass: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
       'max-clients': { type: 'string' },
       'max-frame-bytes': { type: 'string' },
       'max-args': { type: 'string' },
@@ -40,6 +44,12 @@ async function main(): Promise<void> {
   };
   set('port', integer('port', values.port));
   set('host', values.bind);
+  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) {
+    throw new Error('--tls-cert and --tls-key go together');
+  }
+  if (values['tls-cert'] !== undefined && values['tls-key'] !== undefined) {
+    options.tls = { cert: readFileSync(values['tls-cert']), key: readFileSync(values['tls-key']) };
+  }
   set('requirePass', values.requirepass ?? process.env.SLUICE_SERVER_PASSWORD);
   set('maxClients', integer('max-clients', values['max-clients']));
   set('maxFrameBytes', integer('max-frame-bytes', values['max-frame-bytes']));

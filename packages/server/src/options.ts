@@ -15,6 +15,11 @@ export interface ServerOptions {
   port?: number;
   /** Address to bind. Loopback unless you mean it: there is no TLS, and the password is optional. @default '127.0.0.1' */
   host?: string;
+  /**
+   * Serve TLS (node:tls) with this PEM key and certificate instead of plain TCP.
+   * @default undefined (plain TCP)
+   */
+  tls?: { key: string | Buffer; cert: string | Buffer };
   /** Password clients must give with AUTH before any other command. @default undefined (none) */
   requirePass?: string;
   /** Most connections at once; further ones get an error and are closed. @default 10000 */
@@ -38,6 +43,7 @@ const KNOWN = [
   'port',
   'host',
   'requirePass',
+  'tls',
   'maxClients',
   'maxFrameBytes',
   'maxArgs',
@@ -47,8 +53,9 @@ const KNOWN = [
   'log',
 ] as const satisfies readonly (keyof ServerOptions)[];
 
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'requirePass'>> & {
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'requirePass' | 'tls'>> & {
   requirePass: string | undefined;
+  tls: { key: string | Buffer; cert: string | Buffer } | undefined;
 };
 
 export function resolveServerOptions(options: ServerOptions): ResolvedServerOptions {
@@ -73,6 +80,13 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
       value: host,
     });
   }
+  const tls = options.tls;
+  if (
+    tls !== undefined &&
+    (tls === null || typeof tls !== 'object' || tls.key === undefined || tls.cert === undefined)
+  ) {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'tls must be { key, cert } (PEM)', { option: 'tls' });
+  }
   const log = options.log ?? defaultLog;
   if (typeof log !== 'function') {
     throw new SluiceError(ErrorCode.INVALID_OPTION, 'log must be a function', { option: 'log' });
@@ -82,6 +96,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     port: integerOption('port', options.port ?? 9049, 0, 65_535),
     host,
     requirePass,
+    tls,
     maxClients: integerOption('maxClients', options.maxClients ?? 10_000),
     maxFrameBytes: integerOption('maxFrameBytes', options.maxFrameBytes ?? 1_048_576, 64),
     maxArgs: integerOption('maxArgs', options.maxArgs ?? 1024),

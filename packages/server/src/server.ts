@@ -1,4 +1,5 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import type { Command, CommandContext, ServerStats, Session } from './commands/context.js';
 import { handshakeCommands } from './commands/handshake.js';
 import { leaseCommands } from './commands/leases.js';
@@ -49,7 +50,12 @@ export class SluiceServer implements ConnectionHost {
       Object.entries({ ...handshakeCommands, ...smyteCommands, ...sluiceCommands, ...leaseCommands }),
     );
     this.db = new StateDb(this.options.dataDir, this.options.durability);
-    this.net = createServer((socket) => this.accept(socket));
+    const tls = this.options.tls;
+    this.net =
+      tls === undefined
+        ? createServer((socket) => this.accept(socket))
+        : createTlsServer({ key: tls.key, cert: tls.cert }, (socket) => this.accept(socket));
+    this.net.on('tlsClientError', (err: Error) => this.log('tls-error', { error: err.message }));
     this.net.on('error', (err) => this.log('server-error', { error: err.message }));
   }
 
@@ -60,8 +66,14 @@ export class SluiceServer implements ConnectionHost {
       this.net.listen(this.options.port, this.options.host, () => {
         this.net.off('error', reject);
         const { port } = this.net.address() as AddressInfo;
+        const tls = this.options.tls;
         this.scheduleSweep(this.options.sweepInterval);
-        this.log('listening', { host: this.options.host, port, dataDir: this.options.dataDir });
+        this.log('listening', {
+          host: this.options.host,
+          port,
+          tls: tls !== undefined,
+          dataDir: this.options.dataDir,
+        });
         resolve(port);
       });
     });
