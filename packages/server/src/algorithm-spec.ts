@@ -1,0 +1,151 @@
+import {
+  type Algorithm,
+  type AlgorithmKind,
+  ErrorCode,
+  fixedWindow,
+  type GcraOptions,
+  gcra,
+  type LeakyBucketQueueOptions,
+  leakyBucketQueue,
+  type SlidingWindowCounterOptions,
+  SluiceError,
+  slidingWindowCounter,
+  slidingWindowLog,
+  type TokenBucketOptions,
+  tokenBucket,
+} from '@sluice/core';
+
+/**
+ * An algorithm on the wire: `kind:param=value,...` with core's parameter names and values as
+ * `algorithm.params` holds them (`token-bucket:capacity=10,refillAmount=10,refillInterval=1000,
+ * stepped=0,strict=0`). Params left out take core's defaults, and a duration may be written as
+ * core reads it (`refillInterval=1s`), so it also reads well typed into redis-cli.
+ */
+type Params = Record<string, string>;
+
+const num = (value: string | undefined): number | undefined =>
+  value === undefined ? undefined : Number(value);
+const duration = (value: string | undefined): number | string | undefined =>
+  value === undefined ? undefined : /^[0-9.]+$/.test(value) ? Number(value) : value;
+const flag = (name: string, value: string | undefined): boolean | undefined => {
+  if (value === undefined) return undefined;
+  if (value === '1' || value === 'true') return true;
+  if (value === '0' || value === 'false') return false;
+  throw new SluiceError(ErrorCode.INVALID_OPTION, `${name} must be 0 or 1; got ${JSON.stringify(value)}`, {
+    option: name,
+    value,
+  });
+};
+
+/** Defined values only: core's options reject an explicit `undefined` nowhere, but keep them clean. */
+function defined<T>(options: { [K in keyof T]?: T[K] | undefined }): T {
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** From wire params to core's factory, per kind; the names each accepts are checked first. */
+const FACTORIES: Record<AlgorithmKind, { names: readonly string[]; make: (p: Params) => Algorithm }> = {
+  'token-bucket': {
+    names: ['capacity', 'refillAmount', 'refillInterval', 'stepped', 'strict'],
+    make: (p) => {
+      const stepped = flag('stepped', p.stepped);
+      return tokenBucket(
+        defined<TokenBucketOptions>({
+          capacity: num(p.capacity) as number,
+          refillAmount: num(p.refillAmount),
+          refillInterval: duration(p.refillInterval) as number,
+          refill:
+            stepped === undefined ? undefined : stepped ? ('stepped' as const) : ('continuous' as const),
+          strict: flag('strict', p.strict),
+        }),
+      );
+    },
+  },
+  gcra: {
+    names: ['rate', 'period', 'burst'],
+    make: (p) =>
+      gcra(
+        defined<GcraOptions>({
+          rate: num(p.rate) as number,
+          period: duration(p.period) as number,
+          burst: num(p.burst),
+        }),
+      ),
+  },
+  'fixed-window': {
+    names: ['limit', 'window'],
+    make: (p) => fixedWindow({ limit: num(p.limit) as number, window: duration(p.window) as number }),
+  },
+  'sliding-window-log': {
+    names: ['limit', 'window'],
+    make: (p) => slidingWindowLog({ limit: num(p.limit) as number, window: duration(p.window) as number }),
+  },
+  'sliding-window-counter': {
+    names: ['limit', 'window', 'precision'],
+    make: (p) =>
+      slidingWindowCounter(
+        defined<SlidingWindowCounterOptions>({
+          limit: num(p.limit) as number,
+          window: duration(p.window) as number,
+          precision: num(p.precision),
+        }),
+      ),
+  },
+  'leaky-bucket-queue': {
+    names: ['rate', 'period', 'burst', 'queue', 'maxDelay'],
+    make: (p) => {
+      // params.maxDelay 0 stands for "no bound" (Infinity does not travel as a number).
+      const maxDelay = duration(p.maxDelay);
+      return leakyBucketQueue(
+        defined<LeakyBucketQueueOptions>({
+          rate: num(p.rate) as number,
+          period: duration(p.period) as number,
+          burst: num(p.burst),
+          queue: num(p.queue),
+          maxDelay: maxDelay === 0 ? undefined : (maxDelay as number),
+        }),
+      );
+    },
+  },
+};
+
+/** The wire form of an algorithm (what `ServerStore` sends). */
+export function specOf(algorithm: Algorithm): string {
+  return `${algorithm.kind}:${Object.entries(algorithm.params)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(',')}`;
+}
+
+const cache = new Map<string, Algorithm>();
+
+/** The algorithm a spec names, validated by core's own factory (a SluiceError when it is bad). */
+export function algorithmOf(spec: string): Algorithm {
+  const cached = cache.get(spec);
+  if (cached !== undefined) return cached;
+  const colon = spec.indexOf(':');
+  const kind = colon < 0 ? spec : spec.slice(0, colon);
+  const factory = Object.hasOwn(FACTORIES, kind) ? FACTORIES[kind as AlgorithmKind] : undefined;
+  if (factory === undefined) {
+    throw new SluiceError(
+      ErrorCode.UNKNOWN_ALGORITHM,
+      `unknown algorithm ${JSON.stringify(kind)}; known: ${Object.keys(FACTORIES).join(', ')}`,
+      { value: kind },
+    );
+  }
+  const params: Params = {};
+  for (const pair of colon < 0 || colon === spec.length - 1 ? [] : spec.slice(colon + 1).split(',')) {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    if (eq < 0 || !factory.names.includes(name) || Object.hasOwn(params, name)) {
+      throw new SluiceError(
+        ErrorCode.UNKNOWN_OPTION,
+        `${kind}: bad parameter ${JSON.stringify(pair)}; accepted: ${factory.names.map((n) => `${n}=…`).join(', ')}`,
+        { option: name },
+      );
+    }
+    params[name] = pair.slice(eq + 1);
+  }
+  const algorithm = factory.make(params);
+  if (cache.size >= 10_000) cache.clear();
+  cache.set(spec, algorithm);
+  return algorithm;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { SluiceError } from '@sluice/core';
+import type { ServerOptions } from './options.js';
+import { SluiceServer } from './server.js';
+
+const USAGE = `usage: sluice-server --data DIR [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
+  [--tls-cert FILE --tls-key FILE]
+  [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
+The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
+
+function integer(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^[0-9]+$/.test(text))
+    throw new Error(`--${flag} must be a whole number; got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      data: { type: 'string' },
+      port: { type: 'string' },
+      bind: { type: 'string' },
+      requirepass: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'max-clients': { type: 'string' },
+      'max-frame-bytes': { type: 'string' },
+      'max-args': { type: 'string' },
+      durability: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+    strict: true,
+  });
+  if (values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const options: ServerOptions = { dataDir: values.data ?? './sluice-data' };
+  const set = <K extends keyof ServerOptions>(key: K, value: ServerOptions[K] | undefined) => {
+    if (value !== undefined) options[key] = value;
+  };
+  set('port', integer('port', values.port));
+  set('host', values.bind);
+  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) {
+    throw new Error('--tls-cert and --tls-key go together');
+  }
+  if (values['tls-cert'] !== undefined && values['tls-key'] !== undefined) {
+    options.tls = { cert: readFileSync(values['tls-cert']), key: readFileSync(values['tls-key']) };
+  }
+  set('requirePass', values.requirepass ?? process.env.SLUICE_SERVER_PASSWORD);
+  set('maxClients', integer('max-clients', values['max-clients']));
+  set('maxFrameBytes', integer('max-frame-bytes', values['max-frame-bytes']));
+  set('maxArgs', integer('max-args', values['max-args']));
+  set('durability', values.durability as ServerOptions['durability']);
+  const server = new SluiceServer(options);
+  await server.listen();
+  const stop = () => {
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof SluiceError ? `${err.code}: ${err.message}` : (err as Error).message;
+  process.stderr.write(`sluice-server: ${message}\n${USAGE}\n`);
+  process.exit(2);
+});

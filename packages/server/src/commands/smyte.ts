@@ -1,0 +1,152 @@
+import { type Algorithm, type TokenBucketState, tokenBucket } from '@sluice/core';
+import * as resp from '../resp.js';
+import type { Command, CommandContext, CommandResult } from './context.js';
+
+/**
+ * Smyte's RL.REDUCE / RL.GET / RL.PREDUCE / RL.PGET (smyte/ratelimit `RateLimitHandler`), answers,
+ * defaults and errors as its code gives them:
+ *
+ *   RL.REDUCE key max refilltime [REFILL n] [TAKE n] [AT ts] [STRICT]
+ *
+ * The reply is the number of tokens in the bucket *before* taking (2, 1, 0 for a bucket of 2):
+ * the caller is admitted when the reply is ≥ TAKE. A REDUCE that cannot be met still takes what
+ * is there (writes max(tokens − take, 0)); STRICT restarts the refill clock at the request's time
+ * whenever the bucket is left empty. Refills come in whole refill times (core's stepped token
+ * bucket). TAKE 0 and GET write nothing.
+ */
+
+// Smyte's error texts (smyte-db pipeline/RedisHandler.h), sent as they are, without an ERR prefix.
+const INVALID_INTEGER = resp.error('Value is not an integer or out of range');
+const SYNTAX_ERROR = resp.error('Syntax error');
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const INT32_MIN = -(2n ** 31n);
+const INT32_MAX = 2n ** 31n - 1n;
+
+/** A decimal integer in [min, max] (folly::to), or undefined. Beyond ±2^53 is refused too (JS numbers). */
+function parseInteger(text: Buffer, min: bigint, max: bigint): number | undefined {
+  const s = text.toString('latin1');
+  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  const value = BigInt(s);
+  if (value < min || value > max) return undefined;
+  return Number.isSafeInteger(Number(value)) ? Number(value) : undefined;
+}
+
+interface RlArgs {
+  max: number;
+  refillMs: number;
+  refill: number;
+  take: number;
+  at: number;
+  strict: boolean;
+}
+
+/** parseRateLimitArgs: same order of checks, so the same input gets the same error. */
+function parseArgs(
+  args: readonly Buffer[],
+  useMs: boolean,
+  isReduce: boolean,
+  now: number,
+): RlArgs | resp.Reply {
+  const multiplier = useMs ? 1 : 1000;
+  const max = parseInteger(args[2]!, INT64_MIN, INT64_MAX);
+  if (max === undefined) return INVALID_INTEGER;
+  const refillTime = parseInteger(args[3]!, INT32_MIN, INT32_MAX);
+  if (refillTime === undefined) return INVALID_INTEGER;
+  const parsed: RlArgs = {
+    max,
+    refillMs: refillTime * multiplier,
+    refill: max,
+    take: isReduce ? 1 : 0,
+    at: now,
+    strict: false,
+  };
+  let i = 4;
+  while (i < args.length) {
+    const option = args[i]!.toString('latin1').toLowerCase();
+    if (option === 'strict') {
+      parsed.strict = true;
+      i++;
+      continue;
+    }
+    if (i + 1 >= args.length) return SYNTAX_ERROR;
+    const value = parseInteger(args[i + 1]!, INT64_MIN, INT64_MAX);
+    if (value === undefined) return INVALID_INTEGER;
+    i += 2;
+    if (option === 'refill') parsed.refill = value;
+    else if (option === 'take') {
+      if (!isReduce) return SYNTAX_ERROR;
+      parsed.take = value;
+    } else if (option === 'at') {
+      parsed.at = value * multiplier;
+      if (!Number.isSafeInteger(parsed.at)) return INVALID_INTEGER;
+    } else return SYNTAX_ERROR;
+  }
+  if (parsed.max < 1 || parsed.refillMs < 1 || parsed.refill < 1 || parsed.take < 0 || parsed.at < 0) {
+    return INVALID_INTEGER;
+  }
+  return parsed;
+}
+
+/** Core's stepped token bucket for one parameter set, kept for reuse (a service sees few sets). */
+const buckets = new Map<string, Algorithm<TokenBucketState>>();
+function bucketFor(max: number, refill: number, refillMs: number): Algorithm<TokenBucketState> {
+  const id = `${max}:${refill}:${refillMs}`;
+  let bucket = buckets.get(id);
+  if (bucket === undefined) {
+    if (buckets.size >= 10_000) buckets.clear();
+    bucket = tokenBucket({
+      capacity: max,
+      refillAmount: refill,
+      refillInterval: refillMs,
+      refill: 'stepped',
+    });
+    buckets.set(id, bucket);
+  }
+  return bucket;
+}
+
+/** The stored key: Smyte's key name with its parameters bound in, so differing parameters never share a bucket. */
+export function smyteStateId(key: Buffer, max: number, refill: number, refillMs: number): string {
+  return `rl:${max}:${refill}:${refillMs}\u0000${key.toString('latin1')}`;
+}
+
+function rateLimit(
+  args: readonly Buffer[],
+  ctx: CommandContext,
+  useMs: boolean,
+  isReduce: boolean,
+): CommandResult {
+  const parsed = parseArgs(args, useMs, isReduce, ctx.now());
+  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
+  const { max, refill, refillMs, take, at, strict } = parsed;
+  const bucket = bucketFor(max, refill, refillMs);
+  const id = smyteStateId(args[1]!, max, refill, refillMs);
+  const serverNow = ctx.now();
+  const { state: stored, waitFor } = ctx.db.read(id, serverNow);
+  const state = stored as TokenBucketState | undefined;
+  // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.
+  const tokens = bucket.peek(state, at, 1, 'rl').remaining;
+  const reply = resp.integer(tokens);
+  if (take <= 0) return { reply, durable: waitFor };
+  // Take what is there, up to TAKE: core's consume of min(take, tokens) (0 keeps the refilled state).
+  let next = bucket.consume(state, at, Math.min(take, tokens), 'rl').state as TokenBucketState;
+  if (strict && tokens - take <= 0) next = [0, at];
+  const durable = ctx.db.write(id, next, bucket.ttl(next, at), serverNow);
+  return { reply, durable };
+}
+
+// Argument counts after the command name, as Smyte's handler table has them; its own arity text.
+const smyte = (min: number, max: number, useMs: boolean, isReduce: boolean): Command => ({
+  arity: [min, max],
+  arityError: (name) => `Wrong number of arguments for '${name}' command`,
+  run: (args, ctx) => rateLimit(args, ctx, useMs, isReduce),
+});
+
+export const smyteCommands: Record<string, Command> = {
+  'rl.reduce': smyte(3, 10, false, true),
+  'rl.get': smyte(3, 8, false, false),
+  'rl.preduce': smyte(3, 10, true, true),
+  'rl.pget': smyte(3, 8, true, false),
+};

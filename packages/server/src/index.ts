@@ -1,0 +1,6 @@
+export { algorithmOf, specOf } from './algorithm-spec.js';
+export type { ServerOptions } from './options.js';
+export { SluiceServer, VERSION } from './server.js';
+export type { ServerStoreOptions } from './server-store.js';
+export { ServerStore } from './server-store.js';
+export type { Durability } from './state-db.js';

@@ -1,0 +1,112 @@
+import {
+  assertKnownOptions,
+  ErrorCode,
+  integerOption,
+  oneOfOption,
+  requireOption,
+  SluiceError,
+} from '@sluice/core';
+import type { Durability } from './state-db.js';
+
+export interface ServerOptions {
+  /** Directory of the LMDB environment (created when missing). */
+  dataDir: string;
+  /** TCP port; 0 picks a free one. @default 9049 (Smyte's) */
+  port?: number;
+  /** Address to bind. Loopback unless you mean it: there is no TLS, and the password is optional. @default '127.0.0.1' */
+  host?: string;
+  /**
+   * Serve TLS (node:tls) with this PEM key and certificate instead of plain TCP.
+   * @default undefined (plain TCP)
+   */
+  tls?: { key: string | Buffer; cert: string | Buffer };
+  /** Password clients must give with AUTH before any other command. @default undefined (none) */
+  requirePass?: string;
+  /** Most connections at once; further ones get an error and are closed. @default 10000 */
+  maxClients?: number;
+  /** Largest RESP frame (one command with its arguments), in bytes; a larger one closes the connection. @default 1048576 */
+  maxFrameBytes?: number;
+  /** Most arguments in one command. @default 1024 */
+  maxArgs?: number;
+  /** When a decision is acknowledged, see {@link Durability}. @default 'commit' */
+  durability?: Durability;
+  /** ms between two steps of the expiry sweep. @default 1000 */
+  sweepInterval?: number;
+  /** Keys visited by one step of the sweep (bounds the time it holds the event loop). @default 1000 */
+  sweepBatch?: number;
+  /** Where events (protocol errors, startup) are reported. @default one JSON line per event on stderr */
+  log?: (event: string, fields: Record<string, unknown>) => void;
+}
+
+const KNOWN = [
+  'dataDir',
+  'port',
+  'host',
+  'requirePass',
+  'tls',
+  'maxClients',
+  'maxFrameBytes',
+  'maxArgs',
+  'durability',
+  'sweepInterval',
+  'sweepBatch',
+  'log',
+] as const satisfies readonly (keyof ServerOptions)[];
+
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'requirePass' | 'tls'>> & {
+  requirePass: string | undefined;
+  tls: { key: string | Buffer; cert: string | Buffer } | undefined;
+};
+
+export function resolveServerOptions(options: ServerOptions): ResolvedServerOptions {
+  assertKnownOptions('SluiceServer', options, KNOWN);
+  const dataDir = requireOption('dataDir', options.dataDir);
+  if (typeof dataDir !== 'string' || dataDir === '') {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'dataDir must be a non-empty path', {
+      option: 'dataDir',
+      value: dataDir,
+    });
+  }
+  const requirePass = options.requirePass;
+  if (requirePass !== undefined && (typeof requirePass !== 'string' || requirePass === '')) {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'requirePass must be a non-empty string', {
+      option: 'requirePass',
+    });
+  }
+  const host = options.host ?? '127.0.0.1';
+  if (typeof host !== 'string' || host === '') {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'host must be a non-empty string', {
+      option: 'host',
+      value: host,
+    });
+  }
+  const tls = options.tls;
+  if (
+    tls !== undefined &&
+    (tls === null || typeof tls !== 'object' || tls.key === undefined || tls.cert === undefined)
+  ) {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'tls must be { key, cert } (PEM)', { option: 'tls' });
+  }
+  const log = options.log ?? defaultLog;
+  if (typeof log !== 'function') {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'log must be a function', { option: 'log' });
+  }
+  return {
+    dataDir,
+    port: integerOption('port', options.port ?? 9049, 0, 65_535),
+    host,
+    requirePass,
+    tls,
+    maxClients: integerOption('maxClients', options.maxClients ?? 10_000),
+    maxFrameBytes: integerOption('maxFrameBytes', options.maxFrameBytes ?? 1_048_576, 64),
+    maxArgs: integerOption('maxArgs', options.maxArgs ?? 1024),
+    durability: oneOfOption('durability', options.durability ?? 'commit', ['commit', 'flush']),
+    sweepInterval: integerOption('sweepInterval', options.sweepInterval ?? 1000),
+    sweepBatch: integerOption('sweepBatch', options.sweepBatch ?? 1000),
+    log,
+  };
+}
+
+function defaultLog(event: string, fields: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), event, ...fields })}\n`);
+}

@@ -1,0 +1,120 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type ServerOptions, SluiceServer } from '@sluice/server';
+import { Redis, type RedisOptions } from 'ioredis';
+import { freePort } from '../setup/redis-server.js';
+
+const run = promisify(execFile);
+
+export interface LoggedEvent {
+  readonly event: string;
+  readonly fields: Record<string, unknown>;
+}
+
+/** A server in this process on a free loopback port and its own data directory. */
+export interface TestServer {
+  readonly server: SluiceServer;
+  readonly port: number;
+  readonly dir: string;
+  readonly events: LoggedEvent[];
+  /** A connected ioredis client (closed by `stop`). */
+  client(options?: RedisOptions): Promise<Redis>;
+  /** Closes the clients and the server; `keepData` leaves the directory for a restart. */
+  stop(keepData?: boolean): Promise<void>;
+}
+
+export async function tempDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), 'sluice-server-'));
+}
+
+export async function startServer(options: Partial<ServerOptions> = {}, dir?: string): Promise<TestServer> {
+  const dataDir = dir ?? (await tempDir());
+  const events: LoggedEvent[] = [];
+  const server = new SluiceServer({
+    port: 0,
+    dataDir,
+    log: (event, fields) => events.push({ event, fields }),
+    ...options,
+  });
+  const port = await server.listen();
+  const clients: Redis[] = [];
+  return {
+    server,
+    port,
+    dir: dataDir,
+    events,
+    async client(clientOptions: RedisOptions = {}) {
+      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, ...clientOptions });
+      clients.push(client);
+      await client.connect();
+      return client;
+    },
+    async stop(keepData = false) {
+      for (const c of clients) c.disconnect();
+      await server.close();
+      if (!keepData) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** redis-cli as a user runs it: one command per process, its printed output (errors included). */
+export async function redisCli(port: number, args: readonly string[]): Promise<string> {
+  try {
+    const { stdout } = await run('redis-cli', ['-p', String(port), ...args]);
+    return stdout.trim();
+  } catch (err) {
+    // redis-cli exits non-zero on an error reply; its output is still the answer.
+    const { stdout } = err as { stdout?: string };
+    if (stdout === undefined) throw err;
+    return stdout.trim();
+  }
+}
+
+const CLI = new URL('../../packages/server/src/cli.ts', import.meta.url).pathname;
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+/** `sluice-server` in its own process (tsx on the sources), for crash tests. */
+export interface ServerProcess {
+  readonly port: number;
+  readonly child: ChildProcess;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+export async function spawnServer(
+  dir: string,
+  port?: number,
+  extra: readonly string[] = [],
+): Promise<ServerProcess> {
+  const chosen = port ?? (await freePort());
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', CLI, '--port', String(chosen), '--data', dir, ...extra],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.includes('"event":"listening"')) {
+        child.stderr?.off('data', onData);
+        resolve();
+      }
+    };
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`sluice-server exited (${code}): ${stderr}`)));
+  });
+  child.stderr?.resume();
+  return {
+    port: chosen,
+    child,
+    kill: (signal) =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      }),
+  };
+}
