@@ -115,9 +115,7 @@ const TABLE: Record<string, readonly Row[]> = {
 
 /**
  * Smyte advances the refill mark by whole refill times even while the bucket is full
- * (adjustAmount). Core's stepped bucket restarts a full bucket's clock at now on main; issue 11's
- * helper changes core to Smyte's rule (branch coredefects, bede78a). Until that lands this row
- * fails, which `it.fails` asserts: when the core change is merged, remove `.fails`.
+ * (adjustAmount); core's stepped bucket follows that rule (issue 11, 3.6).
  */
 const FULL_BUCKET_KEEPS_PROGRESS: readonly Row[] = [
   ['rl.preduce f 5 1000 refill 2 at 0', 5],
@@ -180,7 +178,7 @@ describe('Smyte compatibility: RL.REDUCE / RL.GET / RL.PREDUCE / RL.PGET', () =>
     });
   }
 
-  it.fails('a full bucket keeps its progress toward the next refill (needs the issue 11 core change)', async () => {
+  it('a full bucket keeps its progress toward the next refill', async () => {
     const answers = [];
     for (const [command] of FULL_BUCKET_KEEPS_PROGRESS)
       answers.push(await viaIoredis(client, command, 'full:'));
