@@ -84,6 +84,26 @@ export class Guard {
     return this.call<R, R | undefined>(operation, keys, attempt, identity, none);
   }
 
+  /**
+   * For the cleanup of a call that timed out but that Redis answered late (the release of a late
+   * admitted lease): the late reply shows Redis is answering again, while the breaker is likely
+   * open because of that very timeout, and dropping the cleanup would leave a ghost lease for its
+   * whole ttl. So it skips the breaker (neither asked nor told), keeps the timeout, and reports a
+   * failure. Never rejects.
+   */
+  cleanup<R>(operation: Operation, keys: number, attempt: () => Promise<R>): Promise<R | undefined> {
+    let pending: Promise<R>;
+    try {
+      pending = this.deadlines.race(attempt(), operation);
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    return pending.catch((error: unknown) => {
+      this.report(operation, keys, error);
+      return undefined;
+    });
+  }
+
   /** `map` once the breaker has let the call through. */
   private call<R, T>(
     operation: Operation,
