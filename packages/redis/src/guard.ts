@@ -131,7 +131,8 @@ export class Guard {
           try {
             value = read(reply);
           } catch (error) {
-            this.failed(operation, keys, error, fail).then(resolve, reject);
+            // A reply we cannot read is Redis answering, not Redis being away.
+            this.failed(operation, keys, error, fail, true).then(resolve, reject);
             return;
           }
           this.breaker?.success();
@@ -150,8 +151,9 @@ export class Guard {
     keys: number,
     error: unknown,
     fail: () => T | Promise<T>,
+    answered = isReplyError(error),
   ): Promise<T> {
-    this.breaker?.failure();
+    this.count(answered);
     this.report(operation, keys, error);
     return answer(fail);
   }
@@ -171,12 +173,24 @@ export class Guard {
       await this.deadlines.race(attempt(), operation);
       this.breaker?.success();
     } catch (error) {
-      this.breaker?.failure();
+      this.count(isReplyError(error));
       this.report(operation, keys, error);
       throw new SluiceError(ErrorCode.STORE_FAILURE, `RedisStore: ${operation} failed: ${messageOf(error)}`, {
         cause: error,
       });
     }
+  }
+
+  /**
+   * Tells the breaker how a failed call went. It counts only Redis being away (transport errors,
+   * timeouts, a server that cannot serve: LOADING, BUSY, CLUSTERDOWN…). An error Redis replied
+   * about one call (WRONGTYPE on a key of another type, ERR bad argument, a script error) is
+   * deterministic: the same call fails every time while every other key works, so it must not
+   * open the breaker and fail a healthy limit; it proves Redis answers (a success for the breaker).
+   */
+  private count(answered: boolean): void {
+    if (answered) this.breaker?.success();
+    else this.breaker?.failure();
   }
 
   report(operation: Operation, keys: number, error: unknown): void {
@@ -188,6 +202,18 @@ export class Guard {
       // A throwing hook must not turn a handled failure into a crash.
     }
   }
+}
+
+/**
+ * Whether `error` is Redis replying that this one call is wrong: a reply error (ioredis and its
+ * forks name it `ReplyError`) with code `WRONGTYPE` or `ERR` (bad argument, not an integer, a
+ * script error), except an `ERR` about the server itself (too many clients).
+ */
+function isReplyError(error: unknown): boolean {
+  if (!(error instanceof Error) || error.name !== 'ReplyError') return false;
+  const message = error.message;
+  if (message.startsWith('WRONGTYPE ')) return true;
+  return message.startsWith('ERR ') && !message.startsWith('ERR max number of clients');
 }
 
 function identity<T>(value: T): T {
