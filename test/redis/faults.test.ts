@@ -215,7 +215,10 @@ describe('faults', () => {
     for (let i = 0; i < 10; i++) {
       expect(await limiter.check('healthy', { now: 0 })).toMatchObject({ allowed: true, remaining: 9 - i });
     }
-    expect(await limiter.check('healthy', { now: 0 })).toMatchObject({ allowed: false, reason: 'rate-limited' });
+    expect(await limiter.check('healthy', { now: 0 })).toMatchObject({
+      allowed: false,
+      reason: 'rate-limited',
+    });
     // A reset of the broken key works (and is no failure either).
     await limiter.reset('broken');
     expect(await limiter.check('broken', { now: 0 })).toMatchObject({ allowed: true, remaining: 9 });
