@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import { ceilMs, decide } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
+import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
 
 export interface TokenBucketOptions {
@@ -54,6 +54,13 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   const stepped =
     oneOfOption('refill', options.refill ?? 'continuous', ['continuous', 'stepped']) === 'stepped';
   const strict = booleanOption('strict', options.strict ?? false);
+  // An empty bucket refills in capacity / refillAmount intervals (stepped: whole intervals).
+  assertSpan(
+    'refillInterval',
+    options.refillInterval,
+    Math.ceil(capacity / refillAmount) * interval,
+    'tokenBucket: the time to refill an empty bucket',
+  );
   const params = {
     capacity,
     refillAmount,
