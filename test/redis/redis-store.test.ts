@@ -483,9 +483,9 @@ describe('scripts', () => {
   });
 
   it('answers an admission exactly when its packed reply would pass 2^53 (the list then)', async () => {
-    // 1 token/hour: each admission moves resetAfter up by 3.6e6 ms, and resetAfter * (1e9 + 1)
-    // passes 2^53 at the third.
-    const algorithm = tokenBucket({ capacity: 1_000_000_000, refillAmount: 1, refillInterval: 3_600_000 });
+    // 1 token per 1e7 ms (a bucket refilling from empty in MAX_DURATION): each admission of 300
+    // moves resetAfter up by 3e9 ms, and resetAfter * (1e6 + 1) passes 2^53 at the fourth.
+    const algorithm = tokenBucket({ capacity: 1_000_000, refillAmount: 1, refillInterval: 10_000_000 });
     const onRedis = new Limiter({
       algorithm,
       store: new RedisStore({ client, prefix: uniquePrefix('packed') }),
@@ -493,11 +493,11 @@ describe('scripts', () => {
     const inMemory = new Limiter({ algorithm, store: new MemoryStore() });
     const resets: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const decision = await onRedis.check('k', { now: 1_000 });
-      expect(decision).toEqual(inMemory.check('k', { now: 1_000 }));
+      const decision = await onRedis.check('k', { now: 1_000, cost: 300 });
+      expect(decision).toEqual(inMemory.check('k', { now: 1_000, cost: 300 }));
       resets.push(decision.resetAfter);
     }
-    expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
+    expect(resets).toEqual([3e9, 6e9, 9e9, 12e9]);
   });
 
   it('algorithms used only in layered limits take no single-limit script (nor a place under the cap)', async () => {
@@ -618,9 +618,9 @@ describe('scripts', () => {
     const limits = [
       {
         name: 'big',
-        algorithm: tokenBucket({ capacity: 1_000_000_000, refillAmount: 1, refillInterval: 3_600_000 }),
+        algorithm: tokenBucket({ capacity: 1_000_000, refillAmount: 1, refillInterval: 10_000_000 }),
       },
-      { name: 'small', algorithm: gcra({ rate: 1, period: 1_000, burst: 10 }) },
+      { name: 'small', algorithm: gcra({ rate: 1, period: 1_000, burst: 10_000 }) },
     ];
     const onRedis = new Limiter({
       limits,
@@ -629,11 +629,11 @@ describe('scripts', () => {
     const inMemory = new Limiter({ limits, store: new MemoryStore() });
     const resets: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const decision = await onRedis.check('k', { now: 1_000 });
-      expect(decision).toEqual(inMemory.check('k', { now: 1_000 }));
+      const decision = await onRedis.check('k', { now: 1_000, cost: 300 });
+      expect(decision).toEqual(inMemory.check('k', { now: 1_000, cost: 300 }));
       resets.push(decision.limits[0]!.resetAfter);
     }
-    expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
+    expect(resets).toEqual([3e9, 6e9, 9e9, 12e9]);
   });
 
   it('a GCRA whose emission interval is below EPSILON reports remaining as in memory (burst − 1 after one)', async () => {
