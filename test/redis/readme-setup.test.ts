@@ -95,6 +95,16 @@ describe('the README setup under load from the first millisecond', () => {
     expect(store.breakerState).toBe('closed');
   });
 
+  it("ioredis' default offline queue: the same, exactly the limit", async () => {
+    server = await startRedis();
+    client = new Redis({ host: '127.0.0.1', port: server.port });
+    const store = new RedisStore({ client });
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
+    const decisions = await flood(client, () => limiter.check('user:42', { now: NOW }) as Promise<Decision>);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+    expect(store.breakerState).toBe('closed');
+  });
+
   it('leases: exactly the limit is acquired, nothing fails open', async () => {
     server = await startRedis();
     const port = server.port;
@@ -133,7 +143,7 @@ describe('the README setup under load from the first millisecond', () => {
     const store = new RedisStore({
       client,
       failurePolicy: 'deny',
-      readyTimeout: 200,
+      readyTimeout: 1_000,
       clock: () => clock,
       onError: (event) => errors.push(event),
     });
@@ -141,7 +151,7 @@ describe('the README setup under load from the first millisecond', () => {
     const start = performance.now();
     const waiting = Array.from({ length: 50 }, () => limiter.check('k', { now: NOW }) as Promise<Decision>);
     const answers = await Promise.all(waiting);
-    expect(performance.now() - start).toBeGreaterThanOrEqual(195);
+    expect(performance.now() - start).toBeGreaterThanOrEqual(995);
     for (const decision of answers) {
       expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
     }
@@ -152,7 +162,7 @@ describe('the README setup under load from the first millisecond', () => {
     // Past the bound, calls no longer wait: they fail as usual (and count for the breaker).
     const late = performance.now();
     expect(await limiter.check('k', { now: NOW })).toMatchObject({ reason: 'store-unavailable' });
-    expect(performance.now() - late).toBeLessThan(150);
+    expect(performance.now() - late).toBeLessThan(500);
     expect(errors[1]).toMatchObject({ operation: 'consume' });
 
     const ready = new Promise<void>((resolve) => client!.once('ready', () => resolve()));
@@ -174,7 +184,8 @@ describe('the README setup under load from the first millisecond', () => {
     const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
     const start = performance.now();
     expect(await limiter.check('k', { now: NOW })).toMatchObject({ reason: 'store-unavailable' });
-    expect(performance.now() - start).toBeLessThan(150);
+    // Not the 2000 ms of the default readyTimeout.
+    expect(performance.now() - start).toBeLessThan(1_000);
     expect(errors.map((e) => e.operation)).toEqual(['consume']);
   });
 
