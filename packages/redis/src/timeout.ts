@@ -24,7 +24,7 @@ export interface Deadline {
  * with a long timeout). The timer is armed for the oldest deadline; when it fires it expires what
  * is due and re-arms for the next; with nothing in flight it is not re-armed, and it is unref'd so
  * it never holds the process open. Every call still settles within `ms` plus the timer's own
- * lateness, as with a timer of its own.
+ * lateness and one turn of I/O (see `sweep`), as with a timer of its own.
  */
 export class Deadlines {
   private head: Deadline | undefined;
