@@ -4,6 +4,7 @@ import {
   gcra,
   Limiter,
   leakyBucketQueue,
+  MAX_DURATION,
   MemoryStore,
   parseDuration,
   SluiceError,
@@ -187,6 +188,63 @@ describe('algorithm options are validated at creation', () => {
     expect(parseDuration('d', '1.5h')).toBe(5_400_000);
     expect(parseDuration('d', '1d')).toBe(86_400_000);
     expect(parseDuration('d', ' 15 m ')).toBe(900_000);
+  });
+});
+
+describe('durations and state spans are bounded (issue 11 §3.3)', () => {
+  // 1e17 ms was accepted, then Redis refused every write (PX written as 1e+17).
+  it('every duration option refuses more than MAX_DURATION, with a coded error', () => {
+    expect(MAX_DURATION).toBe(1e13);
+    expect(parseDuration('d', MAX_DURATION)).toBe(MAX_DURATION);
+    expect(parseDuration('d', '115740d')).toBe(115_740 * 86_400_000);
+    for (const bad of [
+      MAX_DURATION + 1,
+      1e17,
+      '115741d',
+      '1e20ms'.replace('1e20', '100000000000000000000'),
+    ]) {
+      expectCoded(() => parseDuration('window', bad), ErrorCode.INVALID_OPTION, 'window', 'at most');
+    }
+    for (const [name, make, valid] of factories) {
+      for (const option of durations[name]!) {
+        expectCoded(
+          () => make({ ...valid, [option]: 1e17 }),
+          ErrorCode.INVALID_OPTION,
+          option,
+          '100000000000000000',
+        );
+      }
+    }
+  });
+
+  it('an algorithm whose state can span more than MAX_DURATION is refused', () => {
+    // Each duration is fine; the longest state (a full backlog or an empty bucket) is not.
+    expectCoded(
+      () => tokenBucket({ capacity: 1_000_000, refillAmount: 1, refillInterval: '365d' }),
+      ErrorCode.INVALID_OPTION,
+      'refillInterval',
+      'at most',
+    );
+    expectCoded(
+      () => tokenBucket({ capacity: 1_000_000, refillAmount: 1, refillInterval: '365d', refill: 'stepped' }),
+      ErrorCode.INVALID_OPTION,
+      'refillInterval',
+    );
+    expectCoded(
+      () => gcra({ rate: 1, period: '365d', burst: 1_000_000 }),
+      ErrorCode.INVALID_OPTION,
+      'period',
+    );
+    expectCoded(
+      () => leakyBucketQueue({ rate: 1, period: '365d', queue: 1_000_000 }),
+      ErrorCode.INVALID_OPTION,
+      'period',
+    );
+    // At the bound exactly: accepted.
+    expect(() =>
+      tokenBucket({ capacity: 10, refillAmount: 1, refillInterval: MAX_DURATION / 10 }),
+    ).not.toThrow();
+    expect(() => gcra({ rate: 1, period: MAX_DURATION / 4, burst: 4 })).not.toThrow();
   });
 });
 

@@ -11,6 +11,10 @@ function fakeTime() {
       timers.push({ at: now + delay, run });
       return {};
     },
+    /** `setImmediate`: runs after what is due now (a turn of I/O), before anything later. */
+    defer: (run: () => void) => {
+      timers.push({ at: now, run });
+    },
     armed: () => timers.length,
     advance(ms: number) {
       const end = now + ms;
@@ -29,7 +33,7 @@ function fakeTime() {
 describe('Deadlines: one timer for every call in flight', () => {
   it('expires each call at its own deadline, never early, and re-arms for the next', () => {
     const time = fakeTime();
-    const deadlines = new Deadlines(100, time.clock, time.schedule);
+    const deadlines = new Deadlines(100, time.clock, time.schedule, time.defer);
     const expired: [string, number][] = [];
     const add = (name: string) => deadlines.add(() => expired.push([name, time.clock()]));
     add('a');
@@ -53,7 +57,7 @@ describe('Deadlines: one timer for every call in flight', () => {
 
   it('a settled call never expires, and with nothing in flight the timer is not re-armed', () => {
     const time = fakeTime();
-    const deadlines = new Deadlines(100, time.clock, time.schedule);
+    const deadlines = new Deadlines(100, time.clock, time.schedule, time.defer);
     const expired: string[] = [];
     const a = deadlines.add(() => expired.push('a'));
     const b = deadlines.add(() => expired.push('b'));
@@ -73,7 +77,7 @@ describe('Deadlines: one timer for every call in flight', () => {
 
   it('calls started by an expiry, and calls still pending behind it, keep their own deadlines', () => {
     const time = fakeTime();
-    const deadlines = new Deadlines(100, time.clock, time.schedule);
+    const deadlines = new Deadlines(100, time.clock, time.schedule, time.defer);
     const expired: [string, number][] = [];
     deadlines.add(() => {
       expired.push(['a', time.clock()]);
@@ -91,7 +95,7 @@ describe('Deadlines: one timer for every call in flight', () => {
 
   it('an expiry that throws does not stop the others', () => {
     const time = fakeTime();
-    const deadlines = new Deadlines(10, time.clock, time.schedule);
+    const deadlines = new Deadlines(10, time.clock, time.schedule, time.defer);
     const expired: string[] = [];
     deadlines.add(() => {
       throw new Error('boom');
@@ -103,10 +107,29 @@ describe('Deadlines: one timer for every call in flight', () => {
 
   it('race: the outcome when it comes first, a coded timeout otherwise', async () => {
     const time = fakeTime();
-    const deadlines = new Deadlines(100, time.clock, time.schedule);
+    const deadlines = new Deadlines(100, time.clock, time.schedule, time.defer);
     await expect(deadlines.race(Promise.resolve(7), 'reset')).resolves.toBe(7);
     const late = deadlines.race(new Promise<number>(() => {}), 'reset');
     time.advance(100);
     await expect(late).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_FAILURE' });
+  });
+
+  it('an expiry waits one turn of I/O: a reply read after a stall of this process settles its call, not a timeout', () => {
+    const time = fakeTime();
+    let deferred: (() => void) | undefined;
+    const deadlines = new Deadlines(100, time.clock, time.schedule, (run) => {
+      deferred = run;
+    });
+    let expired = false;
+    const deadline = deadlines.add(() => {
+      expired = true;
+    });
+    // The process stalled past the deadline: the timer fires first, the reply is read after it.
+    time.advance(250);
+    expect(deferred).toBeDefined();
+    expect(expired).toBe(false);
+    expect(deadlines.settle(deadline)).toBe(true);
+    deferred!();
+    expect(expired).toBe(false);
   });
 });

@@ -198,6 +198,49 @@ describe('faults', () => {
     expect(transitions).toEqual(['open', 'half-open', 'closed']);
   });
 
+  it('a deterministic error of one key (WRONGTYPE) is reported and answered per call, but never opens the breaker', async () => {
+    // Issue 11 §3.3: one broken key opened the breaker, which then failed open a healthy limit.
+    const redisStore = store();
+    const limiter = new Limiter({ algorithm, store: redisStore });
+    await client.rpush(redisStore.keyFor(algorithm, 'broken'), 'x');
+    for (let i = 0; i < 6; i++) {
+      expect(await limiter.check('broken', { now: 0 })).toMatchObject({ allowed: true, remaining: 9 });
+    }
+    expect(errors).toHaveLength(6);
+    expect(errors.every((e) => e.operation === 'consume' && e.breaker === 'closed')).toBe(true);
+    expect(String(errors[0]!.error)).toContain('WRONGTYPE');
+    expect(redisStore.breakerState).toBe('closed');
+    expect(transitions).toEqual([]);
+    // The healthy key is still counted in Redis, down to a refusal.
+    for (let i = 0; i < 10; i++) {
+      expect(await limiter.check('healthy', { now: 0 })).toMatchObject({ allowed: true, remaining: 9 - i });
+    }
+    expect(await limiter.check('healthy', { now: 0 })).toMatchObject({
+      allowed: false,
+      reason: 'rate-limited',
+    });
+    // A reset of the broken key works (and is no failure either).
+    await limiter.reset('broken');
+    expect(await limiter.check('broken', { now: 0 })).toMatchObject({ allowed: true, remaining: 9 });
+    expect(errors).toHaveLength(6);
+  });
+
+  it('a deterministic error answered to the half-open probe closes the breaker: Redis answered', async () => {
+    const redisStore = store({ failurePolicy: 'deny' });
+    const limiter = new Limiter({ algorithm, store: redisStore });
+    await client.rpush(redisStore.keyFor(algorithm, 'broken'), 'x');
+    server.pause();
+    try {
+      for (let i = 0; i < 3; i++) await limiter.check('k', { now: 0 });
+    } finally {
+      server.resume();
+    }
+    expect(redisStore.breakerState).toBe('open');
+    clock += 5_000;
+    expect(await limiter.check('broken', { now: 0 })).toMatchObject({ reason: 'store-unavailable' });
+    expect(redisStore.breakerState).toBe('closed');
+  });
+
   it('reset while Redis is down rejects with a coded error, never unhandled', async () => {
     const limiter = new Limiter({ algorithm, store: store() });
     server.pause();

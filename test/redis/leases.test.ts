@@ -411,6 +411,31 @@ describe('RedisStore leases when Redis is unavailable', () => {
     expect(failures.map((f) => f.operation)).toEqual(['acquire']);
   });
 
+  it('ghost leases after a stall: acquires that timed out while the breaker opened are released when Redis answers them late', async () => {
+    // Issue 11 §3.1: the late releases went through the breaker, open exactly when late replies
+    // arrive, so the 5 late-admitted leases held the key for the whole ttl.
+    const redis = store({ failurePolicy: 'allow' });
+    const limiter = new ConcurrencyLimiter({ limit: 5, ttl: '10s', store: redis });
+    const [set] = redis.leases.keysFor('concurrency', 'k');
+    server.pause();
+    const leases: Lease[] = [];
+    try {
+      for (let i = 0; i < 5; i++) leases.push(await limiter.acquire('k', { now: START }));
+      expect(leases.every((lease) => lease.decision.allowed)).toBe(true);
+      expect(redis.breakerState).toBe('open');
+      for (const lease of leases) expect(await lease.release(START)).toBe(false);
+    } finally {
+      server.resume();
+    }
+    // Round trips, not time: each answer lets the late replies (and the releases they send) be handled.
+    let held = 5;
+    for (let i = 0; i < 200 && held > 0; i++) held = await client.zcard(set);
+    expect(held).toBe(0);
+    expect(redis.breakerState).toBe('open');
+    // Only the 3 acquires that opened the breaker were reported; the late releases succeeded.
+    expect(failures.map((f) => f.operation)).toEqual(['acquire', 'acquire', 'acquire']);
+  });
+
   it('reset while Redis is down rejects with a coded error', async () => {
     const limiter = new ConcurrencyLimiter({ limit: 2, store: store() });
     await server.kill();

@@ -11,9 +11,9 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { escapeKey, hashSlot, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRedis } from '../setup/redis-server.js';
+import { startCluster, startRedis } from '../setup/redis-server.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 const client = await connectRedis();
@@ -348,39 +348,57 @@ describe('Cluster: layered limits across slots', () => {
   });
 
   it("a refund that cannot run is reported as 'rollback', and its units stay", async () => {
-    const events: RedisStoreErrorEvent[] = [];
-    const store = new RedisStore({
-      client: cluster,
-      prefix: uniquePrefix('xslot-rollback'),
-      timeout: 5_000,
-      failurePolicy: 'deny',
-      breaker: { failures: 1, cooldown: 600_000 },
-      onError: (event) => events.push(event),
+    // The breaker refuses the refund: it is half-open and this very request is its probe. (A
+    // WRONGTYPE used to open it; an error Redis replies about one key no longer counts.) The
+    // breaker is opened by a timeout on a paused node, so this test has a Cluster of its own.
+    const nodes = await startCluster();
+    const own = new Cluster([{ host: '127.0.0.1', port: nodes[0]!.port }], {
+      enableOfflineQueue: false,
+      lazyConnect: true,
     });
-    const limiter = new Limiter({ limits, store });
-    // Another limit on the per-IP user key: same slot, same node, same connection.
-    const side = fixedWindow({ limit: 7, window: 60_000 });
-    const sideLimiter = new Limiter({ algorithm: side, store });
-    for (let i = 0; i < 3; i++) await limiter.check([ip, token], { now: 1_000 });
-    await sideLimiter.check(ip, { now: 1_000 }); // its script is loaded on that node
-    const sideKey = store.keyFor(side, ip);
-    await cluster.del(sideKey);
-    await cluster.hset(sideKey, 'x', '1');
-    // The side call fails first on the per-IP node's connection and opens the breaker; the
-    // per-IP slot's refusal comes after it, so the per-token refund finds the breaker open.
-    const failing = sideLimiter.check(ip, { now: 1_000 });
-    const refused = limiter.check([ip, token], { now: 1_000 });
-    expect(await failing).toMatchObject({ allowed: false, reason: 'store-unavailable' });
-    const decision = await refused;
-    expect(decision).toMatchObject({ allowed: false, policy: 'per-ip', reason: 'rate-limited' });
-    // The per-token limit reports what it holds: this request's unit stayed.
-    expect(decision.limits[1]).toMatchObject({ allowed: true, remaining: 1 });
-    expect(events.map((e) => [e.operation, e.keys])).toEqual([
-      ['consume', 1],
-      ['rollback', 1],
-    ]);
-    expect(events[1]!.error).toMatchObject({ code: ErrorCode.STORE_FAILURE });
-    expect(await cluster.get(store.keyFor(limiter.limits[1]!.algorithm, token))).toBe('4,0');
+    try {
+      await own.connect();
+      const events: RedisStoreErrorEvent[] = [];
+      let clock = 0;
+      const store = new RedisStore({
+        client: own,
+        prefix: uniquePrefix('xslot-rollback'),
+        timeout: 300,
+        clock: () => clock,
+        failurePolicy: 'deny',
+        breaker: { failures: 1, cooldown: 600_000 },
+        onError: (event) => events.push(event),
+      });
+      const limiter = new Limiter({ limits, store });
+      for (let i = 0; i < 3; i++) await limiter.check([ip, token], { now: 1_000 });
+      // Another limit on the per-token user key: its call times out on the paused node.
+      const side = new Limiter({ algorithm: fixedWindow({ limit: 7, window: 60_000 }), store });
+      await side.check(token, { now: 1_000 });
+      const slot = hashSlot(store.keyFor(limiter.limits[1]!.algorithm, token));
+      const address = (own as unknown as { slots: string[][] }).slots[slot]![0]!;
+      const node = nodes.find((n) => address.endsWith(`:${n.port}`))!;
+      node.pause();
+      try {
+        expect(await side.check(token, { now: 1_000 })).toMatchObject({ reason: 'store-unavailable' });
+      } finally {
+        node.resume();
+      }
+      expect(store.breakerState).toBe('open');
+      clock += 600_000;
+      const decision = await limiter.check([ip, token], { now: 1_000 });
+      expect(decision).toMatchObject({ allowed: false, policy: 'per-ip', reason: 'rate-limited' });
+      // The per-token limit reports what it holds: this request's unit stayed.
+      expect(decision.limits[1]).toMatchObject({ allowed: true, remaining: 1 });
+      expect(events.map((e) => [e.operation, e.keys])).toEqual([
+        ['consume', 1],
+        ['rollback', 1],
+      ]);
+      expect(events[1]!.error).toMatchObject({ code: ErrorCode.STORE_FAILURE });
+      expect(await own.get(store.keyFor(limiter.limits[1]!.algorithm, token))).toBe('4,0');
+    } finally {
+      own.disconnect();
+      await Promise.all(nodes.map((n) => n.stop()));
+    }
   });
 
   it('peek and reset work across slots', async () => {
@@ -483,9 +501,9 @@ describe('scripts', () => {
   });
 
   it('answers an admission exactly when its packed reply would pass 2^53 (the list then)', async () => {
-    // 1 token/hour: each admission moves resetAfter up by 3.6e6 ms, and resetAfter * (1e9 + 1)
-    // passes 2^53 at the third.
-    const algorithm = tokenBucket({ capacity: 1_000_000_000, refillAmount: 1, refillInterval: 3_600_000 });
+    // 1 token per 1e7 ms (a bucket refilling from empty in MAX_DURATION): each admission of 300
+    // moves resetAfter up by 3e9 ms, and resetAfter * (1e6 + 1) passes 2^53 at the fourth.
+    const algorithm = tokenBucket({ capacity: 1_000_000, refillAmount: 1, refillInterval: 10_000_000 });
     const onRedis = new Limiter({
       algorithm,
       store: new RedisStore({ client, prefix: uniquePrefix('packed') }),
@@ -493,11 +511,11 @@ describe('scripts', () => {
     const inMemory = new Limiter({ algorithm, store: new MemoryStore() });
     const resets: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const decision = await onRedis.check('k', { now: 1_000 });
-      expect(decision).toEqual(inMemory.check('k', { now: 1_000 }));
+      const decision = await onRedis.check('k', { now: 1_000, cost: 300 });
+      expect(decision).toEqual(inMemory.check('k', { now: 1_000, cost: 300 }));
       resets.push(decision.resetAfter);
     }
-    expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
+    expect(resets).toEqual([3e9, 6e9, 9e9, 12e9]);
   });
 
   it('algorithms used only in layered limits take no single-limit script (nor a place under the cap)', async () => {
@@ -618,9 +636,9 @@ describe('scripts', () => {
     const limits = [
       {
         name: 'big',
-        algorithm: tokenBucket({ capacity: 1_000_000_000, refillAmount: 1, refillInterval: 3_600_000 }),
+        algorithm: tokenBucket({ capacity: 1_000_000, refillAmount: 1, refillInterval: 10_000_000 }),
       },
-      { name: 'small', algorithm: gcra({ rate: 1, period: 1_000, burst: 10 }) },
+      { name: 'small', algorithm: gcra({ rate: 1, period: 1_000, burst: 10_000 }) },
     ];
     const onRedis = new Limiter({
       limits,
@@ -629,11 +647,11 @@ describe('scripts', () => {
     const inMemory = new Limiter({ limits, store: new MemoryStore() });
     const resets: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const decision = await onRedis.check('k', { now: 1_000 });
-      expect(decision).toEqual(inMemory.check('k', { now: 1_000 }));
+      const decision = await onRedis.check('k', { now: 1_000, cost: 300 });
+      expect(decision).toEqual(inMemory.check('k', { now: 1_000, cost: 300 }));
       resets.push(decision.limits[0]!.resetAfter);
     }
-    expect(resets).toEqual([3_600_000, 7_200_000, 10_800_000, 14_400_000]);
+    expect(resets).toEqual([3e9, 6e9, 9e9, 12e9]);
   });
 
   it('a GCRA whose emission interval is below EPSILON reports remaining as in memory (burst − 1 after one)', async () => {

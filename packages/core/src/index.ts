@@ -25,7 +25,7 @@ export { MemoryLeases } from './concurrency/memory-leases.js';
 export type { Decision, RefusalReason } from './decision.js';
 export { ceilMs, combine, decide } from './decision.js';
 export type { Duration } from './duration.js';
-export { parseDuration } from './duration.js';
+export { MAX_DURATION, parseDuration } from './duration.js';
 export { describeValue, ErrorCode, SluiceError } from './errors.js';
 export * from './http/index.js';
 export type { CheckOptions, LimitDefinition, LimiterOptions, LimitKeys, ResolvedLimit } from './limiter.js';

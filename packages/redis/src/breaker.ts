@@ -2,7 +2,7 @@
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
 export interface BreakerOptions {
-  /** Consecutive failed calls (errors or timeouts) that open the breaker. Integer ≥ 1. @default 5 */
+  /** Consecutive failed calls (transport errors or timeouts, not errors Redis replies about one call) that open the breaker. Integer ≥ 1. @default 5 */
   failures?: number;
   /** ms the breaker stays open before it lets one probe call through. @default 1000 */
   cooldown?: number;

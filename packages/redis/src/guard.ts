@@ -6,15 +6,46 @@ import { Deadlines, timeoutError } from './timeout.js';
 export type Operation = RedisStoreErrorEvent['operation'];
 
 /**
+ * What the start-up wait reads of the client: ioredis `Redis` and `Cluster` (and their forks) have
+ * it. Kept this narrow on purpose: the store does not manage the connection, it only waits for it.
+ */
+interface Connecting {
+  readonly status: string;
+  once(event: 'ready' | 'end', listener: () => void): unknown;
+  removeListener(event: 'ready' | 'end', listener: () => void): unknown;
+}
+
+/**
+ * Client states in which a call is not waited for: `ready` (send it), `end` (closed by its owner or
+ * out of reconnection attempts: the call fails as usual), `wait` (`lazyConnect` not yet told to
+ * connect: the command itself starts the connection, as ioredis does without the store).
+ */
+const NO_WAIT = new Set(['ready', 'end', 'wait']);
+
+/**
  * What every call to Redis goes through, limits and leases alike: the circuit breaker, the
  * timeout, and the `onError` report. Callers supply what to answer instead (the failure policy).
  */
 export class Guard {
   private readonly breaker: CircuitBreaker | undefined;
   private readonly deadlines: Deadlines;
+  /** The client has been ready once, or the start-up wait is over: calls no longer wait. */
+  private started: boolean;
+  /** While calls wait for the first connection: resolves true once ready, false past the bound. */
+  private starting: Promise<boolean> | undefined;
+  /** Limits and lease sets of the calls waiting (the `keys` of a `'connect'` report). */
+  private waitingKeys = 0;
 
   constructor(private readonly options: ResolvedOptions) {
     this.deadlines = new Deadlines(options.timeout);
+    // A client ready before any call (now, or later in the background) is never waited for again.
+    const client = options.client as unknown as Connecting;
+    this.started = options.readyTimeout === 0 || client.status === 'ready';
+    if (!this.started) {
+      client.once('ready', () => {
+        this.started = true;
+      });
+    }
     const { breaker, clock, onBreakerChange } = options;
     this.breaker =
       breaker === undefined
@@ -59,8 +90,64 @@ export class Guard {
     read: (reply: R) => T,
     fail: () => T | Promise<T>,
   ): Promise<T> {
+    if (!this.started) {
+      const starting = this.startup(keys);
+      if (starting !== undefined) {
+        return starting.then((ready) =>
+          ready ? this.map(operation, keys, attempt, read, fail) : answer(fail),
+        );
+      }
+    }
     if (this.breaker !== undefined && !this.breaker.admit()) return answer(fail);
     return this.call(operation, keys, attempt, read, fail);
+  }
+
+  /**
+   * Undefined when a call may go now; else the wait for the client's first `ready` (shared by
+   * every call that arrives meanwhile), true once ready, false past `readyTimeout` or if the
+   * client ends first (then reported once, as `'connect'`). Before the first connection a call
+   * would fail at once (offline queue off) or wait in ioredis' queue past `timeout`: either way
+   * it would count as Redis failing and open the breaker before Redis was ever asked.
+   */
+  private startup(keys: number): Promise<boolean> | undefined {
+    const client = this.options.client as unknown as Connecting;
+    const status = client.status;
+    if (status === 'ready') this.started = true;
+    if (NO_WAIT.has(status)) return undefined;
+    this.waitingKeys += keys;
+    this.starting ??= new Promise<boolean>((resolve) => {
+      const done = (ready: boolean, why?: string) => {
+        clearTimeout(timer);
+        client.removeListener('ready', onReady);
+        client.removeListener('end', onEnd);
+        this.starting = undefined;
+        const waited = this.waitingKeys;
+        this.waitingKeys = 0;
+        if (why !== undefined) {
+          this.report(
+            'connect',
+            waited,
+            new SluiceError(ErrorCode.STORE_FAILURE, `RedisStore: the Redis client ${why}`),
+          );
+        }
+        resolve(ready);
+      };
+      const onReady = () => {
+        this.started = true;
+        done(true);
+      };
+      const onEnd = () => done(false, 'ended before it was ready');
+      const ms = this.options.readyTimeout;
+      const timer = setTimeout(() => {
+        // The start-up is over: later calls go to the client as they are (and count as usual).
+        this.started = true;
+        done(false, `was not ready within readyTimeout (${ms} ms; status '${client.status}')`);
+      }, ms);
+      timer.unref?.();
+      client.once('ready', onReady);
+      client.once('end', onEnd);
+    });
+    return this.starting;
   }
 
   /**
@@ -70,6 +157,12 @@ export class Guard {
    */
   compensate<R>(operation: Operation, keys: number, attempt: () => Promise<R>): Promise<R | undefined> {
     const none = (): undefined => undefined;
+    if (!this.started) {
+      const starting = this.startup(keys);
+      if (starting !== undefined) {
+        return starting.then((ready) => (ready ? this.compensate(operation, keys, attempt) : undefined));
+      }
+    }
     if (this.breaker !== undefined && !this.breaker.admit()) {
       this.report(
         operation,
@@ -82,6 +175,26 @@ export class Guard {
       return Promise.resolve(undefined);
     }
     return this.call<R, R | undefined>(operation, keys, attempt, identity, none);
+  }
+
+  /**
+   * For the cleanup of a call that timed out but that Redis answered late (the release of a late
+   * admitted lease): the late reply shows Redis is answering again, while the breaker is likely
+   * open because of that very timeout, and dropping the cleanup would leave a ghost lease for its
+   * whole ttl. So it skips the breaker (neither asked nor told), keeps the timeout, and reports a
+   * failure. Never rejects.
+   */
+  cleanup<R>(operation: Operation, keys: number, attempt: () => Promise<R>): Promise<R | undefined> {
+    let pending: Promise<R>;
+    try {
+      pending = this.deadlines.race(attempt(), operation);
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    return pending.catch((error: unknown) => {
+      this.report(operation, keys, error);
+      return undefined;
+    });
   }
 
   /** `map` once the breaker has let the call through. */
@@ -111,7 +224,8 @@ export class Guard {
           try {
             value = read(reply);
           } catch (error) {
-            this.failed(operation, keys, error, fail).then(resolve, reject);
+            // A reply we cannot read is Redis answering, not Redis being away.
+            this.failed(operation, keys, error, fail, true).then(resolve, reject);
             return;
           }
           this.breaker?.success();
@@ -130,8 +244,9 @@ export class Guard {
     keys: number,
     error: unknown,
     fail: () => T | Promise<T>,
+    answered = isReplyError(error),
   ): Promise<T> {
-    this.breaker?.failure();
+    this.count(answered);
     this.report(operation, keys, error);
     return answer(fail);
   }
@@ -141,6 +256,15 @@ export class Guard {
    * `ERR_SLUICE_STORE_FAILURE` when the breaker is open or Redis fails (after reporting it).
    */
   async strict(operation: Operation, keys: number, attempt: () => Promise<unknown>): Promise<void> {
+    if (!this.started) {
+      const starting = this.startup(keys);
+      if (starting !== undefined && !(await starting)) {
+        throw new SluiceError(
+          ErrorCode.STORE_FAILURE,
+          `RedisStore: the Redis client was not ready; ${operation} not applied`,
+        );
+      }
+    }
     if (this.breaker !== undefined && !this.breaker.admit()) {
       throw new SluiceError(
         ErrorCode.STORE_FAILURE,
@@ -151,12 +275,24 @@ export class Guard {
       await this.deadlines.race(attempt(), operation);
       this.breaker?.success();
     } catch (error) {
-      this.breaker?.failure();
+      this.count(isReplyError(error));
       this.report(operation, keys, error);
       throw new SluiceError(ErrorCode.STORE_FAILURE, `RedisStore: ${operation} failed: ${messageOf(error)}`, {
         cause: error,
       });
     }
+  }
+
+  /**
+   * Tells the breaker how a failed call went. It counts only Redis being away (transport errors,
+   * timeouts, a server that cannot serve: LOADING, BUSY, CLUSTERDOWN…). An error Redis replied
+   * about one call (WRONGTYPE on a key of another type, ERR bad argument, a script error) is
+   * deterministic: the same call fails every time while every other key works, so it must not
+   * open the breaker and fail a healthy limit; it proves Redis answers (a success for the breaker).
+   */
+  private count(answered: boolean): void {
+    if (answered) this.breaker?.success();
+    else this.breaker?.failure();
   }
 
   report(operation: Operation, keys: number, error: unknown): void {
@@ -168,6 +304,18 @@ export class Guard {
       // A throwing hook must not turn a handled failure into a crash.
     }
   }
+}
+
+/**
+ * Whether `error` is Redis replying that this one call is wrong: a reply error (ioredis and its
+ * forks name it `ReplyError`) with code `WRONGTYPE` or `ERR` (bad argument, not an integer, a
+ * script error), except an `ERR` about the server itself (too many clients).
+ */
+function isReplyError(error: unknown): boolean {
+  if (!(error instanceof Error) || error.name !== 'ReplyError') return false;
+  const message = error.message;
+  if (message.startsWith('WRONGTYPE ')) return true;
+  return message.startsWith('ERR ') && !message.startsWith('ERR max number of clients');
 }
 
 function identity<T>(value: T): T {

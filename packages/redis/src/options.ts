@@ -26,7 +26,9 @@ export interface RedisStoreErrorEvent {
    * The store operation that failed. `'rollback'` is the refund of what a request refused in one
    * Cluster slot consumed in the slots that admitted it (those units stay until they drain);
    * `'acquire'` and `'release'` are concurrency leases (`store.leases`; their `peek` and `reset`
-   * report as `'peek'` and `'reset'`); `'refund'` gives back a held queue slot.
+   * report as `'peek'` and `'reset'`); `'refund'` gives back a held queue slot. `'connect'`: the
+   * client was not ready within `readyTimeout` of the first calls (reported once; `keys` is the
+   * limits and lease sets of the calls that waited, each then answered by the failure policy).
    */
   readonly operation:
     | 'consume'
@@ -36,7 +38,8 @@ export interface RedisStoreErrorEvent {
     | 'fallback'
     | 'acquire'
     | 'release'
-    | 'refund';
+    | 'refund'
+    | 'connect';
   /** Limits (keys) or lease sets in the failed call. */
   readonly keys: number;
   /** The error: from ioredis, or a `SluiceError` (`ERR_SLUICE_STORE_FAILURE`) for a timeout. */
@@ -76,6 +79,16 @@ export interface RedisStoreOptions {
   replayGrace?: Duration | 0;
   /** Longest wait for Redis per call, in ms; past it, the failure policy answers. @default 100 */
   timeout?: number;
+  /**
+   * Longest wait, in ms, for a client that is still making its first connection (created without
+   * `lazyConnect`, or connecting). Calls made before the client is first `ready` wait for it
+   * instead of failing (and they do not count for the breaker); past this bound they are answered
+   * by the failure policy, reported once to `onError` as `operation: 'connect'`, and later calls
+   * no longer wait. A client already ready, ended, or not yet told to connect (`lazyConnect`) is
+   * not waited for. 0 turns the wait off. At most 2^31 − 1.
+   * @default 2000
+   */
+  readyTimeout?: number;
   /** See {@link FailurePolicy}. @default 'allow' */
   failurePolicy?: FailurePolicy;
   /** The circuit breaker, or `false` to pay the timeout on every call. @default { failures: 5, cooldown: 1000 } */
@@ -99,6 +112,7 @@ const KNOWN = [
   'clock',
   'replayGrace',
   'timeout',
+  'readyTimeout',
   'failurePolicy',
   'breaker',
   'denyCache',
@@ -116,6 +130,7 @@ export interface ResolvedOptions {
   /** ms, a whole number (see `RedisStoreOptions.replayGrace`). */
   readonly replayGrace: number;
   readonly timeout: number;
+  readonly readyTimeout: number;
   readonly failurePolicy: FailurePolicy;
   readonly breaker: Required<BreakerOptions> | undefined;
   readonly denyCache: number;
@@ -129,6 +144,24 @@ function invalid(option: string, message: string, value: unknown): SluiceError {
 
 function functionOption<T>(option: string, value: T | undefined): T | undefined {
   if (value !== undefined && typeof value !== 'function') throw invalid(option, 'must be a function', value);
+  return value;
+}
+
+/** Longest delay `setTimeout` honours: past it, Node fires the timer at once. */
+const MAX_TIMER = 2 ** 31 - 1;
+
+/** ms for a timer: finite, above 0 (or 0 when `zero` is allowed), at most MAX_TIMER. */
+function timerOption(option: string, value: unknown, zero: boolean): number {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value > MAX_TIMER ||
+    value < 0 ||
+    (value === 0 && !zero)
+  ) {
+    const least = zero ? 'from 0' : 'above 0';
+    throw invalid(option, `must be a number of ms ${least} up to ${MAX_TIMER}`, value);
+  }
   return value;
 }
 
@@ -187,7 +220,8 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
     redisTime: oneOfOption('time', options.time ?? 'client', ['client', 'redis']) === 'redis',
     clock: functionOption('clock', options.clock) ?? Date.now,
     replayGrace: replayGraceOption(options.replayGrace ?? '10m'),
-    timeout: positiveOption('timeout', options.timeout ?? 100),
+    timeout: timerOption('timeout', options.timeout ?? 100, false),
+    readyTimeout: timerOption('readyTimeout', options.readyTimeout ?? 2000, true),
     failurePolicy: policy,
     breaker,
     denyCache: integerOption('denyCache', options.denyCache ?? 0, 0),

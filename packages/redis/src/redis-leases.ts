@@ -137,8 +137,11 @@ export class RedisLeases implements LeaseStore {
   private releaseIfLate(sent: Promise<unknown[]>, call: LeaseAcquire): void {
     sent.then(
       (reply) => {
+        // Not through the breaker: it is open precisely when late replies come (see Guard.cleanup).
         if (reply[1] === 1)
-          void this.releaseInRedis({ space: call.space, key: call.key, id: call.id }, undefined);
+          void this.guard.cleanup('release', 1, () =>
+            this.run({ space: call.space, key: call.key, id: call.id }, undefined, 'release'),
+          );
       },
       () => {
         // Failed (not late): nothing was taken.

@@ -24,7 +24,7 @@ export interface Deadline {
  * with a long timeout). The timer is armed for the oldest deadline; when it fires it expires what
  * is due and re-arms for the next; with nothing in flight it is not re-armed, and it is unref'd so
  * it never holds the process open. Every call still settles within `ms` plus the timer's own
- * lateness, as with a timer of its own.
+ * lateness and one turn of I/O (see `sweep`), as with a timer of its own.
  */
 export class Deadlines {
   private head: Deadline | undefined;
@@ -41,6 +41,7 @@ export class Deadlines {
     readonly ms: number,
     private readonly clock: () => number = () => performance.now(),
     private readonly schedule: (run: () => void, delay: number) => Timer = setTimeout,
+    private readonly defer: (run: () => void) => unknown = setImmediate,
   ) {}
 
   /** Starts the clock of one call; `expire` runs if it has not settled by then. */
@@ -96,9 +97,19 @@ export class Deadlines {
     this.timer.unref?.();
   }
 
+  /**
+   * The timer fires in the event loop's timers phase, before the loop reads sockets: after a stall
+   * of this process (a burst of synchronous work, GC, a busy CPU) replies that have arrived would
+   * be expired unread. So the expiry runs after one turn of I/O (`setImmediate`): a call whose
+   * reply is already here settles by it, not by a timeout of our own making.
+   */
   private readonly sweep = (): void => {
     this.timer = undefined;
     this.sweeping = true;
+    this.defer(this.expire);
+  };
+
+  private readonly expire = (): void => {
     const now = this.clock();
     for (let deadline = this.head; deadline !== undefined && deadline.at <= now; deadline = this.head) {
       deadline.done = true;

@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
+import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
 
@@ -36,6 +36,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const emission = period / rate;
   assertUnit('period', options.period, emission, 'period / rate (the emission interval)');
   const tolerance = emission * burst; // redis-cell's delay variation tolerance
+  assertSpan('period', options.period, tolerance, 'gcra: burst × period / rate');
   const slack = slackFor(emission);
 
   // `consuming` false reports the meter as it stands (peek); true reports it after this request.

@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
+import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -68,6 +68,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
   // maxDelay tighter than the queue, the queue is never reachable past it.
   const room = Math.min((burst + queue) * interval, burst * interval + maxDelay);
   const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + slack) / interval));
+  assertSpan('period', options.period, room, 'leakyBucketQueue: the longest backlog');
   const params = { rate, period, burst, queue, maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0 };
 
   const evaluate = (

@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
+import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
 
@@ -63,6 +63,13 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
       interval / refillAmount,
       'refillInterval / refillAmount (the time per token)',
     );
+  // An empty bucket refills in capacity / refillAmount intervals (stepped: whole intervals).
+  assertSpan(
+    'refillInterval',
+    options.refillInterval,
+    Math.ceil(capacity / refillAmount) * interval,
+    'tokenBucket: the time to refill an empty bucket',
+  );
   const params = {
     capacity,
     refillAmount,

@@ -1,0 +1,205 @@
+import { readFileSync } from 'node:fs';
+import {
+  ConcurrencyLimiter,
+  type Decision,
+  fixedWindow,
+  type Lease,
+  Limiter,
+  type MaybePromise,
+} from '@sluice/core';
+import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { freePort, type RedisProcess, startRedis } from '../setup/redis-server.js';
+import { uniquePrefix } from './clients.js';
+
+// Issue 11 §2: the README's setup (a client created without lazyConnect, requests at once) opened
+// the breaker before the client was ready and failed open: 511,616 admitted against a limit of 5.
+// These tests build the client and the store exactly as the README writes them (only the address
+// differs) and send traffic from the first millisecond, before the client has connected.
+
+const README = readFileSync(new URL('../../packages/redis/README.md', import.meta.url), 'utf8');
+const NOW = 1_700_000_000_000;
+
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+process.on('unhandledRejection', onUnhandled);
+afterAll(() => {
+  process.off('unhandledRejection', onUnhandled);
+});
+
+/**
+ * Calls `call` in waves of `wave` (one wave per turn of the event loop, the first synchronously,
+ * right after the client was made) until the client is ready, and `after` more waves once it is;
+ * resolves with every answer. At most `cap` calls wait for the connection: the store's default
+ * 100 ms timeout starts when they are sent, all at once, and on this shared 2-core machine a
+ * bigger herd can outlast it, which fails open by design ('allow') whatever the start-up does.
+ */
+async function flood<T>(
+  client: Redis | Cluster,
+  call: () => MaybePromise<T>,
+  { wave = 25, cap = 150, after = 3 } = {},
+): Promise<T[]> {
+  const answers: Promise<T>[] = [];
+  let left = after;
+  let turns = 0;
+  while (left > 0) {
+    const ready = client.status === 'ready';
+    if (ready || answers.length < cap) {
+      for (let i = 0; i < wave; i++) answers.push(Promise.resolve(call()));
+    }
+    if (ready) left--;
+    // Give ioredis its turn (connect, replies) between waves; a bound on turns, not on time.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (++turns > 1_000_000) throw new Error(`the client never got ready (status ${client.status})`);
+  }
+  return Promise.all(answers);
+}
+
+describe('the README setup under load from the first millisecond', () => {
+  let server: RedisProcess | undefined;
+  let client: Redis | Cluster | undefined;
+
+  afterEach(async () => {
+    client?.disconnect();
+    client = undefined;
+    await server?.stop();
+    server = undefined;
+    expect(unhandled).toEqual([]);
+  });
+
+  it('the README writes the setup these tests run', () => {
+    expect(README).toContain(
+      "const client = new Redis({ host: '127.0.0.1', port: 6379, enableOfflineQueue: false });",
+    );
+    expect(README).toContain('const store = new RedisStore({ client });');
+    expect(README).toContain(
+      "const client = new Cluster([{ host: 'node-1', port: 6379 }], { enableOfflineQueue: false });",
+    );
+    expect(README).toContain(
+      "const exports = new ConcurrencyLimiter({ limit: 5, ttl: '2m', name: 'exports', store });",
+    );
+  });
+
+  it('standalone: exactly the limit is admitted, nothing fails open, the breaker stays closed', async () => {
+    server = await startRedis();
+    const port = server.port;
+    client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false });
+    const store = new RedisStore({ client });
+    expect(client.status).not.toBe('ready');
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
+    const decisions = await flood(client, () => limiter.check('user:42', { now: NOW }) as Promise<Decision>);
+    expect(decisions.length).toBeGreaterThanOrEqual(150);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+    expect(decisions.filter((d) => !d.allowed).every((d) => d.reason === 'rate-limited')).toBe(true);
+    expect(store.breakerState).toBe('closed');
+  });
+
+  it("ioredis' default offline queue: the same, exactly the limit", async () => {
+    server = await startRedis();
+    client = new Redis({ host: '127.0.0.1', port: server.port });
+    const store = new RedisStore({ client });
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
+    const decisions = await flood(client, () => limiter.check('user:42', { now: NOW }) as Promise<Decision>);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+    expect(store.breakerState).toBe('closed');
+  });
+
+  it('leases: exactly the limit is acquired, nothing fails open', async () => {
+    server = await startRedis();
+    const port = server.port;
+    client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false });
+    const store = new RedisStore({ client });
+    const exports = new ConcurrencyLimiter({ limit: 5, ttl: '2m', name: 'exports', store });
+    const leases = await flood(client, () => exports.acquire('token:abc') as Promise<Lease>);
+    expect(leases.filter((lease) => lease.decision.allowed)).toHaveLength(5);
+    expect(leases.filter((l) => !l.decision.allowed).every((l) => l.decision.reason === 'concurrency')).toBe(
+      true,
+    );
+    expect(store.leases.policyLeaseCount).toBe(0);
+    expect(store.breakerState).toBe('closed');
+    const [set] = store.leases.keysFor('exports', 'token:abc');
+    expect(await (client as Redis).zcard(set)).toBe(5);
+  });
+
+  it('cluster: exactly the limit is admitted, nothing fails open', async () => {
+    const ports = inject('redisClusterPorts');
+    client = new Cluster([{ host: '127.0.0.1', port: ports[0]! }], { enableOfflineQueue: false });
+    const store = new RedisStore({ client, prefix: uniquePrefix('readme') });
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
+    const decisions = await flood(client, () => limiter.check('user:42', { now: NOW }) as Promise<Decision>);
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+    expect(store.breakerState).toBe('closed');
+  });
+
+  it('Redis down at start: past readyTimeout the policy answers, reported once as connect; then Redis counts', async () => {
+    const port = await freePort();
+    const errors: RedisStoreErrorEvent[] = [];
+    let clock = NOW;
+    client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false });
+    client.on('error', () => {
+      // ECONNREFUSED while nothing listens: ioredis reconnects on its own.
+    });
+    const store = new RedisStore({
+      client,
+      failurePolicy: 'deny',
+      readyTimeout: 1_000,
+      clock: () => clock,
+      onError: (event) => errors.push(event),
+    });
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
+    const start = performance.now();
+    const waiting = Array.from({ length: 50 }, () => limiter.check('k', { now: NOW }) as Promise<Decision>);
+    const answers = await Promise.all(waiting);
+    expect(performance.now() - start).toBeGreaterThanOrEqual(995);
+    for (const decision of answers) {
+      expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+    }
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ operation: 'connect', keys: 50, breaker: 'closed' });
+    expect(errors[0]!.error).toMatchObject({ code: 'ERR_SLUICE_STORE_FAILURE' });
+    expect(String((errors[0]!.error as Error).message)).toContain('readyTimeout');
+    // Past the bound, calls no longer wait: they fail as usual (and count for the breaker).
+    const late = performance.now();
+    expect(await limiter.check('k', { now: NOW })).toMatchObject({ reason: 'store-unavailable' });
+    expect(performance.now() - late).toBeLessThan(500);
+    expect(errors[1]).toMatchObject({ operation: 'consume' });
+
+    const ready = new Promise<void>((resolve) => client!.once('ready', () => resolve()));
+    server = await startRedis({ port });
+    await ready;
+    clock += 60_000;
+    expect(await limiter.check('k', { now: NOW })).toMatchObject({ allowed: true, remaining: 4 });
+    expect(store.breakerState).toBe('closed');
+  });
+
+  it('a client that has ended is not waited for: the call fails at once and is reported', async () => {
+    server = await startRedis();
+    const errors: RedisStoreErrorEvent[] = [];
+    client = new Redis({ host: '127.0.0.1', port: server.port, enableOfflineQueue: false });
+    const ended = new Promise<void>((resolve) => client!.once('end', () => resolve()));
+    client.disconnect();
+    await ended;
+    const store = new RedisStore({ client, failurePolicy: 'deny', onError: (event) => errors.push(event) });
+    const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
+    const start = performance.now();
+    expect(await limiter.check('k', { now: NOW })).toMatchObject({ reason: 'store-unavailable' });
+    // Not the 2000 ms of the default readyTimeout.
+    expect(performance.now() - start).toBeLessThan(1_000);
+    expect(errors.map((e) => e.operation)).toEqual(['consume']);
+  });
+
+  it('readyTimeout is validated', () => {
+    const made = new Redis({ lazyConnect: true });
+    try {
+      for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, '1s']) {
+        expect(() => new RedisStore({ client: made, readyTimeout: bad as number })).toThrow(
+          expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', option: 'readyTimeout' }),
+        );
+      }
+      expect(() => new RedisStore({ client: made, readyTimeout: 0 })).not.toThrow();
+    } finally {
+      made.disconnect();
+    }
+  });
+});
