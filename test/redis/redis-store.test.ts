@@ -11,9 +11,9 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { escapeKey, hashSlot, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
-import type { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startRedis } from '../setup/redis-server.js';
+import type { Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 const client = await connectRedis();

@@ -12,7 +12,7 @@ import {
   resolveOptions,
 } from './options.js';
 import { RedisLeases } from './redis-leases.js';
-import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
+import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
 import { type LeanLimit, leanBatchScript, MAX_LEAN_BATCH } from './scripts/lean-batch-script.js';
 import { REFUND_SCRIPT } from './scripts/refund-script.js';
@@ -186,7 +186,7 @@ export class RedisStore implements Store {
     const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
     const groups = this.isCluster ? [...groupBySlot(keys).values()].map((g) => g.keys) : [keys];
     await this.guard.strict('reset', calls.length, () =>
-      Promise.all(groups.map((group) => this.options.client.del(...group))),
+      Promise.all(groups.map((group) => deleteKeys(this.options.client, group))),
     );
   }
 
