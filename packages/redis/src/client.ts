@@ -27,7 +27,7 @@ export interface RedisClient {
   del(...keys: string[]): Promise<number>;
   once(event: ClientEvent, listener: (...args: unknown[]) => void): unknown;
   removeListener(event: ClientEvent, listener: (...args: unknown[]) => void): unknown;
-  on(event: '+node', listener: (...args: unknown[]) => void): unknown;
+  on(event: 'ready' | '+node', listener: (...args: unknown[]) => void): unknown;
   /** A Cluster's node connections (absent on a standalone client). */
   nodes?(role: 'master'): RedisNodeClient[];
 }

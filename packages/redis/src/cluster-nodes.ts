@@ -5,8 +5,8 @@ import type { RedisClient, RedisNodeClient } from './client.js';
  * ioredis 5.11 (and in 6), a Cluster created with `enableOfflineQueue: false` rejects a command
  * routed to a node that is still connecting, then retries it after `retryDelayOnFailover`
  * (100 ms) and a slot map refresh: every call of the first burst but one per node took ~120 ms,
- * past the store's default timeout, and failed open. So calls wait until the nodes that are
- * being opened are ready, and the store opens them as soon as the Cluster knows them.
+ * past the store's default timeout, and failed open. So the store opens the primaries as soon as
+ * the Cluster knows them, and calls wait (within their timeout) for those still being opened.
  */
 interface ClusterState {
   /** True while every primary was ready when last looked at and no node was added since. */
@@ -21,35 +21,52 @@ const states = new WeakMap<RedisClient, ClusterState>();
 const OPENING = new Set(['wait', 'connecting', 'connect']);
 
 /**
- * Undefined when a call may be sent at once (a standalone client, or every primary of the Cluster
- * ready); else a promise that settles when the primaries being opened are ready or have failed
- * (a failed node then fails the call as ioredis reports it). Never rejects.
+ * Opens the Cluster's primaries as soon as it is ready (now, or on its next 'ready'), and any node
+ * it adds later ('+node', after a failover or a slot move), so that the first calls find them
+ * open. Once per client, however many stores share it. Nothing on a standalone client.
  */
-export function clusterNodesReady(client: RedisClient): Promise<void> | undefined {
-  if (!client.isCluster || client.nodes === undefined || client.status !== 'ready') return undefined;
+export function watchClusterNodes(client: RedisClient): void {
+  stateOf(client);
+}
+
+function stateOf(client: RedisClient): ClusterState | undefined {
+  if (!client.isCluster || client.nodes === undefined) return undefined;
   let state = states.get(client);
   if (state === undefined) {
     const created: ClusterState = { ready: false, pending: undefined };
-    // A node added later (after a failover or a slot move) is opened at once, not by a burst.
     client.on('+node', (...args: unknown[]) => {
       created.ready = false;
       open(args[0] as RedisNodeClient);
     });
+    client.on('ready', () => {
+      created.ready = false;
+      for (const node of client.nodes?.('master') ?? []) open(node);
+    });
+    if (client.status === 'ready') for (const node of client.nodes('master')) open(node);
     states.set(client, created);
     state = created;
   }
-  if (state.ready) return undefined;
+  return state;
+}
+
+/**
+ * Undefined when a call may be sent at once (a standalone client, a Cluster not ready yet, or
+ * every primary ready); else a promise that settles when the primaries being opened are ready or
+ * have failed (a failed node then fails the call as ioredis reports it). Never rejects.
+ */
+export function clusterNodesReady(client: RedisClient): Promise<void> | undefined {
+  const state = stateOf(client);
+  if (state === undefined || state.ready || client.status !== 'ready') return undefined;
   if (state.pending !== undefined) return state.pending;
-  const opening = client.nodes('master').filter((node) => OPENING.has(node.status));
+  const opening = client.nodes!('master').filter((node) => OPENING.has(node.status));
   if (opening.length === 0) {
     state.ready = true;
     return undefined;
   }
-  const shared = state;
-  shared.pending = Promise.all(opening.map(settled)).then(() => {
-    shared.pending = undefined;
+  state.pending = Promise.all(opening.map(settled)).then(() => {
+    state.pending = undefined;
   });
-  return shared.pending;
+  return state.pending;
 }
 
 function open(node: RedisNodeClient): void {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type Algorithm, type Decision, decide, type LimitCall, type Store } from '@sluice/core';
 import type { BreakerState } from './breaker.js';
+import { watchClusterNodes } from './cluster-nodes.js';
 import { DenyCache } from './deny-cache.js';
 import { Guard } from './guard.js';
 import { escapeKey } from './keys.js';
@@ -139,6 +140,7 @@ export class RedisStore implements Store {
     const { client } = this.options;
     this.prefix = this.options.prefix;
     this.isCluster = client.isCluster;
+    watchClusterNodes(client);
     this.refunds = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
     this.splitRefunds = scriptCommand(client, SPLIT_REFUND_COMMAND, SPLIT_REFUND_SCRIPT);
     this.guard = new Guard(this.options);
