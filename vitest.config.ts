@@ -3,6 +3,22 @@ import { defineConfig } from 'vitest/config';
 
 const source = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
 
+/**
+ * The suites that talk to Redis through the client (store, Cluster, Sentinel, differential,
+ * concurrency, faults): they run once per supported client. Everything else runs once, on ioredis 5.
+ */
+const REDIS_SUITES = [
+  'test/redis/**/*.test.ts',
+  'test/reliability/concurrency.test.ts',
+  'test/reliability/faults.test.ts',
+];
+
+/** One project per client family of test/redis/client-family.ts, chosen by SLUICE_REDIS_CLIENT. */
+const clientProject = (client: string, include: string[]) => ({
+  extends: true as const,
+  test: { name: client, include, env: { SLUICE_REDIS_CLIENT: client } },
+});
+
 // Tests import the TypeScript sources directly: no build step before `pnpm test`.
 export default defineConfig({
   resolve: {
@@ -15,10 +31,16 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/setup/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // `pnpm test` runs all: every suite on ioredis 5, the Redis suites on ioredis 6 and iovalkey too.
+    // One client: `pnpm vitest run --project ioredis6 test/redis`.
+    projects: [
+      clientProject('ioredis', ['test/**/*.test.ts']),
+      clientProject('ioredis6', REDIS_SUITES),
+      clientProject('iovalkey', REDIS_SUITES),
+    ],
   },
 });

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Cluster, Redis } from 'ioredis';
 import { inject } from 'vitest';
+import { Cluster, Redis } from './client-family.js';
+
+export { CLIENT_FAMILIES, type ClientFamilyName, Cluster, clientFamilyName, Redis } from './client-family.js';
 
 /** A connected client to the shared standalone server (or `port`), offline queue off. */
 export async function connectRedis(port = inject('redisPort')): Promise<Redis> {

@@ -12,8 +12,8 @@ import {
 } from '@sluice/core';
 import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import fc from 'fast-check';
-import type { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 // These traces run on their own clock, SCALE times faster than real time plus the drawn gaps, with

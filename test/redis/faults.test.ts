@@ -1,8 +1,8 @@
 import { type Decision, fixedWindow, Limiter, MemoryStore } from '@sluice/core';
 import { type BreakerState, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
-import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RedisProcess, startRedis } from '../setup/redis-server.js';
+import type { Redis } from './client-family.js';
 import { connectRedis } from './clients.js';
 
 const TIMEOUT = 100;

@@ -13,7 +13,7 @@
 import { createInterface } from 'node:readline';
 import { ConcurrencyLimiter, type Decision, FleetShedder, type Lease, type MaybePromise } from '@sluice/core';
 import { RedisStore } from '@sluice/redis';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis } from './client-family.js';
 
 interface Config {
   ports: number[];

@@ -3,8 +3,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ConcurrencyLimiter, FleetShedder, type Lease } from '@sluice/core';
 import { leaseKeys, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
-import type { Cluster, Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import type { Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 const START = 1_700_000_000_000;

@@ -1,9 +1,9 @@
 import { ConcurrencyLimiter, type Lease, type LeaseAcquire, MemoryStore, type Store } from '@sluice/core';
 import { RedisStore, type RedisStoreErrorEvent, type RedisStoreOptions } from '@sluice/redis';
 import fc from 'fast-check';
-import type { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RedisProcess, startRedis } from '../setup/redis-server.js';
+import type { Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 // Redis expires keys in real time while the traces run on their own clock: the trace clock runs

@@ -11,9 +11,9 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { escapeKey, hashSlot, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
-import { Cluster, type Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startCluster, startRedis } from '../setup/redis-server.js';
+import { Cluster, type Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 const client = await connectRedis();

@@ -13,9 +13,9 @@ import {
 } from '@sluice/core';
 import { RedisStore, type RedisStoreErrorEvent, type RedisStoreOptions } from '@sluice/redis';
 import fc from 'fast-check';
-import type { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RedisProcess, startRedis } from '../setup/redis-server.js';
+import type { Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 const START = 1_700_000_000_000;

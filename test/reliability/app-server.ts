@@ -26,7 +26,7 @@ import { sluice } from '@sluice/fastify';
 import { type BreakerState, RedisStore } from '@sluice/redis';
 import express from 'express';
 import Fastify, { type FastifyHttpOptions } from 'fastify';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis } from '../redis/client-family.js';
 import type { AlgorithmSpec, AppConfig, BackendSpec, ChildStats, RouteSpec } from './app-config.js';
 
 const config = JSON.parse(process.env.SLUICE_APP ?? '{}') as AppConfig;

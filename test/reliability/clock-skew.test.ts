@@ -16,8 +16,8 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { RedisStore } from '@sluice/redis';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from '../redis/client-family.js';
 import { connectRedis, uniquePrefix } from '../redis/clients.js';
 import { writeResults } from './helpers.js';
 

@@ -25,8 +25,8 @@ import { sluice } from '@sluice/fastify';
 import { RedisStore } from '@sluice/redis';
 import express from 'express';
 import Fastify from 'fastify';
-import type { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Cluster, Redis } from '../redis/client-family.js';
 import { connectCluster, connectRedis } from '../redis/clients.js';
 import type { AlgorithmSpec, AppConfig, RouteSpec } from './app-config.js';
 import {

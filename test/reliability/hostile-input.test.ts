@@ -26,8 +26,8 @@ import { sluice } from '@sluice/fastify';
 import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import express from 'express';
 import Fastify, { type FastifyHttpOptions } from 'fastify';
-import type { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Cluster, Redis } from '../redis/client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from '../redis/clients.js';
 import { get, writeResults } from './helpers.js';
 

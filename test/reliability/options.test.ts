@@ -9,8 +9,8 @@ import { rateLimit } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import { RedisStore } from '@sluice/redis';
 import Fastify from 'fastify';
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { Redis } from '../redis/client-family.js';
 
 const algorithm = fixedWindow({ limit: 1, window: '1s' });
 

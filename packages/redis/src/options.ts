@@ -9,8 +9,8 @@ import {
   SluiceError,
   type Store,
 } from '@sluice/core';
-import type { Cluster, Redis } from 'ioredis';
 import type { BreakerOptions, BreakerState } from './breaker.js';
+import type { RedisClient } from './client.js';
 
 /**
  * What a call gets when Redis fails (error, timeout, or the breaker is open):
@@ -50,11 +50,12 @@ export interface RedisStoreErrorEvent {
 
 export interface RedisStoreOptions {
   /**
-   * An ioredis client: `new Redis(...)` (standalone or Sentinel) or `new Cluster(...)`. The store
+   * An ioredis (5 or 6) or iovalkey client: `new Redis(...)` (standalone or Sentinel) or
+   * `new Cluster(...)`. The store
    * registers its scripts on it and does not own it: `shutdown()` leaves it connected. Create it
    * with `enableOfflineQueue: false` so calls fail at once while Redis is unreachable.
    */
-  client: Redis | Cluster;
+  client: RedisClient;
   /** Prepended to every key. Must not contain `{` or `}` (they would move the hash slot). @default 'sluice:' */
   prefix?: string;
   /**
@@ -123,7 +124,7 @@ const KNOWN = [
 const BREAKER_KNOWN = ['failures', 'cooldown'] as const satisfies readonly (keyof BreakerOptions)[];
 
 export interface ResolvedOptions {
-  readonly client: Redis | Cluster;
+  readonly client: RedisClient;
   readonly prefix: string;
   readonly redisTime: boolean;
   readonly clock: () => number;
@@ -189,11 +190,11 @@ function replayGraceOption(value: Duration | 0): number {
 
 export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   assertKnownOptions('RedisStore', options, KNOWN);
-  const client = options.client as Partial<Redis> | undefined;
+  const client = options.client as Partial<RedisClient> | undefined;
   if (client === null || typeof client !== 'object' || typeof client.defineCommand !== 'function') {
     throw new SluiceError(
       client === undefined ? ErrorCode.MISSING_OPTION : ErrorCode.INVALID_OPTION,
-      'RedisStore: client must be an ioredis Redis or Cluster instance',
+      'RedisStore: client must be an ioredis or iovalkey Redis or Cluster instance',
       { option: 'client', value: client },
     );
   }

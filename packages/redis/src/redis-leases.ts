@@ -12,7 +12,7 @@ import type { Guard } from './guard.js';
 import { leaseKeys } from './keys.js';
 import type { ResolvedOptions } from './options.js';
 import { PolicyLeases } from './policy-leases.js';
-import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
+import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { LEASE_SCRIPT } from './scripts/lease-script.js';
 
 /** The ioredis command the lease script is registered under. */
@@ -101,7 +101,7 @@ export class RedisLeases implements LeaseStore {
   async reset(space: string, key: string): Promise<void> {
     const policy = this.options.failurePolicy;
     if (typeof policy === 'object') await policy.leases?.reset(space, key);
-    await this.guard.strict('reset', 1, () => this.options.client.del(...this.keysFor(space, key)));
+    await this.guard.strict('reset', 1, () => deleteKeys(this.options.client, this.keysFor(space, key)));
   }
 
   /** Forgets the leases the failure policy answered for (`RedisStore.shutdown`). */

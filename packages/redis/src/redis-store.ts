@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type Algorithm, type Decision, decide, type LimitCall, type Store } from '@sluice/core';
 import type { BreakerState } from './breaker.js';
+import { watchClusterNodes } from './cluster-nodes.js';
 import { DenyCache } from './deny-cache.js';
 import { Guard } from './guard.js';
 import { escapeKey } from './keys.js';
@@ -12,7 +13,7 @@ import {
   resolveOptions,
 } from './options.js';
 import { RedisLeases } from './redis-leases.js';
-import { nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
+import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
 import { type LeanLimit, leanBatchScript, MAX_LEAN_BATCH } from './scripts/lean-batch-script.js';
 import { REFUND_SCRIPT } from './scripts/refund-script.js';
@@ -139,6 +140,7 @@ export class RedisStore implements Store {
     const { client } = this.options;
     this.prefix = this.options.prefix;
     this.isCluster = client.isCluster;
+    watchClusterNodes(client);
     this.refunds = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
     this.splitRefunds = scriptCommand(client, SPLIT_REFUND_COMMAND, SPLIT_REFUND_SCRIPT);
     this.guard = new Guard(this.options);
@@ -186,7 +188,7 @@ export class RedisStore implements Store {
     const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
     const groups = this.isCluster ? [...groupBySlot(keys).values()].map((g) => g.keys) : [keys];
     await this.guard.strict('reset', calls.length, () =>
-      Promise.all(groups.map((group) => this.options.client.del(...group))),
+      Promise.all(groups.map((group) => deleteKeys(this.options.client, group))),
     );
   }
 

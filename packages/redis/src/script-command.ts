@@ -1,4 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
+import { clusterNodesReady } from './cluster-nodes.js';
 
 /**
  * A script registered with ioredis `defineCommand`: `numberOfKeys`, the keys, then ARGV. `R`: what
@@ -10,15 +11,29 @@ export type ScriptCommand<R = unknown[]> = (numberOfKeys: number, ...args: (stri
  * Registers `lua` under `name` on `client` once (a client shared by several stores keeps the first
  * registration: the script of one version of this package is the same text), and returns the
  * command bound to the client. ioredis runs it with EVALSHA, falling back to EVAL on `NOSCRIPT`.
+ * On a Cluster, a call waits for the primaries being connected (see `clusterNodesReady`).
  */
 export function scriptCommand<R = unknown[]>(
-  client: Redis | Cluster,
+  client: RedisClient,
   name: string,
   lua: string,
 ): ScriptCommand<R> {
+  // defineCommand adds a method named `name`, which no static type of the client can know.
   const table = client as unknown as Record<string, ScriptCommand<R> | undefined>;
   if (typeof table[name] !== 'function') client.defineCommand(name, { lua });
-  return table[name]!.bind(client);
+  const command = table[name]!.bind(client);
+  return (numberOfKeys, ...args) => {
+    const wait = clusterNodesReady(client);
+    return wait === undefined
+      ? command(numberOfKeys, ...args)
+      : wait.then(() => command(numberOfKeys, ...args));
+  };
+}
+
+/** `DEL keys` once the Cluster's primaries being connected are ready (see `clusterNodesReady`). */
+export function deleteKeys(client: RedisClient, keys: string[]): Promise<number> {
+  const wait = clusterNodesReady(client);
+  return wait === undefined ? client.del(...keys) : wait.then(() => client.del(...keys));
 }
 
 /**
