@@ -6,16 +6,6 @@ import { Deadlines, timeoutError } from './timeout.js';
 export type Operation = RedisStoreErrorEvent['operation'];
 
 /**
- * What the start-up wait reads of the client: ioredis `Redis` and `Cluster` (and their forks) have
- * it. Kept this narrow on purpose: the store does not manage the connection, it only waits for it.
- */
-interface Connecting {
-  readonly status: string;
-  once(event: 'ready' | 'end', listener: () => void): unknown;
-  removeListener(event: 'ready' | 'end', listener: () => void): unknown;
-}
-
-/**
  * Client states in which a call is not waited for: `ready` (send it), `end` (closed by its owner or
  * out of reconnection attempts: the call fails as usual), `wait` (`lazyConnect` not yet told to
  * connect: the command itself starts the connection, as ioredis does without the store).
@@ -39,7 +29,7 @@ export class Guard {
   constructor(private readonly options: ResolvedOptions) {
     this.deadlines = new Deadlines(options.timeout);
     // A client ready before any call (now, or later in the background) is never waited for again.
-    const client = options.client as unknown as Connecting;
+    const client = options.client;
     this.started = options.readyTimeout === 0 || client.status === 'ready';
     if (!this.started) {
       client.once('ready', () => {
@@ -110,7 +100,8 @@ export class Guard {
    * it would count as Redis failing and open the breaker before Redis was ever asked.
    */
   private startup(keys: number): Promise<boolean> | undefined {
-    const client = this.options.client as unknown as Connecting;
+    // The store does not manage the connection: it reads its status and waits for it.
+    const client = this.options.client;
     const status = client.status;
     if (status === 'ready') this.started = true;
     if (NO_WAIT.has(status)) return undefined;
