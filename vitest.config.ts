@@ -11,6 +11,7 @@ export default defineConfig({
       '@sluice/redis': source('redis'),
       '@sluice/express': source('express'),
       '@sluice/fastify': source('fastify'),
+      '@sluice/hono': source('hono'),
     },
   },
   test: {

@@ -1,6 +1,8 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import {
   type Decision,
   type HttpConcurrencyOptions,
@@ -12,10 +14,12 @@ import {
 } from '@sluice/core';
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
+import * as sluiceHono from '@sluice/hono';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
 import Fastify from 'fastify';
+import { Hono, type Context as HonoContext } from 'hono';
 import supertest from 'supertest';
 
 /** Options written once for both adapters: keys use the access argument, never the framework's request. */
@@ -295,8 +299,152 @@ const fastifySubject: Subject = {
   },
 };
 
+/** One request on its own connection (closed after it), to a real server, as supertest sends them. */
+function send(base: string, method: string, path: string, headers: Record<string, string>): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${base}${path}`, { method, headers, agent: false }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      response.on('end', () =>
+        resolve({
+          status: response.statusCode!,
+          headers: normalise(response.headers as Record<string, unknown>),
+          body: parse(text),
+        }),
+      );
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+/** A started server's `TestApp`: every request goes over a real connection. */
+async function serverApp(server: Server): Promise<TestApp> {
+  if (!server.listening) await once(server, 'listening');
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    request: (method, path, headers = {}) => send(base, method, path, headers),
+    listen: async () => base,
+    connections: () => connectionsOf(server),
+    async close() {
+      // Requests still in flight (their handlers were just released) finish first; every request
+      // is on its own connection, so none stays open once answered.
+      const closed = new Promise((resolve) => server.close(resolve));
+      server.closeIdleConnections();
+      const stuck = setTimeout(() => server.closeAllConnections(), 2000);
+      await closed;
+      clearTimeout(stuck);
+    },
+  };
+}
+
+/**
+ * The suite's own functions (`skip`, `cost`, keys and priorities taking one argument) read a Node
+ * request (`req.headers`, `req.socket`); on Hono they get the Node request under the `Context`
+ * (`c.env.incoming` on `@hono/node-server`). sluice's keys (`byIp()`…, two arguments) get the
+ * `Context` itself, through the adapter's access.
+ */
+function onNodeRequest<T>(options: T): T {
+  const node = (fn: unknown) =>
+    typeof fn === 'function' && fn.length < 2
+      ? (c: HonoContext) => (fn as (req: unknown) => unknown)((c.env as { incoming: unknown }).incoming)
+      : fn;
+  const record = { ...(options as Record<string, unknown>) };
+  for (const name of ['skip', 'cost', 'key', 'priority']) {
+    if (typeof record[name] === 'function') record[name] = node(record[name]);
+  }
+  if (Array.isArray(record.limits)) {
+    record.limits = record.limits.map((limit: Record<string, unknown>) =>
+      limit.key === undefined ? limit : { ...limit, key: node(limit.key) },
+    );
+  }
+  return record as T;
+}
+
+/**
+ * The client address under a trust-proxy setting, for frameworks without one (Hono): the last
+ * forwarded hop when the socket is a trusted loopback proxy, the first when every proxy is trusted.
+ */
+function forwardedAddress(
+  trust: boolean | string,
+  socket: string | undefined,
+  forwarded: string | undefined,
+): string | undefined {
+  const hops = forwarded?.split(',').map((hop) => hop.trim()) ?? [];
+  if (hops.length === 0) return socket;
+  if (trust === true) return hops[0];
+  const loopback = socket === '127.0.0.1' || socket === '::1' || socket === '::ffff:127.0.0.1';
+  return loopback ? hops[hops.length - 1] : socket;
+}
+
+const honoGuards = {
+  concurrencyLimit: sluiceHono.concurrencyLimit,
+  fleetShed: sluiceHono.fleetShed,
+  utilizationShed: sluiceHono.utilizationShed,
+} as const;
+
+const honoSubject: Subject = {
+  name: 'hono 4 on @hono/node-server',
+  routeConfig: false,
+  async create(options) {
+    sluiceHono.rateLimit(options as Options);
+  },
+  async createGuard(name, options) {
+    honoGuards[name](options as never);
+  },
+  async build(spec) {
+    const app = new Hono();
+    const probe = spec.probe ?? new Probe();
+    const trust = spec.trustProxy;
+    const access =
+      trust === undefined || trust === false
+        ? {}
+        : {
+            address: (c: HonoContext) =>
+              forwardedAddress(trust, getConnInfo(c).remote.address, c.req.header('x-forwarded-for')),
+            proxyTrust: trust === true ? ('all' as const) : ('some' as const),
+          };
+    const handler = spec.customHandler
+      ? {
+          handler: (c: HonoContext, decision: Decision) =>
+            c.json({ custom: true, policy: decision.policy }, refusalStatus(decision) as 429),
+        }
+      : {};
+    const guards = (given: Guards | undefined) =>
+      GUARD_ORDER.flatMap((name) => {
+        const options = given?.[name];
+        if (!options) return [];
+        const own = name === 'concurrencyLimit' ? { ...options, ...access } : options;
+        return [honoGuards[name](onNodeRequest({ ...own, ...handler }) as never)];
+      });
+    for (const guard of guards(spec.guards)) app.use(guard);
+    if (spec.options !== undefined)
+      app.use(sluiceHono.rateLimit(onNodeRequest({ ...spec.options, ...access, ...handler })));
+    for (const route of spec.routes) {
+      const handlers = [
+        ...guards(route.guards),
+        ...(route.limit
+          ? [sluiceHono.rateLimit(onNodeRequest({ ...route.limit, ...access, ...handler }))]
+          : []),
+      ];
+      // A route's own middleware, registered before its handler: Hono runs them in order.
+      for (const middleware of handlers) app.on(route.method, route.path, middleware);
+      app.on(route.method, route.path, async (c) => {
+        await probe.run(route.path, route.handler);
+        return c.json({ ok: true, remaining: c.get('rateLimit')?.remaining ?? null });
+      });
+    }
+    app.onError((error, c) => c.json({ error: error.message }, 500));
+    return serverApp(serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server);
+  },
+};
+
 export const subjects: readonly Subject[] = [
   expressSubject('express 5', () => express5()),
   expressSubject('express 4', () => express4() as unknown as Express),
   fastifySubject,
+  honoSubject,
 ];

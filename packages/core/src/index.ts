@@ -53,6 +53,7 @@ export { settleBatch, UNCHANGED } from './store.js';
 export {
   assertKnownOptions,
   booleanOption,
+  functionOption,
   integerOption,
   oneOfOption,
   positiveOption,
