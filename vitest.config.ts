@@ -12,6 +12,7 @@ export default defineConfig({
       '@sluice/express': source('express'),
       '@sluice/fastify': source('fastify'),
       '@sluice/hono': source('hono'),
+      '@sluice/koa': source('koa'),
     },
   },
   test: {

@@ -1,8 +1,9 @@
 import { once } from 'node:events';
-import { request as httpRequest, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
+import Router from '@koa/router';
 import {
   type Decision,
   type HttpConcurrencyOptions,
@@ -15,11 +16,13 @@ import {
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import * as sluiceHono from '@sluice/hono';
+import * as sluiceKoa from '@sluice/koa';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
 import Fastify from 'fastify';
 import { Hono, type Context as HonoContext } from 'hono';
+import Koa, { type Context as KoaContext, type Middleware as KoaMiddleware } from 'koa';
 import supertest from 'supertest';
 
 /** Options written once for both adapters: keys use the access argument, never the framework's request. */
@@ -442,9 +445,74 @@ const honoSubject: Subject = {
   },
 };
 
+const koaGuards = {
+  concurrencyLimit: sluiceKoa.concurrencyLimit,
+  fleetShed: sluiceKoa.fleetShed,
+  utilizationShed: sluiceKoa.utilizationShed,
+} as const;
+
+const koaSubject: Subject = {
+  name: 'koa 3 with @koa/router',
+  routeConfig: false,
+  async create(options) {
+    sluiceKoa.rateLimit(options as Options);
+  },
+  async createGuard(name, options) {
+    koaGuards[name](options as never);
+  },
+  async build(spec) {
+    const app = new Koa();
+    // Errors are answered below; Koa's own logging of them would only be noise here.
+    app.silent = true;
+    if (spec.trustProxy !== undefined && spec.trustProxy !== false) {
+      app.proxy = true;
+      // One trusted hop (the loopback proxy) reads the last forwarded address; 0 trusts them all.
+      app.maxIpsCount = spec.trustProxy === true ? 0 : 1;
+    }
+    const probe = spec.probe ?? new Probe();
+    const handler = spec.customHandler
+      ? {
+          handler: (ctx: KoaContext, decision: Decision) => {
+            ctx.body = { custom: true, policy: decision.policy };
+          },
+        }
+      : {};
+    const guards = (given: Guards | undefined): KoaMiddleware[] =>
+      GUARD_ORDER.flatMap((name) => {
+        const options = given?.[name];
+        return options ? [koaGuards[name]({ ...options, ...handler } as never) as KoaMiddleware] : [];
+      });
+    app.use(async (ctx, next) => {
+      try {
+        await next();
+      } catch (error) {
+        ctx.status = 500;
+        ctx.body = { error: (error as Error).message };
+      }
+    });
+    for (const guard of guards(spec.guards)) app.use(guard);
+    if (spec.options !== undefined) app.use(sluiceKoa.rateLimit({ ...spec.options, ...handler }));
+    const router = new Router();
+    for (const route of spec.routes) {
+      const handlers = [
+        ...guards(route.guards),
+        ...(route.limit ? [sluiceKoa.rateLimit({ ...route.limit, ...handler }) as KoaMiddleware] : []),
+      ];
+      const method = route.method === 'GET' ? 'get' : 'post';
+      router[method](route.path, ...handlers, async (ctx) => {
+        await probe.run(route.path, route.handler);
+        ctx.body = { ok: true, remaining: ctx.state.rateLimit?.remaining ?? null };
+      });
+    }
+    app.use(router.routes());
+    return serverApp(createServer(app.callback()).listen(0, '127.0.0.1'));
+  },
+};
+
 export const subjects: readonly Subject[] = [
   expressSubject('express 5', () => express5()),
   expressSubject('express 4', () => express4() as unknown as Express),
   fastifySubject,
   honoSubject,
+  koaSubject,
 ];
