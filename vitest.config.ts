@@ -13,6 +13,7 @@ export default defineConfig({
       '@sluice/fastify': source('fastify'),
       '@sluice/hono': source('hono'),
       '@sluice/koa': source('koa'),
+      '@sluice/nestjs': source('nestjs'),
     },
   },
   test: {

@@ -116,6 +116,10 @@ try {
     const login = await fetch(`${base}/login`, { method: 'POST' });
     check(login.status === 429, `koa: /login after the burst should be refused, got ${login.status}`);
   });
+  await example('nestjs', {}, async (base) => {
+    const login = await fetch(`${base}/login`, { method: 'POST' });
+    check(login.status === 429, `nestjs: /login after the burst should be refused, got ${login.status}`);
+  });
   if (spawnSync('redis-server', ['--version']).status === 0) {
     const port = await freePort();
     const redis = spawn(

@@ -4,6 +4,20 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import Router from '@koa/router';
+import type { ArgumentsHost, ExceptionFilter } from '@nestjs/common';
+import {
+  type CanActivate,
+  Catch,
+  Controller,
+  Get,
+  HttpCode,
+  Module,
+  Post,
+  Req,
+  UseGuards,
+} from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import {
   type Decision,
   type HttpConcurrencyOptions,
@@ -17,6 +31,7 @@ import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice
 import { sluice } from '@sluice/fastify';
 import * as sluiceHono from '@sluice/hono';
 import * as sluiceKoa from '@sluice/koa';
+import * as sluiceNest from '@sluice/nestjs';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
@@ -509,10 +524,87 @@ const koaSubject: Subject = {
   },
 };
 
+const nestGuards = {
+  concurrencyLimit: (options: unknown) => new sluiceNest.ConcurrencyLimitGuard(options as never),
+  fleetShed: (options: unknown) => new sluiceNest.FleetShedGuard(options as never),
+  utilizationShed: (options: unknown) => new sluiceNest.UtilizationShedGuard(options as never),
+} as const;
+
+/** The custom refusal, the Nest way: an exception filter for `RateLimitException`. */
+class CustomRefusal implements ExceptionFilter {
+  catch(exception: sluiceNest.RateLimitException, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<Response>();
+    res.status(exception.getStatus()).type('json').json({ custom: true, policy: exception.decision.policy });
+  }
+}
+Catch(sluiceNest.RateLimitException)(CustomRefusal);
+
+/**
+ * NestJS on Express, its controller built from the spec by applying Nest's decorators as
+ * functions (no decorator syntax, no emitted metadata: the controller has no constructor
+ * parameters, and guards are instances).
+ */
+const nestSubject: Subject = {
+  name: 'nestjs 12 on express',
+  routeConfig: false,
+  async create(options) {
+    new sluiceNest.RateLimitGuard(options as Options as never);
+  },
+  async createGuard(name, options) {
+    nestGuards[name](options);
+  },
+  async build(spec) {
+    const probe = spec.probe ?? new Probe();
+    const guards = (given: Guards | undefined): CanActivate[] =>
+      GUARD_ORDER.flatMap((name) => {
+        const options = given?.[name];
+        return options ? [nestGuards[name](options)] : [];
+      });
+    class Routes {}
+    const prototype = Routes.prototype as unknown as Record<string, unknown>;
+    spec.routes.forEach((route, i) => {
+      const name = `route${i}`;
+      prototype[name] = async (req: Request) => {
+        await probe.run(route.path, route.handler);
+        return { ok: true, remaining: req.rateLimit?.remaining ?? null };
+      };
+      const descriptor = Object.getOwnPropertyDescriptor(prototype, name)!;
+      const decorate = (decorator: MethodDecorator) => decorator(prototype, name, descriptor);
+      decorate(route.method === 'GET' ? Get(route.path) : Post(route.path));
+      decorate(HttpCode(200));
+      Req()(prototype, name, 0);
+      const own = guards(route.guards);
+      if (own.length > 0) decorate(UseGuards(...own));
+      if (route.limit) decorate(sluiceNest.RateLimit(route.limit as never));
+    });
+    Controller()(Routes);
+    class AppModule {}
+    Module({ controllers: [Routes] })(AppModule);
+    const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: false });
+    if (spec.trustProxy !== undefined) app.set('trust proxy', spec.trustProxy);
+    app.useGlobalGuards(
+      ...guards(spec.guards),
+      // Always registered: it applies the routes' @RateLimit() too, with or without global limits.
+      new sluiceNest.RateLimitGuard(spec.options as never),
+    );
+    if (spec.customHandler) app.useGlobalFilters(new CustomRefusal());
+    await app.listen(0, '127.0.0.1');
+    const served = await serverApp(app.getHttpServer() as Server);
+    return {
+      ...served,
+      close: async () => {
+        await served.close();
+        await app.close();
+      },
+    };
+  },
+};
+
 export const subjects: readonly Subject[] = [
   expressSubject('express 5', () => express5()),
   expressSubject('express 4', () => express4() as unknown as Express),
   fastifySubject,
   honoSubject,
   koaSubject,
+  nestSubject,
 ];
