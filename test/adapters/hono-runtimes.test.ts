@@ -54,10 +54,13 @@ describe('@sluice/hono without @hono/node-server', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('rejects a bad address or proxyTrust at creation', () => {
+  it('rejects a bad address, proxyTrust or handler at creation', () => {
     const algorithm = fixedWindow({ limit: 1, window: '10s' });
     expect(() => rateLimit({ algorithm, address: 'x-real-ip' as never })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    expect(() => rateLimit({ algorithm, handler: 'problem' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', option: 'handler' }),
     );
     expect(() => rateLimit({ algorithm, proxyTrust: 'yes' as never })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),

@@ -2,11 +2,10 @@ import type { ServerResponse } from 'node:http';
 import {
   type ClientResponse,
   type Decision,
-  ErrorCode,
+  functionOption,
   type HttpExchange,
   type Lifecycle,
   PROBLEM_JSON,
-  SluiceError,
   signalClient,
   whenEnded,
 } from '@sluice/core';
@@ -35,15 +34,9 @@ const outgoing = (c: Context): ServerResponse | undefined =>
  */
 const gone = () => new Response(null, { status: 499 });
 
-export function handlerOption(handler: unknown): RefusalHandler | undefined {
-  if (handler !== undefined && typeof handler !== 'function') {
-    throw new SluiceError(ErrorCode.INVALID_OPTION, 'handler must be a function', {
-      option: 'handler',
-      value: handler,
-    });
-  }
-  return handler as RefusalHandler | undefined;
-}
+/** The `handler` option, checked at creation (a coded error when it is not a function). */
+export const handlerOption = (handler: unknown): RefusalHandler | undefined =>
+  functionOption('handler', handler as RefusalHandler | undefined);
 
 /** The Hono glue of the core lifecycle: `c.header`, `next()`, a returned refusal `Response`. */
 function honoExchange(handler: RefusalHandler | undefined): HttpExchange<HonoContext, Context, Result> {

@@ -1,10 +1,9 @@
 import {
   type Decision,
-  ErrorCode,
+  functionOption,
   type HttpExchange,
   type Lifecycle,
   PROBLEM_JSON,
-  SluiceError,
   whenEnded,
 } from '@sluice/core';
 import type { Context, Middleware, Next } from 'koa';
@@ -20,15 +19,9 @@ interface KoaContext {
 
 type Result = unknown;
 
-export function handlerOption(handler: unknown): RefusalHandler | undefined {
-  if (handler !== undefined && typeof handler !== 'function') {
-    throw new SluiceError(ErrorCode.INVALID_OPTION, 'handler must be a function', {
-      option: 'handler',
-      value: handler,
-    });
-  }
-  return handler as RefusalHandler | undefined;
-}
+/** The `handler` option, checked at creation (a coded error when it is not a function). */
+export const handlerOption = (handler: unknown): RefusalHandler | undefined =>
+  functionOption('handler', handler as RefusalHandler | undefined);
 
 /** The Koa glue of the core lifecycle: `ctx.set`, `next()`, the refusal in `ctx.status`/`ctx.body`. */
 function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaContext, Context, Result> {
