@@ -28,6 +28,9 @@ export default defineConfig({
       '@sluice/express': source('express'),
       '@sluice/fastify': source('fastify'),
       '@sluice/server': source('server'),
+      '@sluice/hono': source('hono'),
+      '@sluice/koa': source('koa'),
+      '@sluice/nestjs': source('nestjs'),
     },
   },
   test: {

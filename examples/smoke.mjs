@@ -107,6 +107,19 @@ try {
     const health = await fetch(`${base}/health`);
     check(health.status === 200 && health.headers.get('ratelimit') === null, 'fastify: /health is exempt');
   });
+  await example('hono', {}, async (base) => {
+    // The route's own login limit still has room, but the app-wide burst limit is spent.
+    const login = await fetch(`${base}/login`, { method: 'POST' });
+    check(login.status === 429, `hono: /login after the burst should be refused, got ${login.status}`);
+  });
+  await example('koa', {}, async (base) => {
+    const login = await fetch(`${base}/login`, { method: 'POST' });
+    check(login.status === 429, `koa: /login after the burst should be refused, got ${login.status}`);
+  });
+  await example('nestjs', {}, async (base) => {
+    const login = await fetch(`${base}/login`, { method: 'POST' });
+    check(login.status === 429, `nestjs: /login after the burst should be refused, got ${login.status}`);
+  });
   if (spawnSync('redis-server', ['--version']).status === 0) {
     const port = await freePort();
     const redis = spawn(

@@ -1,6 +1,23 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import Router from '@koa/router';
+import type { ArgumentsHost, ExceptionFilter } from '@nestjs/common';
+import {
+  type CanActivate,
+  Catch,
+  Controller,
+  Get,
+  HttpCode,
+  Module,
+  Post,
+  Req,
+  UseGuards,
+} from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import {
   type Decision,
   type HttpConcurrencyOptions,
@@ -12,10 +29,15 @@ import {
 } from '@sluice/core';
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
+import * as sluiceHono from '@sluice/hono';
+import * as sluiceKoa from '@sluice/koa';
+import * as sluiceNest from '@sluice/nestjs';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
 import Fastify from 'fastify';
+import { Hono, type Context as HonoContext } from 'hono';
+import Koa, { type Context as KoaContext, type Middleware as KoaMiddleware } from 'koa';
 import supertest from 'supertest';
 
 /** Options written once for both adapters: keys use the access argument, never the framework's request. */
@@ -300,8 +322,294 @@ const fastifySubject: Subject = {
   },
 };
 
+/** One request on its own connection (closed after it), to a real server, as supertest sends them. */
+function send(base: string, method: string, path: string, headers: Record<string, string>): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${base}${path}`, { method, headers, agent: false }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      response.on('end', () =>
+        resolve({
+          status: response.statusCode!,
+          headers: normalise(response.headers as Record<string, unknown>),
+          body: parse(text),
+        }),
+      );
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+/** A started server's `TestApp`: every request goes over a real connection. */
+async function serverApp(server: Server): Promise<TestApp> {
+  if (!server.listening) await once(server, 'listening');
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    request: (method, path, headers = {}) => send(base, method, path, headers),
+    listen: async () => base,
+    connections: () => connectionsOf(server),
+    async close() {
+      // Requests still in flight (their handlers were just released) finish first; every request
+      // is on its own connection, so none stays open once answered.
+      const closed = new Promise((resolve) => server.close(resolve));
+      server.closeIdleConnections();
+      const stuck = setTimeout(() => server.closeAllConnections(), 2000);
+      await closed;
+      clearTimeout(stuck);
+    },
+  };
+}
+
+/**
+ * The suite's own functions (`skip`, `cost`, keys and priorities taking one argument) read a Node
+ * request (`req.headers`, `req.socket`); on Hono they get the Node request under the `Context`
+ * (`c.env.incoming` on `@hono/node-server`). sluice's keys (`byIp()`…, two arguments) get the
+ * `Context` itself, through the adapter's access.
+ */
+function onNodeRequest<T>(options: T): T {
+  const node = (fn: unknown) =>
+    typeof fn === 'function' && fn.length < 2
+      ? (c: HonoContext) => (fn as (req: unknown) => unknown)((c.env as { incoming: unknown }).incoming)
+      : fn;
+  const record = { ...(options as Record<string, unknown>) };
+  for (const name of ['skip', 'cost', 'key', 'priority']) {
+    if (typeof record[name] === 'function') record[name] = node(record[name]);
+  }
+  if (Array.isArray(record.limits)) {
+    record.limits = record.limits.map((limit: Record<string, unknown>) =>
+      limit.key === undefined ? limit : { ...limit, key: node(limit.key) },
+    );
+  }
+  return record as T;
+}
+
+/**
+ * The client address under a trust-proxy setting, for frameworks without one (Hono): the last
+ * forwarded hop when the socket is a trusted loopback proxy, the first when every proxy is trusted.
+ */
+function forwardedAddress(
+  trust: boolean | string,
+  socket: string | undefined,
+  forwarded: string | undefined,
+): string | undefined {
+  const hops = forwarded?.split(',').map((hop) => hop.trim()) ?? [];
+  if (hops.length === 0) return socket;
+  if (trust === true) return hops[0];
+  const loopback = socket === '127.0.0.1' || socket === '::1' || socket === '::ffff:127.0.0.1';
+  return loopback ? hops[hops.length - 1] : socket;
+}
+
+const honoGuards = {
+  concurrencyLimit: sluiceHono.concurrencyLimit,
+  fleetShed: sluiceHono.fleetShed,
+  utilizationShed: sluiceHono.utilizationShed,
+} as const;
+
+const honoSubject: Subject = {
+  name: 'hono 4 on @hono/node-server',
+  routeConfig: false,
+  async create(options) {
+    sluiceHono.rateLimit(options as Options);
+  },
+  async createGuard(name, options) {
+    honoGuards[name](options as never);
+  },
+  async build(spec) {
+    const app = new Hono();
+    const probe = spec.probe ?? new Probe();
+    const trust = spec.trustProxy;
+    const access =
+      trust === undefined || trust === false
+        ? {}
+        : {
+            address: (c: HonoContext) =>
+              forwardedAddress(trust, getConnInfo(c).remote.address, c.req.header('x-forwarded-for')),
+            proxyTrust: trust === true ? ('all' as const) : ('some' as const),
+          };
+    const handler = spec.customHandler
+      ? {
+          handler: (c: HonoContext, decision: Decision) =>
+            c.json({ custom: true, policy: decision.policy }, refusalStatus(decision) as 429),
+        }
+      : {};
+    const guards = (given: Guards | undefined) =>
+      GUARD_ORDER.flatMap((name) => {
+        const options = given?.[name];
+        if (!options) return [];
+        const own = name === 'concurrencyLimit' ? { ...options, ...access } : options;
+        return [honoGuards[name](onNodeRequest({ ...own, ...handler }) as never)];
+      });
+    for (const guard of guards(spec.guards)) app.use(guard);
+    if (spec.options !== undefined)
+      app.use(sluiceHono.rateLimit(onNodeRequest({ ...spec.options, ...access, ...handler })));
+    for (const route of spec.routes) {
+      const handlers = [
+        ...guards(route.guards),
+        ...(route.limit
+          ? [sluiceHono.rateLimit(onNodeRequest({ ...route.limit, ...access, ...handler }))]
+          : []),
+      ];
+      // A route's own middleware, registered before its handler: Hono runs them in order.
+      for (const middleware of handlers) app.on(route.method, route.path, middleware);
+      app.on(route.method, route.path, async (c) => {
+        await probe.run(route.path, route.handler);
+        return c.json({ ok: true, remaining: c.get('rateLimit')?.remaining ?? null });
+      });
+    }
+    app.onError((error, c) => c.json({ error: error.message }, 500));
+    return serverApp(serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server);
+  },
+};
+
+const koaGuards = {
+  concurrencyLimit: sluiceKoa.concurrencyLimit,
+  fleetShed: sluiceKoa.fleetShed,
+  utilizationShed: sluiceKoa.utilizationShed,
+} as const;
+
+const koaSubject: Subject = {
+  name: 'koa 3 with @koa/router',
+  routeConfig: false,
+  async create(options) {
+    sluiceKoa.rateLimit(options as Options);
+  },
+  async createGuard(name, options) {
+    koaGuards[name](options as never);
+  },
+  async build(spec) {
+    const app = new Koa();
+    // Errors are answered below; Koa's own logging of them would only be noise here.
+    app.silent = true;
+    if (spec.trustProxy !== undefined && spec.trustProxy !== false) {
+      app.proxy = true;
+      // One trusted hop (the loopback proxy) reads the last forwarded address; 0 trusts them all.
+      app.maxIpsCount = spec.trustProxy === true ? 0 : 1;
+    }
+    const probe = spec.probe ?? new Probe();
+    const handler = spec.customHandler
+      ? {
+          handler: (ctx: KoaContext, decision: Decision) => {
+            ctx.body = { custom: true, policy: decision.policy };
+          },
+        }
+      : {};
+    const guards = (given: Guards | undefined): KoaMiddleware[] =>
+      GUARD_ORDER.flatMap((name) => {
+        const options = given?.[name];
+        return options ? [koaGuards[name]({ ...options, ...handler } as never) as KoaMiddleware] : [];
+      });
+    app.use(async (ctx, next) => {
+      try {
+        await next();
+      } catch (error) {
+        ctx.status = 500;
+        ctx.body = { error: (error as Error).message };
+      }
+    });
+    for (const guard of guards(spec.guards)) app.use(guard);
+    if (spec.options !== undefined) app.use(sluiceKoa.rateLimit({ ...spec.options, ...handler }));
+    const router = new Router();
+    for (const route of spec.routes) {
+      const handlers = [
+        ...guards(route.guards),
+        ...(route.limit ? [sluiceKoa.rateLimit({ ...route.limit, ...handler }) as KoaMiddleware] : []),
+      ];
+      const method = route.method === 'GET' ? 'get' : 'post';
+      router[method](route.path, ...handlers, async (ctx) => {
+        await probe.run(route.path, route.handler);
+        ctx.body = { ok: true, remaining: ctx.state.rateLimit?.remaining ?? null };
+      });
+    }
+    app.use(router.routes());
+    return serverApp(createServer(app.callback()).listen(0, '127.0.0.1'));
+  },
+};
+
+const nestGuards = {
+  concurrencyLimit: (options: unknown) => new sluiceNest.ConcurrencyLimitGuard(options as never),
+  fleetShed: (options: unknown) => new sluiceNest.FleetShedGuard(options as never),
+  utilizationShed: (options: unknown) => new sluiceNest.UtilizationShedGuard(options as never),
+} as const;
+
+/** The custom refusal, the Nest way: an exception filter for `RateLimitException`. */
+class CustomRefusal implements ExceptionFilter {
+  catch(exception: sluiceNest.RateLimitException, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<Response>();
+    res.status(exception.getStatus()).type('json').json({ custom: true, policy: exception.decision.policy });
+  }
+}
+Catch(sluiceNest.RateLimitException)(CustomRefusal);
+
+/**
+ * NestJS on Express, its controller built from the spec by applying Nest's decorators as
+ * functions (no decorator syntax, no emitted metadata: the controller has no constructor
+ * parameters, and guards are instances).
+ */
+const nestSubject: Subject = {
+  name: 'nestjs 12 on express',
+  routeConfig: false,
+  async create(options) {
+    new sluiceNest.RateLimitGuard(options as Options as never);
+  },
+  async createGuard(name, options) {
+    nestGuards[name](options);
+  },
+  async build(spec) {
+    const probe = spec.probe ?? new Probe();
+    const guards = (given: Guards | undefined): CanActivate[] =>
+      GUARD_ORDER.flatMap((name) => {
+        const options = given?.[name];
+        return options ? [nestGuards[name](options)] : [];
+      });
+    class Routes {}
+    const prototype = Routes.prototype as unknown as Record<string, unknown>;
+    spec.routes.forEach((route, i) => {
+      const name = `route${i}`;
+      prototype[name] = async (req: Request) => {
+        await probe.run(route.path, route.handler);
+        return { ok: true, remaining: req.rateLimit?.remaining ?? null };
+      };
+      const descriptor = Object.getOwnPropertyDescriptor(prototype, name)!;
+      const decorate = (decorator: MethodDecorator) => decorator(prototype, name, descriptor);
+      decorate(route.method === 'GET' ? Get(route.path) : Post(route.path));
+      decorate(HttpCode(200));
+      Req()(prototype, name, 0);
+      const own = guards(route.guards);
+      if (own.length > 0) decorate(UseGuards(...own));
+      if (route.limit) decorate(sluiceNest.RateLimit(route.limit as never));
+    });
+    Controller()(Routes);
+    class AppModule {}
+    Module({ controllers: [Routes] })(AppModule);
+    const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: false });
+    if (spec.trustProxy !== undefined) app.set('trust proxy', spec.trustProxy);
+    app.useGlobalGuards(
+      ...guards(spec.guards),
+      // Always registered: it applies the routes' @RateLimit() too, with or without global limits.
+      new sluiceNest.RateLimitGuard(spec.options as never),
+    );
+    if (spec.customHandler) app.useGlobalFilters(new CustomRefusal());
+    await app.listen(0, '127.0.0.1');
+    const served = await serverApp(app.getHttpServer() as Server);
+    return {
+      ...served,
+      close: async () => {
+        await served.close();
+        await app.close();
+      },
+    };
+  },
+};
+
 export const subjects: readonly Subject[] = [
   expressSubject('express 5', () => express5()),
   expressSubject('express 4', () => express4() as unknown as Express),
   fastifySubject,
+  honoSubject,
+  koaSubject,
+  nestSubject,
 ];

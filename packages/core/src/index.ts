@@ -54,6 +54,7 @@ export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';
 export {
   assertKnownOptions,
   booleanOption,
+  functionOption,
   integerOption,
   oneOfOption,
   positiveOption,

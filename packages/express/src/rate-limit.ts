@@ -1,14 +1,9 @@
-import {
-  type Decision,
-  type GetHeader,
-  HttpLimiter,
-  type HttpLimitOptions,
-  type SetHeader,
-} from '@sluice/core';
+import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { expressAccess } from './access.js';
 import { expressDefaults } from './defaults.js';
-import { handlerOption, type RefusalHandler, refuse } from './refuse.js';
+import { expressExchange } from './exchange.js';
+import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** Options of `rateLimit()`: the shared options plus the Express response hook. */
 export interface RateLimitOptions extends HttpLimitOptions<Request> {
@@ -21,16 +16,6 @@ export interface RateLimitOptions extends HttpLimitOptions<Request> {
   handler?: RefusalHandler;
 }
 
-const setHeader: SetHeader<Response> = (res, name, value) => {
-  res.setHeader(name, value);
-};
-
-// An app-wide middleware's RateLimit lists, which a route's own middleware extends.
-const getHeader: GetHeader<Response> = (res, name) => {
-  const value = res.getHeader(name);
-  return typeof value === 'string' ? value : undefined;
-};
-
 /**
  * Express middleware (Express 4 and 5) limiting requests with one or several layered limits.
  * @example
@@ -41,30 +26,9 @@ const getHeader: GetHeader<Response> = (res, name) => {
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, expressDefaults, ['handler']);
-  const handler = handlerOption(options.handler);
-
-  const respond = (
-    req: Request,
-    res: Response,
-    next: NextFunction,
-    decision: Decision | undefined | null,
-  ) => {
-    // null: the client left before the request was passed on; nothing to send, no handler to run.
-    if (decision === null) return;
-    if (decision === undefined) return next();
-    req.rateLimit = decision;
-    limiter.headers.write(decision, res, setHeader, getHeader);
-    if (decision.allowed) return next();
-    limiter.limited(req, decision);
-    refuse(req, res, next, decision, limiter.refusal(decision), handler);
-  };
-
+  const run = rateLimitLifecycle(limiter, expressExchange(handlerOption(options.handler)));
   return function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
-    const result = limiter.handle(req, res);
-    if (result instanceof Promise) {
-      result.then((decision) => respond(req, res, next, decision)).catch(next);
-    } else {
-      respond(req, res, next, result);
-    }
+    const result = run({ req, res, next });
+    if (result instanceof Promise) result.catch(next);
   };
 }

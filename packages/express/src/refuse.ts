@@ -1,4 +1,4 @@
-import { type Decision, ErrorCode, PROBLEM_JSON, type Refusal, SluiceError } from '@sluice/core';
+import { type Decision, ErrorCode, SluiceError } from '@sluice/core';
 import type { NextFunction, Request, Response } from 'express';
 
 /** A custom answer to a refused request (`handler` of every sluice middleware). */
@@ -12,23 +12,4 @@ export function handlerOption(handler: unknown): RefusalHandler | undefined {
     });
   }
   return handler as RefusalHandler | undefined;
-}
-
-/** Sends a refusal: `Retry-After`, then the user's handler or the RFC 9457 problem body. */
-export function refuse(
-  req: Request,
-  res: Response,
-  next: NextFunction,
-  decision: Decision,
-  refusal: Refusal,
-  handler: RefusalHandler | undefined,
-): void {
-  if (refusal.retryAfter !== undefined) res.setHeader('Retry-After', String(refusal.retryAfter));
-  if (handler !== undefined) {
-    handler(req, res, next, decision);
-    return;
-  }
-  res.statusCode = refusal.status;
-  res.setHeader('Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
-  res.end(JSON.stringify(refusal.body));
 }

@@ -39,3 +39,22 @@ export function watchClient(response: ClientResponse): ClientWatch {
     },
   };
 }
+
+/**
+ * A `ClientResponse` for runtimes without a Node response (Bun, Deno, Workers): the request's
+ * `AbortSignal`, which aborts when the client goes away where the runtime supports it.
+ */
+export function signalClient(signal: AbortSignal): ClientResponse {
+  return {
+    writableEnded: false,
+    get destroyed() {
+      return signal.aborted;
+    },
+    once(_event, listener) {
+      signal.addEventListener('abort', listener, { once: true });
+    },
+    removeListener(_event, listener) {
+      signal.removeEventListener('abort', listener);
+    },
+  };
+}

@@ -140,25 +140,6 @@ export class HttpGuard<Req> {
   }
 }
 
-/** The part of a Node `ServerResponse` (Express `res`, Fastify `reply.raw`) that says when it ended. */
-export interface EndingResponse {
-  once(event: 'finish' | 'close', listener: () => void): unknown;
-}
-
-/**
- * Gives an admitted request's lease back when its response ends, however it ends. 'finish': the
- * response was handed to the OS; 'close': it ended, or the client left first (an aborted request
- * never finishes). Whichever comes first releases; `Lease.release` is idempotent, so the other is
- * a no-op.
- */
-export function releaseWhenDone(response: EndingResponse, lease: Lease): void {
-  const release = () => {
-    void lease.release();
-  };
-  response.once('finish', release);
-  response.once('close', release);
-}
-
 /**
  * The concurrent requests limiter for HTTP: a lease per request and key.
  * @param adapterOptions the adapter's own option names (`handler`, `hook`), accepted beside the shared ones

@@ -1,5 +1,5 @@
 export type { ClientResponse, ClientWatch } from './client.js';
-export { clientLeft, watchClient } from './client.js';
+export { clientLeft, signalClient, watchClient } from './client.js';
 export type {
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
@@ -18,8 +18,8 @@ export {
 } from './guard-options.js';
 export type { GetHeader, HeaderFormat, SetHeader } from './headers.js';
 export { HEADER_FORMATS, RateLimitHeaders, resetSeconds, seconds } from './headers.js';
-export type { EndingResponse, GuardDefaults, GuardKind } from './http-guard.js';
-export { concurrencyGuard, fleetGuard, HttpGuard, releaseWhenDone, utilizationGuard } from './http-guard.js';
+export type { GuardDefaults, GuardKind } from './http-guard.js';
+export { concurrencyGuard, fleetGuard, HttpGuard, utilizationGuard } from './http-guard.js';
 export type { AdapterDefaults, RequestAccessBase } from './http-limiter.js';
 export { HttpLimiter, httpLimits } from './http-limiter.js';
 export type { AddressList } from './ip.js';
@@ -34,6 +34,8 @@ export type {
   WarningCode,
 } from './keys.js';
 export { byIp, byRoute, byToken, compose } from './keys.js';
+export type { EndedResponse, HttpExchange, Lifecycle } from './lifecycle.js';
+export { guardLifecycle, rateLimitLifecycle, whenEnded } from './lifecycle.js';
 export type { HttpLimit, HttpLimitOptions, SluiceWarning } from './options.js';
 export { HTTP_OPTIONS } from './options.js';
 export type { ProblemDetails, Refusal } from './problem.js';

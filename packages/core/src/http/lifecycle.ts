@@ -1,0 +1,142 @@
+import type { Lease } from '../concurrency/lease.js';
+import type { Decision } from '../decision.js';
+import type { MaybePromise } from '../store.js';
+import { type ClientResponse, clientLeft, watchClient } from './client.js';
+import type { HttpGuard } from './http-guard.js';
+import type { HttpLimiter } from './http-limiter.js';
+import type { Refusal } from './problem.js';
+
+/**
+ * What an adapter does for a request's lifecycle: its framework's glue, written once per adapter
+ * as a plain object and called with the adapter's per-request context (`{ req, res, next }` in
+ * Express, Koa's `ctx`…). `R` is what the framework's middleware returns: nothing in Express,
+ * `next()`'s promise in Koa and Hono, `true` in a Nest guard.
+ */
+export interface HttpExchange<Ctx, Req, R> {
+  /** The request that keys, `skip` and `cost` read. */
+  request(ctx: Ctx): Req;
+  /** The Node response (or `signalClient()` of the request's signal) that says when the client leaves. */
+  client(ctx: Ctx): ClientResponse;
+  /** Sets one response header. */
+  setHeader(ctx: Ctx, name: string, value: string): void;
+  /**
+   * Reads a response header already set, when an earlier middleware of the same adapter may have
+   * set `RateLimit` lists this one extends (Express: an app-wide and a route's own middleware).
+   * Absent: each middleware's headers replace the previous ones.
+   */
+  getHeader?(ctx: Ctx, name: string): string | undefined;
+  /** Keeps the rate-limit decision for the app (`req.rateLimit`), before its headers are set. */
+  record(ctx: Ctx, decision: Decision): void;
+  /** Passes the request on to the next middleware or the handler. */
+  proceed(ctx: Ctx): R;
+  /** Answers a refused request (status and body); `RateLimit*` and `Retry-After` are already set. */
+  refuse(ctx: Ctx, decision: Decision, refusal: Refusal): R;
+  /**
+   * Calls `done` once the response is over, however it ends (sent, failed, or the client left):
+   * how an admitted request's lease is given back. Called before `proceed`.
+   */
+  whenDone(ctx: Ctx, done: () => void): void;
+}
+
+/** The lifecycle of one middleware: `undefined` when the client left (nothing is sent). */
+export type Lifecycle<Ctx, R> = (ctx: Ctx) => MaybePromise<R | undefined>;
+
+/**
+ * The rate-limit lifecycle, the order every adapter follows: check (and hold, in delay mode)
+ * while the client is watched; a client gone before the answer gets nothing and its units back;
+ * then the decision, its headers, and either the next middleware or the refusal (`onLimited`,
+ * `Retry-After`, the adapter's answer). Synchronous when the store answers synchronously.
+ * Rejects only when the adapter's `proceed` or `refuse` throws (the framework's error path).
+ */
+export function rateLimitLifecycle<Ctx, Req, R>(
+  limiter: HttpLimiter<Req>,
+  exchange: HttpExchange<Ctx, Req, R>,
+): Lifecycle<Ctx, R> {
+  const answer = (ctx: Ctx, req: Req, decision: Decision | undefined | null): R | undefined => {
+    if (decision === null) return undefined;
+    if (decision === undefined) return exchange.proceed(ctx);
+    exchange.record(ctx, decision);
+    limiter.headers.write(decision, ctx, exchange.setHeader, exchange.getHeader);
+    if (decision.allowed) return exchange.proceed(ctx);
+    limiter.limited(req, decision);
+    return refuse(exchange, ctx, decision, limiter.refusal(decision));
+  };
+  return (ctx) => {
+    const req = exchange.request(ctx);
+    const result = limiter.handle(req, exchange.client(ctx));
+    if (result instanceof Promise) return result.then((decision) => answer(ctx, req, decision));
+    return answer(ctx, req, result);
+  };
+}
+
+/**
+ * The guard lifecycle (concurrency limit, load shedders): the lease is taken when the request
+ * arrives and given back exactly once when the response ends (`Lease.release` is idempotent); a
+ * client gone before the store answered gives its lease back at once and is sent nothing; a
+ * refused request is answered here and never reaches the app.
+ */
+export function guardLifecycle<Ctx, Req, R>(
+  guard: HttpGuard<Req>,
+  exchange: HttpExchange<Ctx, Req, R>,
+): Lifecycle<Ctx, R> {
+  const admit = (ctx: Ctx, req: Req, lease: Lease | undefined): R => {
+    if (lease === undefined) return exchange.proceed(ctx);
+    const decision = lease.decision;
+    if (decision.allowed) {
+      if (guard.holdsLeases) {
+        exchange.whenDone(ctx, () => {
+          void lease.release();
+        });
+      }
+      return exchange.proceed(ctx);
+    }
+    guard.limited(req, decision);
+    return refuse(exchange, ctx, decision, guard.refusal(decision));
+  };
+  return (ctx) => {
+    const client = exchange.client(ctx);
+    // Gone before it got here: no lease for a request nobody will read.
+    if (clientLeft(client)) return undefined;
+    const req = exchange.request(ctx);
+    const result = guard.enter(req);
+    if (!(result instanceof Promise)) return admit(ctx, req, result);
+    // The client may leave while the store answers; its lease must not outlive it.
+    const watch = watchClient(client);
+    return result.then((lease) => {
+      watch.stop();
+      if (!watch.signal.aborted) return admit(ctx, req, lease);
+      void lease?.release();
+      return undefined;
+    });
+  };
+}
+
+function refuse<Ctx, Req, R>(
+  exchange: HttpExchange<Ctx, Req, R>,
+  ctx: Ctx,
+  decision: Decision,
+  refusal: Refusal,
+): R {
+  if (refusal.retryAfter !== undefined) exchange.setHeader(ctx, 'Retry-After', String(refusal.retryAfter));
+  return exchange.refuse(ctx, decision, refusal);
+}
+
+/** The part of a Node `ServerResponse` (Express `res`, Fastify `reply.raw`, Koa `ctx.res`) that says when it ended. */
+export interface EndedResponse {
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+}
+
+/**
+ * Calls `done` once when a Node response ends, however it ends: 'finish' (handed to the OS) or
+ * 'close' (ended, or the client left first: an aborted request never finishes).
+ */
+export function whenEnded(response: EndedResponse, done: () => void): void {
+  let called = false;
+  const once = () => {
+    if (called) return;
+    called = true;
+    done();
+  };
+  response.once('finish', once);
+  response.once('close', once);
+}

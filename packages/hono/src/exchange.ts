@@ -1,0 +1,79 @@
+import type { ServerResponse } from 'node:http';
+import {
+  type ClientResponse,
+  type Decision,
+  functionOption,
+  type HttpExchange,
+  type Lifecycle,
+  PROBLEM_JSON,
+  signalClient,
+  whenEnded,
+} from '@sluice/core';
+import type { Context, MiddlewareHandler, Next } from 'hono';
+
+/** A custom answer to a refused request (`handler` of every sluice middleware). */
+export type RefusalHandler = (c: Context, decision: Decision) => Response | Promise<Response>;
+
+/** One Hono request as the core lifecycle sees it. */
+interface HonoContext {
+  readonly c: Context;
+  readonly next: Next;
+  /** Where no Node response says when the response ended: run once `next()` has settled. */
+  done?: () => void;
+}
+
+type Result = Promise<void> | Response | Promise<Response>;
+
+/** The Node response under `@hono/node-server` (its `HttpBindings`), if that is where Hono runs. */
+const outgoing = (c: Context): ServerResponse | undefined =>
+  (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+
+/**
+ * The answer to a request whose client left before it was passed on: nobody receives it, but Hono
+ * needs a response; 499 is nginx's "client closed request", so access logs tell it apart.
+ */
+const gone = () => new Response(null, { status: 499 });
+
+/** The `handler` option, checked at creation (a coded error when it is not a function). */
+export const handlerOption = (handler: unknown): RefusalHandler | undefined =>
+  functionOption('handler', handler as RefusalHandler | undefined);
+
+/** The Hono glue of the core lifecycle: `c.header`, `next()`, a returned refusal `Response`. */
+function honoExchange(handler: RefusalHandler | undefined): HttpExchange<HonoContext, Context, Result> {
+  return {
+    request: (ctx) => ctx.c,
+    client: (ctx): ClientResponse => outgoing(ctx.c) ?? signalClient(ctx.c.req.raw.signal),
+    setHeader: (ctx, name, value) => {
+      ctx.c.header(name, value);
+    },
+    record: (ctx, decision) => {
+      ctx.c.set('rateLimit', decision);
+    },
+    proceed: (ctx) => (ctx.done === undefined ? ctx.next() : ctx.next().finally(ctx.done)),
+    refuse: (ctx, decision, refusal) => {
+      if (handler !== undefined) return handler(ctx.c, decision);
+      return ctx.c.body(JSON.stringify(refusal.body), refusal.status as 429 | 503, {
+        'Content-Type': `${PROBLEM_JSON}; charset=utf-8`,
+      });
+    },
+    whenDone: (ctx, done) => {
+      const response = outgoing(ctx.c);
+      if (response === undefined) ctx.done = done;
+      else whenEnded(response, done);
+    },
+  };
+}
+
+/**
+ * A named Hono middleware running one lifecycle built over the Hono glue.
+ * @param name the middleware's function name, as `showRoutes()` and stack traces show it
+ */
+export function honoMiddleware(
+  lifecycle: (exchange: HttpExchange<HonoContext, Context, Result>) => Lifecycle<HonoContext, Result>,
+  handler: RefusalHandler | undefined,
+  name: string,
+): MiddlewareHandler {
+  const run = lifecycle(honoExchange(handler));
+  const middleware: MiddlewareHandler = async (c, next) => (await run({ c, next })) ?? gone();
+  return Object.defineProperty(middleware, 'name', { value: name });
+}

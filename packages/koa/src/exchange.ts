@@ -1,0 +1,62 @@
+import {
+  type Decision,
+  functionOption,
+  type HttpExchange,
+  type Lifecycle,
+  PROBLEM_JSON,
+  whenEnded,
+} from '@sluice/core';
+import type { Context, Middleware, Next } from 'koa';
+
+/** A custom answer to a refused request (`handler` of every sluice middleware): set `ctx.body` (`ctx.status` is preset). */
+export type RefusalHandler = (ctx: Context, decision: Decision) => void | Promise<void>;
+
+/** One Koa request as the core lifecycle sees it. */
+interface KoaContext {
+  readonly ctx: Context;
+  readonly next: Next;
+}
+
+type Result = unknown;
+
+/** The `handler` option, checked at creation (a coded error when it is not a function). */
+export const handlerOption = (handler: unknown): RefusalHandler | undefined =>
+  functionOption('handler', handler as RefusalHandler | undefined);
+
+/** The Koa glue of the core lifecycle: `ctx.set`, `next()`, the refusal in `ctx.status`/`ctx.body`. */
+function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaContext, Context, Result> {
+  return {
+    request: (k) => k.ctx,
+    client: (k) => k.ctx.res,
+    setHeader: (k, name, value) => {
+      k.ctx.set(name, value);
+    },
+    record: (k, decision) => {
+      k.ctx.state.rateLimit = decision;
+    },
+    proceed: (k) => k.next(),
+    refuse: (k, decision, refusal) => {
+      k.ctx.status = refusal.status;
+      if (handler !== undefined) return handler(k.ctx, decision);
+      // The type first: a string body would otherwise set text/plain.
+      k.ctx.type = `${PROBLEM_JSON}; charset=utf-8`;
+      k.ctx.body = JSON.stringify(refusal.body);
+    },
+    whenDone: (k, done) => whenEnded(k.ctx.res, done),
+  };
+}
+
+/**
+ * A named Koa middleware running one lifecycle built over the Koa glue. Koa awaits what it
+ * returns: `next()`'s promise when passed on, so errors downstream reach Koa's error handling.
+ * @param name the middleware's function name, as stack traces show it
+ */
+export function koaMiddleware(
+  lifecycle: (exchange: HttpExchange<KoaContext, Context, Result>) => Lifecycle<KoaContext, Result>,
+  handler: RefusalHandler | undefined,
+  name: string,
+): Middleware {
+  const run = lifecycle(koaExchange(handler));
+  const middleware: Middleware = (ctx, next) => run({ ctx, next });
+  return Object.defineProperty(middleware, 'name', { value: name });
+}

@@ -1,0 +1,74 @@
+import {
+  concurrencyGuard,
+  fleetGuard,
+  guardLifecycle,
+  type HttpConcurrencyOptions,
+  type HttpFleetShedOptions,
+  type HttpGuard,
+  type HttpUtilizationShedOptions,
+  utilizationGuard,
+} from '@sluice/core';
+import type { Context, Middleware } from 'koa';
+import { koaAccess } from './access.js';
+import { koaDefaults } from './defaults.js';
+import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';
+
+/** The Koa-only option of every guard. */
+interface KoaGuardOptions {
+  /**
+   * Answers a refused request instead of the default RFC 9457 problem body: set `ctx.body`
+   * (`ctx.status` is preset: 429 or 503). Called after `Retry-After` is set.
+   * @default a 429 (concurrency) or 503 (shed) `application/problem+json` response
+   */
+  handler?: RefusalHandler;
+}
+
+/** Options of `concurrencyLimit()`. */
+export interface ConcurrencyLimitOptions extends HttpConcurrencyOptions<Context>, KoaGuardOptions {}
+/** Options of `fleetShed()`. */
+export interface FleetShedOptions extends HttpFleetShedOptions<Context>, KoaGuardOptions {}
+/** Options of `utilizationShed()`. */
+export interface UtilizationShedOptions extends HttpUtilizationShedOptions<Context>, KoaGuardOptions {}
+
+const HANDLER = ['handler'] as const;
+
+function guardMiddleware(guard: HttpGuard<Context>, handler: unknown, name: string): Middleware {
+  return koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(handler), name);
+}
+
+/**
+ * Stripe's concurrent requests limiter as Koa middleware: at most `limit` requests in flight per
+ * key; past it, 429 with a short `Retry-After`. The lease is given back when the response ends,
+ * however it ends (sent, failed, or the client left).
+ * @example
+ * router.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
+ */
+export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
+  const guard = concurrencyGuard('concurrencyLimit', options, koaAccess, koaDefaults, HANDLER);
+  return guardMiddleware(guard, options.handler, 'sluiceConcurrencyLimit');
+}
+
+/**
+ * Stripe's fleet usage load shedder as Koa middleware: one in-flight budget for every process
+ * sharing the store, with shares reserved for the more important priorities; a request past its
+ * priority's share gets 503 with a jittered `Retry-After`.
+ * @example
+ * const fleet = new FleetShedder({ budget: 400, store: redisStore });
+ * app.use(fleetShed({ shedder: fleet, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'normal') }));
+ */
+export function fleetShed(options: FleetShedOptions): Middleware {
+  const guard = fleetGuard('fleetShed', options, koaDefaults, HANDLER);
+  return guardMiddleware(guard, options.handler, 'sluiceFleetShed');
+}
+
+/**
+ * Stripe's worker utilization load shedder as Koa middleware: while this process is overloaded,
+ * the least important requests get 503, with a probability that ramps up slowly. No store, no lease.
+ * @example
+ * const local = new UtilizationShedder();
+ * app.use(utilizationShed({ shedder: local, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'low') }));
+ */
+export function utilizationShed(options: UtilizationShedOptions): Middleware {
+  const guard = utilizationGuard('utilizationShed', options, koaDefaults, HANDLER);
+  return guardMiddleware(guard, options.handler, 'sluiceUtilizationShed');
+}

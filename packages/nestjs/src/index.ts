@@ -1,0 +1,29 @@
+import './types.js';
+
+// The keys, algorithms, limiters and shedders, so a Nest app needs one import.
+export {
+  byIp,
+  byRoute,
+  byToken,
+  ConcurrencyLimiter,
+  compose,
+  type Decision,
+  eventLoopDelaySignal,
+  FleetShedder,
+  fixedWindow,
+  gcra,
+  type HeaderFormat,
+  leakyBucketQueue,
+  MemoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  UtilizationShedder,
+} from '@sluice/core';
+export { RateLimitException } from './exception.js';
+export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
+export { ConcurrencyLimitGuard, FleetShedGuard, UtilizationShedGuard } from './guards.js';
+export type { RateLimitOptions } from './rate-limit.js';
+export { RATE_LIMIT, RateLimit, RateLimitGuard, SKIP_RATE_LIMIT, SkipRateLimit } from './rate-limit.js';
+export type { SluiceThrottlerStorageOptions, ThrottlerRecord } from './throttler-storage.js';
+export { SluiceThrottlerStorage } from './throttler-storage.js';

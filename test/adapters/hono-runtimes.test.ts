@@ -1,0 +1,69 @@
+import { concurrencyLimit, fixedWindow, MemoryStore, rateLimit } from '@sluice/hono';
+import { Hono } from 'hono';
+import { describe, expect, it } from 'vitest';
+
+// Hono off Node (Bun, Deno, Workers): no Node response under the Context. `app.request()` runs
+// the app in process with no bindings, as those runtimes do.
+describe('@sluice/hono without @hono/node-server', () => {
+  it('gives a lease back once the handlers after it have returned', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const app = new Hono();
+    app.use(concurrencyLimit({ limit: 1, key: () => 'everyone' }));
+    app.get('/slow', async (c) => {
+      await gate;
+      return c.text('slow');
+    });
+    app.get('/', (c) => c.text('ok'));
+    const slow = app.request('/slow');
+    // The slow request holds the only lease while its handler waits.
+    const refused = await app.request('/');
+    expect([refused.status, refused.headers.get('retry-after')]).toEqual([429, '1']);
+    open();
+    expect((await slow).status).toBe(200);
+    // Released after the slow handler returned: without it, every later request would be refused.
+    for (let i = 0; i < 3; i++) expect((await app.request('/')).status).toBe(200);
+  });
+
+  it('byIp() has no address by default (the limit is skipped); `address` supplies it', async () => {
+    const warnings: string[] = [];
+    const unlimited = new Hono();
+    unlimited.use(rateLimit({ name: 'ip', algorithm: fixedWindow({ limit: 1, window: '10s' }) }));
+    unlimited.get('/', (c) => c.text('ok'));
+    for (let i = 0; i < 2; i++) {
+      const reply = await unlimited.request('/');
+      expect([reply.status, reply.headers.get('ratelimit')]).toEqual([200, null]);
+    }
+    const limited = new Hono();
+    limited.use(
+      rateLimit({
+        name: 'ip',
+        algorithm: fixedWindow({ limit: 1, window: '10s' }),
+        store: new MemoryStore({ clock: () => 0 }),
+        address: (c) => c.req.header('cf-connecting-ip'),
+        onWarning: (warning) => warnings.push(warning.code),
+      }),
+    );
+    limited.get('/', (c) => c.text('ok'));
+    const from = (ip: string) => limited.request('/', { headers: { 'cf-connecting-ip': ip } });
+    expect((await from('203.0.113.1')).headers.get('ratelimit')).toBe('"ip";r=0;t=10');
+    expect((await from('203.0.113.1')).status).toBe(429);
+    expect((await from('203.0.113.2')).status).toBe(200);
+    expect(warnings).toEqual([]);
+  });
+
+  it('rejects a bad address, proxyTrust or handler at creation', () => {
+    const algorithm = fixedWindow({ limit: 1, window: '10s' });
+    expect(() => rateLimit({ algorithm, address: 'x-real-ip' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    expect(() => rateLimit({ algorithm, handler: 'problem' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', option: 'handler' }),
+    );
+    expect(() => rateLimit({ algorithm, proxyTrust: 'yes' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+  });
+});
