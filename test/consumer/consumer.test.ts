@@ -71,7 +71,8 @@ const fileFor = (where: string) => `${where.replace(/\.md:/, '-').replace(/[^\w-
 
 const STRICT = {
   target: 'ES2022',
-  lib: ['ES2022'],
+  // Hono's declarations name the web's WebSocket event types (MessageEvent<T>, CloseEvent).
+  lib: ['ES2022', 'DOM'],
   types: ['node'],
   strict: true,
   noUncheckedIndexedAccess: true,
@@ -80,7 +81,31 @@ const STRICT = {
   skipLibCheck: false,
   moduleDetection: 'force',
   esModuleInterop: true,
+  // NestJS's decorators are the legacy ones: Nest projects compile with this on.
+  experimentalDecorators: true,
+  // This one project holds Express and Koa together, which no app does: Express 5.3 hoists
+  // content-disposition 2 (its own types, no `Options`) over the @types/content-disposition that
+  // @types/koa is written against (TS2694 inside @types/koa). Point the name at those types.
+  paths: { 'content-disposition': ['./node_modules/@types/content-disposition'] },
 };
+
+/**
+ * What users install beside a framework to use it from TypeScript as the READMEs do (the types of
+ * Koa, its router, Hono's Node server, Nest's Express platform and its runtime companions).
+ */
+const COMPANIONS: Record<string, Record<string, string>> = {
+  koa: { '@types/koa': 'latest', '@koa/router': 'latest' },
+  hono: { '@hono/node-server': 'latest' },
+  '@nestjs/core': { '@nestjs/platform-express': 'latest', 'reflect-metadata': 'latest', rxjs: 'latest' },
+};
+
+/**
+ * Nest 12 is ES modules only, and CommonJS declarations of its ecosystem (@nestjs/throttler's)
+ * import it: under `module: node16` TypeScript refuses that (TS1479), while `nodenext` follows
+ * Node's require(esm) (Node ≥ 20.19). Nest 12 projects compile with nodenext or a bundler, so its
+ * README's blocks and the programs importing every package do too.
+ */
+const NEST_SNIPPETS = 'snippets/packages-nestjs-*';
 
 let project: string;
 
@@ -114,7 +139,10 @@ beforeAll(async () => {
     // pnpm names a tarball @scope/name@1.2.3 as scope-name-1.2.3.tgz.
     dependencies[name] = `file:./tarballs/${name.replace(/^@/, '').replace('/', '-')}-${version}.tgz`;
   }
-  for (const [name, range] of peers) dependencies[name] = range;
+  for (const [name, range] of peers) {
+    dependencies[name] = range;
+    Object.assign(dependencies, COMPANIONS[name]);
+  }
   Object.assign(dependencies, { '@types/express': 'latest', '@types/node': '^20', typescript: 'latest' });
   writeFileSync(
     join(project, 'package.json'),
@@ -148,15 +176,18 @@ express().get('/', (req, res) => {
   writeFileSync(join(project, 'mixed', 'esm.ts'), `${imports}\n${augmented}${uses}`);
   writeFileSync(join(project, 'mixed', 'cjs.cts'), `${imports}\n${augmented}${uses}`);
 
-  const config = (name: string, options: object, include: string[]) =>
+  const config = (name: string, options: object, include: string[], exclude: string[] = []) =>
     writeFileSync(
       join(project, name),
-      JSON.stringify({ compilerOptions: { ...STRICT, ...options }, include }, null, 2),
+      JSON.stringify({ compilerOptions: { ...STRICT, ...options }, include, exclude }, null, 2),
     );
-  config('tsconfig.node16.json', { module: 'node16', moduleResolution: 'node16' }, ['snippets']);
+  const node16 = { module: 'node16', moduleResolution: 'node16' };
+  const nodenext = { module: 'nodenext', moduleResolution: 'nodenext' };
+  config('tsconfig.node16.json', node16, ['snippets'], [NEST_SNIPPETS]);
+  config('tsconfig.nodenext.json', nodenext, [NEST_SNIPPETS]);
   config('tsconfig.bundler.json', { module: 'esnext', moduleResolution: 'bundler' }, ['snippets']);
-  config('tsconfig.mixed.json', { module: 'node16', moduleResolution: 'node16' }, ['mixed']);
-  config('tsconfig.cjs.json', { module: 'node16', moduleResolution: 'node16' }, ['mixed/cjs.cts']);
+  config('tsconfig.mixed.json', nodenext, ['mixed']);
+  config('tsconfig.cjs.json', nodenext, ['mixed/cjs.cts']);
 }, 600_000);
 
 afterAll(async () => {
@@ -180,10 +211,11 @@ describe('the packed packages, installed with npm outside the workspace', () => 
     }
   });
 
-  it.each(['node16', 'bundler'])(
+  it.each(['node16', 'nodenext', 'bundler'])(
     'every README code block compiles (strict, moduleResolution %s)',
     async (mode) => {
       expect(readdirSync(join(project, 'snippets')).length).toBeGreaterThan(10);
+      // Every block is in at least one of node16 and nodenext (NEST_SNIPPETS), and in bundler.
       expect(await tsc(`tsconfig.${mode}.json`)).toBe('');
     },
     120_000,

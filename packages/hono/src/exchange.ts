@@ -46,6 +46,9 @@ function honoExchange(handler: RefusalHandler | undefined): HttpExchange<HonoCon
     setHeader: (ctx, name, value) => {
       ctx.c.header(name, value);
     },
+    // An app-wide middleware's RateLimit lists, which a route's own middleware extends. (`c.res`
+    // holds the headers `c.header` set so far.)
+    getHeader: (ctx, name) => ctx.c.res.headers.get(name) ?? undefined,
     record: (ctx, decision) => {
       ctx.c.set('rateLimit', decision);
     },

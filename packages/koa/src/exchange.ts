@@ -31,6 +31,11 @@ function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaConte
     setHeader: (k, name, value) => {
       k.ctx.set(name, value);
     },
+    // An app-wide middleware's RateLimit lists, which a route's own middleware extends.
+    getHeader: (k, name) => {
+      const value = k.ctx.response.get(name);
+      return typeof value === 'string' && value !== '' ? value : undefined;
+    },
     record: (k, decision) => {
       k.ctx.state.rateLimit = decision;
     },

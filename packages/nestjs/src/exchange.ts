@@ -10,6 +10,11 @@ export const nestExchange: HttpExchange<ExecutionContext, Request, boolean> = {
   setHeader: (context, name, value) => {
     context.switchToHttp().getResponse<Response>().setHeader(name, value);
   },
+  // The global guard's RateLimit lists, which a class's or method's @RateLimit extends.
+  getHeader: (context, name) => {
+    const value = context.switchToHttp().getResponse<Response>().getHeader(name);
+    return typeof value === 'string' ? value : undefined;
+  },
   record: (context, decision) => {
     context.switchToHttp().getRequest<Request>().rateLimit = decision;
   },
