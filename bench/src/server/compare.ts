@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Limiter, tokenBucket } from '@sluice/core';
+import { Limiter, type Store, tokenBucket } from '@sluice/core';
 import { RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { ServerStore } from '../../../packages/server/src/index.js';
@@ -69,7 +69,7 @@ function bench(port: number, pipeline: number, command: string[]): { rps: number
  * concurrent callers each awaiting \`limiter.check(key)\` over the same 10,000 random keys, one
  * ioredis connection per store (what an app holds). Returns decisions per second.
  */
-async function nodeBench(store: ConstructorParameters<typeof Limiter>[0]['store']): Promise<number> {
+async function nodeBench(store: Store): Promise<number> {
   const limiter = new Limiter({
     algorithm: tokenBucket({ capacity: 100, refillAmount: 100, refillInterval: 60_000 }),
     store,
