@@ -2,9 +2,10 @@
  * sluice-server RL.REDUCE against redis-server running the same token bucket with EVALSHA, side
  * by side in one run: redis-benchmark, the same 50 clients and 10,000 random keys, persistence on
  * both (sluice: LMDB with the durability given; Redis: appendonly, fsync every second), pipelined
- * 16 and not pipelined, rounds interleaved, medians reported.
+ * 16 and not pipelined, rounds interleaved, medians reported; then ServerStore against RedisStore
+ * from Node (Limiter.check awaited by 50 callers), in the same run.
  *
- *   pnpm --filter @sluice/server build && node --import tsx bench/src/server/compare.ts [--durability commit|flush] [--rounds 3]
+ *   pnpm --filter @sluice/core build && pnpm --filter @sluice/server build && node --import tsx bench/src/server/compare.ts [--durability commit|flush] [--rounds 3]
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
