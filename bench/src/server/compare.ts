@@ -2,21 +2,27 @@
  * sluice-server RL.REDUCE against redis-server running the same token bucket with EVALSHA, side
  * by side in one run: redis-benchmark, the same 50 clients and 10,000 random keys, persistence on
  * both (sluice: LMDB with the durability given; Redis: appendonly, fsync every second), pipelined
- * 16 and not pipelined, rounds interleaved, medians reported.
+ * 16 and not pipelined, rounds interleaved, medians reported; then ServerStore against RedisStore
+ * from Node (Limiter.check awaited by 50 callers), in the same run.
  *
- *   pnpm --filter @sluice/server build && node --import tsx bench/src/server/compare.ts [--durability commit|flush] [--rounds 3]
+ *   pnpm --filter @sluice/core build && pnpm --filter @sluice/server build && node --import tsx bench/src/server/compare.ts [--durability commit|flush] [--rounds 3]
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Limiter, type Store, tokenBucket } from '@sluice/core';
+import { RedisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { ServerStore } from '../../../packages/server/src/index.js';
 
 const { values } = parseArgs({
   options: {
     durability: { type: 'string', default: 'commit' },
     rounds: { type: 'string', default: '3' },
     requests: { type: 'string', default: '100000' },
+    'node-requests': { type: 'string', default: '20000' },
   },
 });
 const here = new URL('.', import.meta.url).pathname;
@@ -57,6 +63,30 @@ function bench(port: number, pipeline: number, command: string[]): { rps: number
     .split('","')
     .map((f) => f.replaceAll('"', ''));
   return { rps: Number(row[1]), p50: Number(row[4]), p99: Number(row[6]) };
+}
+
+/**
+ * From Node, as the adapters use it: one Limiter (token bucket, 100 per minute) per store, 50
+ * concurrent callers each awaiting \`limiter.check(key)\` over the same 10,000 random keys, one
+ * ioredis connection per store (what an app holds). Returns decisions per second.
+ */
+async function nodeBench(store: Store): Promise<number> {
+  const limiter = new Limiter({
+    algorithm: tokenBucket({ capacity: 100, refillAmount: 100, refillInterval: 60_000 }),
+    store,
+  });
+  const total = Number(values['node-requests']);
+  let issued = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (issued < total) {
+        issued++;
+        await limiter.check(`node:${Math.floor(Math.random() * 10_000)}`);
+      }
+    }),
+  );
+  return total / ((performance.now() - started) / 1000);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -109,6 +139,24 @@ try {
       `| 50 clients, pipelined ${pipeline} | ${Math.round(o!.rps)} | ${o!.p50} / ${o!.p99} | ${Math.round(t!.rps)} | ${t!.p50} / ${t!.p99} | **${(o!.rps / t!.rps).toFixed(2)}×** |`,
     );
   }
+  const serverClient = new Redis({ port: SLUICE_PORT });
+  const redisClient = new Redis({ port: REDIS_PORT });
+  const serverStore = new ServerStore({ client: serverClient });
+  // As bench/src/redis: no breaker, a long timeout (ServerStore has neither), so this measures the stores.
+  const redisStore = new RedisStore({ client: redisClient, timeout: 10_000, breaker: false });
+  const viaServer: number[] = [];
+  const viaRedis: number[] = [];
+  for (let round = 0; round < Number(values.rounds); round++) {
+    viaServer.push(await nodeBench(serverStore));
+    viaRedis.push(await nodeBench(redisStore));
+  }
+  const [s, r] = [median(viaServer), median(viaRedis)];
+  rows.push(
+    `| Node, 50 callers awaiting \`Limiter.check\` (ServerStore vs RedisStore) | ${Math.round(s)} | | ${Math.round(r)} | | **${(s / r).toFixed(2)}×** |`,
+  );
+  redisStore.shutdown();
+  serverClient.disconnect();
+  redisClient.disconnect();
   console.log(
     `sluice-server --durability ${values.durability} vs redis-server EVALSHA (appendfsync everysec); ${cpus().length} cores (${cpus()[0]?.model}), ${new Date().toISOString()}, medians of ${values.rounds} rounds of ${values.requests} requests\n`,
   );

@@ -1,4 +1,5 @@
 export { algorithmOf, specOf } from './algorithm-spec.js';
+export { HashRing, VIRTUAL_NODES } from './hash-ring.js';
 export type { ServerOptions } from './options.js';
 export { SluiceServer, VERSION } from './server.js';
 export type { ServerStoreOptions } from './server-store.js';

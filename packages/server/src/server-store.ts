@@ -13,13 +13,22 @@ import {
 import type { Redis } from 'ioredis';
 import { specOf } from './algorithm-spec.js';
 import { idOf } from './commands/sluice.js';
+import { HashRing } from './hash-ring.js';
 
 export interface ServerStoreOptions {
   /**
    * An ioredis client connected to a sluice-server (host, port, password, TLS and timeouts are
    * ioredis's options; `commandTimeout` bounds each decision). The store never closes it.
+   * Give either `client` or `clients`.
    */
-  client: Redis;
+  client?: Redis;
+  /**
+   * Several sluice-servers, each owning part of the key space: a key goes to the server a
+   * consistent-hash ring (160 virtual nodes per server, named by the client's `host:port`) picks
+   * for it. Adding a server moves about 1/(n+1) of the keys to it; their state starts fresh there.
+   * The store never closes these clients.
+   */
+  clients?: readonly Redis[];
   /** Prepended to every key (a namespace per application on a shared server). @default '' */
   prefix?: string;
   /**
@@ -29,7 +38,12 @@ export interface ServerStoreOptions {
   clock?: () => number;
 }
 
-const KNOWN = ['client', 'prefix', 'clock'] as const satisfies readonly (keyof ServerStoreOptions)[];
+const KNOWN = [
+  'client',
+  'clients',
+  'prefix',
+  'clock',
+] as const satisfies readonly (keyof ServerStoreOptions)[];
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -94,17 +108,23 @@ function perLimit(reply: Wire): Decision[] {
  * });
  */
 export class ServerStore implements Store {
-  private readonly client: Redis;
+  private readonly client: Redis | undefined;
+  private readonly ring: HashRing<Redis> | undefined;
   private readonly prefix: string;
   private readonly clock: (() => number) | undefined;
 
   constructor(options: ServerStoreOptions) {
     assertKnownOptions('ServerStore', options, KNOWN);
-    this.client = requireOption('client', options.client);
-    if (typeof this.client?.call !== 'function') {
-      throw new SluiceError(ErrorCode.INVALID_OPTION, 'client must be an ioredis client', {
-        option: 'client',
-      });
+    if (options.clients === undefined) {
+      this.client = requireOption('client', options.client);
+      assertClient('client', this.client);
+    } else {
+      if (options.client !== undefined) {
+        throw new SluiceError(ErrorCode.INVALID_OPTION, 'give either client or clients, not both', {
+          option: 'clients',
+        });
+      }
+      this.ring = ringOf(options.clients);
     }
     this.prefix = options.prefix ?? '';
     if (typeof this.prefix !== 'string') {
@@ -121,6 +141,23 @@ export class ServerStore implements Store {
     this.clock = options.clock;
   }
 
+  /** The server owning `key` (the user key, before the prefix): every limit of one key lives there. */
+  private clientFor(key: string): Redis {
+    return this.client ?? this.ring!.nodeFor(key);
+  }
+
+  /** The calls grouped by the server owning their key, with their positions in `calls`. */
+  private groups<C extends Pick<LimitCall, 'key'>>(calls: readonly C[]): Map<Redis, number[]> {
+    const groups = new Map<Redis, number[]>();
+    calls.forEach((call, i) => {
+      const client = this.clientFor(call.key);
+      const group = groups.get(client);
+      if (group === undefined) groups.set(client, [i]);
+      else group.push(i);
+    });
+    return groups;
+  }
+
   private args(
     calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[] | readonly LimitCall[],
     now: number | undefined,
@@ -134,7 +171,7 @@ export class ServerStore implements Store {
     peek: async (call, now) => this.lease('PEEK', call, now),
     release: async (call, now) => {
       const at = now ?? this.clock?.();
-      const reply = await this.client.call(
+      const reply = await this.clientFor(call.key).call(
         'SL.LEASE',
         'RELEASE',
         keyBytes(call.space),
@@ -145,7 +182,7 @@ export class ServerStore implements Store {
       return reply === 1;
     },
     reset: async (space, key) => {
-      await this.client.call('SL.LEASE', 'RESET', keyBytes(space), keyBytes(this.prefix + key));
+      await this.clientFor(key).call('SL.LEASE', 'RESET', keyBytes(space), keyBytes(this.prefix + key));
     },
   };
 
@@ -155,7 +192,7 @@ export class ServerStore implements Store {
     now: number | undefined,
   ): Promise<Decision> {
     const at = now ?? this.clock?.();
-    const reply = (await this.client.call(
+    const reply = (await this.clientFor(call.key).call(
       'SL.LEASE',
       verb,
       keyBytes(call.space),
@@ -170,23 +207,119 @@ export class ServerStore implements Store {
     return decisionOf(reply);
   }
 
+  /**
+   * One SL.CHECK per server holding some of the keys: all-or-nothing on that server. When the
+   * keys span servers and one server refuses (or fails), what the others admitted is refunded
+   * (SL.REFUND, `Algorithm.refund`), as RedisStore does across Cluster slots. Between the two
+   * commands another request may see the consumed tokens; an algorithm without `refund` keeps them.
+   */
   async consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
-    return perLimit((await this.client.call('SL.CHECK', ...this.args(calls, now))) as Wire);
+    const at = now ?? this.clock?.();
+    const groups = [...this.groups(calls)];
+    if (groups.length === 1) {
+      const [client] = groups[0]!;
+      return perLimit((await client.call('SL.CHECK', ...this.args(calls, at))) as Wire);
+    }
+    const results = await Promise.allSettled(
+      groups.map(async ([client, indices]) => {
+        const mine = indices.map((i) => calls[i]!);
+        return perLimit((await client.call('SL.CHECK', ...this.args(mine, at))) as Wire);
+      }),
+    );
+    const admitted = results.map((r) => r.status === 'fulfilled' && r.value.every((d) => d.allowed));
+    if (!admitted.every(Boolean)) {
+      await Promise.all(
+        groups.map(async ([, indices], g) => {
+          if (admitted[g])
+            await this.refund(
+              indices.map((i) => calls[i]!),
+              at,
+            ).catch(() => {});
+        }),
+      );
+    }
+    const decisions: Decision[] = new Array(calls.length);
+    results.forEach((result, g) => {
+      if (result.status === 'rejected') throw result.reason;
+      groups[g]![1].forEach((i, j) => {
+        decisions[i] = result.value[j]!;
+      });
+    });
+    return decisions;
   }
 
   async peek(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
-    return perLimit((await this.client.call('SL.PEEK', ...this.args(calls, now))) as Wire);
+    const at = now ?? this.clock?.();
+    const decisions: Decision[] = new Array(calls.length);
+    await Promise.all(
+      [...this.groups(calls)].map(async ([client, indices]) => {
+        const mine = indices.map((i) => calls[i]!);
+        const reply = perLimit((await client.call('SL.PEEK', ...this.args(mine, at))) as Wire);
+        indices.forEach((i, j) => {
+          decisions[i] = reply[j]!;
+        });
+      }),
+    );
+    return decisions;
   }
 
   async refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
-    await this.client.call('SL.REFUND', ...this.args(calls, now));
+    const at = now ?? this.clock?.();
+    await Promise.all(
+      [...this.groups(calls)].map(([client, indices]) =>
+        client.call(
+          'SL.REFUND',
+          ...this.args(
+            indices.map((i) => calls[i]!),
+            at,
+          ),
+        ),
+      ),
+    );
   }
 
   async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
-    if (calls.length > 0) await this.client.call('SL.RESET', ...this.args(calls, undefined));
+    await Promise.all(
+      [...this.groups(calls)].map(([client, indices]) =>
+        client.call(
+          'SL.RESET',
+          ...this.args(
+            indices.map((i) => calls[i]!),
+            undefined,
+          ),
+        ),
+      ),
+    );
   }
 
   shutdown(): void {
     // The client is the caller's: nothing of ours to release.
   }
+}
+
+function assertClient(option: string, client: unknown): asserts client is Redis {
+  if (typeof (client as Redis | undefined)?.call !== 'function') {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, `${option} must be an ioredis client`, { option });
+  }
+}
+
+/** The ring over `clients`, each named by its `host:port` (so a server keeps its keys when others come and go). */
+function ringOf(clients: readonly Redis[]): HashRing<Redis> {
+  if (!Array.isArray(clients) || clients.length === 0) {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'clients must be a non-empty array of ioredis clients', {
+      option: 'clients',
+    });
+  }
+  const named = clients.map((client, i) => {
+    assertClient(`clients[${i}]`, client);
+    return { name: `${client.options.host ?? 'localhost'}:${client.options.port ?? 6379}`, node: client };
+  });
+  const names = new Set(named.map((n) => n.name));
+  if (names.size !== named.length) {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'clients must reach distinct servers (host:port)', {
+      option: 'clients',
+      value: named.map((n) => n.name),
+    });
+  }
+  return new HashRing(named);
 }
