@@ -39,6 +39,11 @@ export interface Subject {
  */
 export const HIGH = 1_000_000_000;
 const HOUR = 3_600_000;
+/**
+ * Refill rate of the never-refusing buckets: an empty bucket of HIGH refills in HIGH / PER_HOUR
+ * hours (1e6 h), within the longest state core accepts (MAX_DURATION, about 317 years).
+ */
+const PER_HOUR = 1000;
 
 /**
  * The sliding window log holds one entry per millisecond with admissions in its window, so a
@@ -58,12 +63,12 @@ export const ALGORITHMS: Record<
   { config: string; make: () => Algorithm; memoryConfig?: string; memoryMake?: () => Algorithm }
 > = {
   'token-bucket': {
-    config: `tokenBucket({ capacity: ${HIGH}, refillAmount: 1, refillInterval: ${HOUR} })`,
-    make: () => tokenBucket({ capacity: HIGH, refillAmount: 1, refillInterval: HOUR }),
+    config: `tokenBucket({ capacity: ${HIGH}, refillAmount: ${PER_HOUR}, refillInterval: ${HOUR} })`,
+    make: () => tokenBucket({ capacity: HIGH, refillAmount: PER_HOUR, refillInterval: HOUR }),
   },
   gcra: {
-    config: `gcra({ rate: 1, period: ${HOUR}, burst: ${HIGH} })`,
-    make: () => gcra({ rate: 1, period: HOUR, burst: HIGH }),
+    config: `gcra({ rate: ${PER_HOUR}, period: ${HOUR}, burst: ${HIGH} })`,
+    make: () => gcra({ rate: PER_HOUR, period: HOUR, burst: HIGH }),
   },
   'fixed-window': {
     config: `fixedWindow({ limit: ${HIGH}, window: ${HOUR} })`,
@@ -81,8 +86,8 @@ export const ALGORITHMS: Record<
     memoryMake: () => slidingWindowLog({ limit: HIGH, window: HOUR }),
   },
   'leaky-bucket-queue': {
-    config: `leakyBucketQueue({ rate: 1, period: ${HOUR}, burst: ${HIGH}, queue: 0 })`,
-    make: () => leakyBucketQueue({ rate: 1, period: HOUR, burst: HIGH, queue: 0 }),
+    config: `leakyBucketQueue({ rate: ${PER_HOUR}, period: ${HOUR}, burst: ${HIGH}, queue: 0 })`,
+    make: () => leakyBucketQueue({ rate: PER_HOUR, period: HOUR, burst: HIGH, queue: 0 }),
   },
 };
 
@@ -142,10 +147,10 @@ function raw(name: string): Subject {
 const floor: Subject = {
   id: 'floor',
   label: 'inline Map token bucket (floor)',
-  config: `15-line token bucket: Map<key, { tokens, last }> mutated in place, capacity ${HIGH}, 1 token/hour, Date.now()`,
+  config: `15-line token bucket: Map<key, { tokens, last }> mutated in place, capacity ${HIGH}, ${PER_HOUR} tokens/hour, Date.now()`,
   async: false,
   make() {
-    const take = inlineTokenBucket(HIGH, 1 / HOUR);
+    const take = inlineTokenBucket(HIGH, PER_HOUR / HOUR);
     return { op: (key) => take(key, Date.now()) };
   },
 };
@@ -156,7 +161,7 @@ const floorDecision: Subject = {
   config: `the floor, returning { allowed, limit, remaining, resetAfter, retryAfter } instead of a boolean`,
   async: false,
   make() {
-    const take = inlineTokenBucketDecision(HIGH, 1 / HOUR);
+    const take = inlineTokenBucketDecision(HIGH, PER_HOUR / HOUR);
     return { op: (key) => take(key, Date.now()).allowed };
   },
 };

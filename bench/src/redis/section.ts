@@ -34,6 +34,11 @@ const CONCURRENCY = 32;
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
 const HIGH = 1_000_000_000;
 const HOUR = 3_600_000;
+/**
+ * Refill rate of the never-refusing buckets: an empty bucket of HIGH refills in HIGH / PER_HOUR
+ * hours (1e6 h), within the longest state core accepts (MAX_DURATION, about 317 years).
+ */
+const PER_HOUR = 1000;
 
 /**
  * The floor: the least Lua that is a token bucket (one hash per key, HMGET + HSET + PEXPIRE),
@@ -117,13 +122,14 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
     {
       id: 'floor',
       label: 'EVALSHA minimal token bucket (floor)',
-      config: `defineCommand of a 9-line Lua token bucket (HMGET/HSET/PEXPIRE), capacity ${HIGH}, 1 token/hour`,
+      config: `defineCommand of a 9-line Lua token bucket (HMGET/HSET/PEXPIRE), capacity ${HIGH}, ${PER_HOUR} tokens/hour`,
       make(client) {
         client.defineCommand('benchFloor', { numberOfKeys: 1, lua: FLOOR_LUA });
         const call = (
           client as unknown as Record<string, (...a: unknown[]) => Promise<number>>
         ).benchFloor!.bind(client);
-        return async (i) => (await call(`floor:${KEYS[i % KEYS.length]}`, HIGH, 1 / HOUR, Date.now())) === 1;
+        return async (i) =>
+          (await call(`floor:${KEYS[i % KEYS.length]}`, HIGH, PER_HOUR / HOUR, Date.now())) === 1;
       },
     },
   ];
@@ -134,10 +140,10 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
         RedisStore,
         'sluice:token-bucket',
         'sluice token-bucket',
-        `tokenBucket({ capacity: ${HIGH}, refillAmount: 1, refillInterval: ${HOUR} }) on new RedisStore({ client })`,
+        `tokenBucket({ capacity: ${HIGH}, refillAmount: ${PER_HOUR}, refillInterval: ${HOUR} }) on new RedisStore({ client })`,
         (store) =>
           new Limiter({
-            algorithm: tokenBucket({ capacity: HIGH, refillAmount: 1, refillInterval: HOUR }),
+            algorithm: tokenBucket({ capacity: HIGH, refillAmount: PER_HOUR, refillInterval: HOUR }),
             store,
           }),
         key,
@@ -146,8 +152,8 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
         RedisStore,
         'sluice:gcra',
         'sluice gcra',
-        `gcra({ rate: 1, period: ${HOUR}, burst: ${HIGH} })`,
-        (store) => new Limiter({ algorithm: gcra({ rate: 1, period: HOUR, burst: HIGH }), store }),
+        `gcra({ rate: ${PER_HOUR}, period: ${HOUR}, burst: ${HIGH} })`,
+        (store) => new Limiter({ algorithm: gcra({ rate: PER_HOUR, period: HOUR, burst: HIGH }), store }),
         key,
       ),
       sluice(
@@ -162,15 +168,15 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
         RedisStore,
         'sluice:layered',
         'sluice 3 layered limits',
-        `limits: tokenBucket(${HIGH}, 1/hour) + gcra(1/hour, burst ${HIGH}) + fixedWindow(${HIGH}/hour)`,
+        `limits: tokenBucket(${HIGH}, ${PER_HOUR}/hour) + gcra(${PER_HOUR}/hour, burst ${HIGH}) + fixedWindow(${HIGH}/hour)`,
         (store) =>
           new Limiter({
             limits: [
               {
                 name: 'burst',
-                algorithm: tokenBucket({ capacity: HIGH, refillAmount: 1, refillInterval: HOUR }),
+                algorithm: tokenBucket({ capacity: HIGH, refillAmount: PER_HOUR, refillInterval: HOUR }),
               },
-              { name: 'meter', algorithm: gcra({ rate: 1, period: HOUR, burst: HIGH }) },
+              { name: 'meter', algorithm: gcra({ rate: PER_HOUR, period: HOUR, burst: HIGH }) },
               { name: 'hourly', algorithm: fixedWindow({ limit: HIGH, window: HOUR }) },
             ],
             store,

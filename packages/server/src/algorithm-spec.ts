@@ -110,10 +110,18 @@ const FACTORIES: Record<AlgorithmKind, { names: readonly string[]; make: (p: Par
 
 /** The wire form of an algorithm (what `ServerStore` sends). */
 export function specOf(algorithm: Algorithm): string {
-  return `${algorithm.kind}:${Object.entries(algorithm.params)
-    .map(([name, value]) => `${name}=${value}`)
-    .join(',')}`;
+  // An algorithm's params never change: its spec is built once, not on every call of ServerStore.
+  let spec = specs.get(algorithm);
+  if (spec === undefined) {
+    spec = `${algorithm.kind}:${Object.entries(algorithm.params)
+      .map(([name, value]) => `${name}=${value}`)
+      .join(',')}`;
+    specs.set(algorithm, spec);
+  }
+  return spec;
 }
+
+const specs = new WeakMap<Algorithm, string>();
 
 const cache = new Map<string, Algorithm>();
 
