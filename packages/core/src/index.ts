@@ -49,7 +49,7 @@ export {
 export type { UtilizationShedderOptions } from './shedding/utilization-shedder.js';
 export { UtilizationShedder } from './shedding/utilization-shedder.js';
 export type { LimitCall, MaybePromise, StateWrite, Store } from './store.js';
-export { settleBatch, UNCHANGED } from './store.js';
+export { chargeStep, settleBatch, UNCHANGED } from './store.js';
 export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';
 export {
   assertKnownOptions,

@@ -2,7 +2,7 @@ import type { Algorithm } from './algorithm.js';
 import { MemoryLeases } from './concurrency/memory-leases.js';
 import type { Decision } from './decision.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
-import { type LimitCall, type Store, settleBatch, UNCHANGED } from './store.js';
+import { chargeStep, type LimitCall, type Store, settleBatch, UNCHANGED } from './store.js';
 import { assertKnownOptions, integerOption } from './validate.js';
 
 export interface MemoryStoreOptions {
@@ -203,6 +203,19 @@ export class MemoryStore implements Store {
       if (space === undefined || cell === undefined || call.algorithm.refund === undefined) continue;
       this.update(space, call.key, cell, call.algorithm.refund(cell.state, at, call.cost), at);
     }
+  }
+
+  charge(calls: readonly LimitCall[], now: number | undefined): number[] {
+    const at = now ?? this.clock();
+    return calls.map((call) => {
+      const space = this.space(call.algorithm);
+      const cell = this.promoted(space, call.key);
+      const { state, taken } = chargeStep(call, cell?.state, at);
+      if (state === UNCHANGED) return taken;
+      if (cell !== undefined) this.update(space, call.key, cell, state, at);
+      else if (state !== undefined) this.insert(space, call.key, state, at);
+      return taken;
+    });
   }
 
   shutdown(): void {

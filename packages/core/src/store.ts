@@ -50,6 +50,14 @@ export interface Store {
    */
   refund?(calls: readonly LimitCall[], now: number | undefined): MaybePromise<void>;
   /**
+   * Optional: takes up to `cost` units from each call's limit without refusing, as many as it has
+   * left (`chargeStep`): a limit is never driven below zero, and the units it had no room for are
+   * forgiven. Calls are independent (no all-or-nothing rule). Answers the units each call took.
+   * Adapters call it to settle a reservation upwards (`settle(req, actual)` once the actual cost is
+   * known) and to carry a client's consumption over to a new plan.
+   */
+  charge?(calls: readonly LimitCall[], now: number | undefined): MaybePromise<number[]>;
+  /**
    * Optional: concurrency leases (the concurrent requests limiter and the fleet usage load
    * shedder). See `LeaseStore` for the exact state and steps a store must implement.
    */
@@ -86,4 +94,24 @@ export function settleBatch(
     t.decision.allowed || t.state === states[i] ? UNCHANGED : t.state,
   );
   return { decisions, writes };
+}
+
+/**
+ * One `Store.charge` step over a pure algorithm: the units the limit can admit now (`peek`'s
+ * `remaining`), at most `cost` of them, consumed at once. Never below zero: the rest is forgiven.
+ * Returns the state to write (`UNCHANGED` when nothing was taken) and the units taken. Stores that
+ * run TypeScript call it inside their transaction; the Redis store's charge script is its twin.
+ */
+export function chargeStep(
+  call: LimitCall,
+  state: unknown,
+  now: number,
+): { state: StateWrite; taken: number } {
+  const left = call.algorithm.peek(state, now, 1, call.policy).remaining;
+  const take = Math.min(call.cost, left);
+  if (take <= 0) return { state: UNCHANGED, taken: 0 };
+  const step = call.algorithm.consume(state, now, take, call.policy);
+  // `remaining` said these units fit; an algorithm that disagrees takes nothing rather than refuse.
+  if (!step.decision.allowed) return { state: UNCHANGED, taken: 0 };
+  return { state: step.state, taken: take };
 }

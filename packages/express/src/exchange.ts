@@ -24,6 +24,7 @@ export function expressExchange(
       const value = ctx.res.getHeader(name);
       return typeof value === 'string' ? value : undefined;
     },
+    statusCode: (ctx) => ctx.res.statusCode,
     record: (ctx, decision) => {
       ctx.req.rateLimit = decision;
     },

@@ -1,4 +1,10 @@
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
+import {
+  HttpLimiter,
+  type HttpLimitOptions,
+  type RateLimitControl,
+  rateLimitLifecycle,
+  withControl,
+} from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { expressAccess } from './access.js';
 import { expressDefaults } from './defaults.js';
@@ -16,6 +22,9 @@ export interface RateLimitOptions extends HttpLimitOptions<Request> {
   handler?: RefusalHandler;
 }
 
+/** The middleware, with `peek(req)`, `reset(req | key)` and `settle(req, actual)` for the app's own code. */
+export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
+
 /**
  * Express middleware (Express 4 and 5) limiting requests with one or several layered limits.
  * @example
@@ -24,11 +33,12 @@ export interface RateLimitOptions extends HttpLimitOptions<Request> {
  * ] }));
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-export function rateLimit(options: RateLimitOptions): RequestHandler {
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, expressDefaults, ['handler']);
   const run = rateLimitLifecycle(limiter, expressExchange(handlerOption(options.handler)));
-  return function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
+  const middleware = function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
     const result = run({ req, res, next });
     if (result instanceof Promise) result.catch(next);
   };
+  return withControl(middleware, limiter);
 }

@@ -37,6 +37,7 @@ function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, Fastify
     setHeader: (ctx, name, value) => {
       ctx.reply.header(name, value);
     },
+    statusCode: (ctx) => ctx.reply.raw.statusCode,
     record: (ctx, decision) => {
       ctx.request.rateLimit = decision;
     },

@@ -4,7 +4,8 @@ import type { SluiceOptions } from './options.js';
 
 type Limits = readonly HttpLimit<FastifyRequest>[];
 
-const nameOf = (limit: HttpLimit<FastifyRequest>): string => limit.name ?? limit.algorithm?.kind;
+const nameOf = (limit: HttpLimit<FastifyRequest>): string =>
+  limit.name ?? (typeof limit.algorithm === 'function' ? '' : limit.algorithm?.kind);
 
 function hasLimits(options: SluiceOptions): boolean {
   return options.limits !== undefined || options.algorithm !== undefined;

@@ -12,10 +12,12 @@ import {
   HttpLimiter,
   MemoryStore,
   oneOfOption,
+  type RateLimitControl,
   SluiceError,
   type SluiceWarning,
   UTILIZATION_ENGINE,
   utilizationGuard,
+  withControl,
 } from '@sluice/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -100,13 +102,16 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   };
   const stage = (where: string, merged: FastifyHookOptions): Stage =>
     oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS);
-  const compile = (where: string, merged: SluiceOptions): Applied => ({
-    hook: sluiceHook(
-      new HttpLimiter<FastifyRequest>(where, merged, fastifyAccess, defaults, FASTIFY_OPTIONS),
-      merged.handler,
-    ),
-    at: stage(where, merged),
-  });
+  // Every limiter the plugin compiled, so `app.rateLimits.settle(request)` finds the ones that admitted it.
+  const compiled: HttpLimiter<FastifyRequest>[] = [];
+  const compile = (
+    where: string,
+    merged: SluiceOptions,
+  ): Applied & { limiter: HttpLimiter<FastifyRequest> } => {
+    const limiter = new HttpLimiter<FastifyRequest>(where, merged, fastifyAccess, defaults, FASTIFY_OPTIONS);
+    compiled.push(limiter);
+    return { hook: sluiceHook(limiter, merged.handler), at: stage(where, merged), limiter };
+  };
   const compileGuard = <G extends GuardName>(
     name: G,
     where: string,
@@ -128,10 +133,30 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   }
 
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
-  app.decorate(
-    'rateLimit',
-    (own: SluiceOptions): SluiceHook => compile('rateLimit', decoratorOptions(global, own)).hook,
-  );
+  app.decorate('rateLimit', (own: SluiceOptions): SluiceHook & RateLimitControl<FastifyRequest> => {
+    const { hook, limiter } = compile('rateLimit', decoratorOptions(global, own));
+    return withControl(hook, limiter);
+  });
+  const noGlobal = () =>
+    Promise.reject(
+      new SluiceError(
+        ErrorCode.MISSING_OPTION,
+        "app.rateLimits reads the plugin's own limits, and it was registered without any",
+        {
+          option: 'limits',
+        },
+      ),
+    );
+  const rateLimits: RateLimitControl<FastifyRequest> = {
+    peek: (request) => everywhere?.limiter.peek(request) ?? noGlobal(),
+    reset: (target) => everywhere?.limiter.reset(target) ?? noGlobal(),
+    // A request may have been limited by the plugin's limits, its route's and a decorator's hooks.
+    settle: async (request, actual) => {
+      const settled = compiled.map((limiter) => limiter.settle(request, actual));
+      await Promise.all(settled);
+    },
+  };
+  app.decorate('rateLimits', rateLimits);
   for (const name of GUARD_NAMES) {
     app.decorate(
       name,

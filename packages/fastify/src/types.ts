@@ -1,4 +1,4 @@
-import type { Decision } from '@sluice/core';
+import type { Decision, RateLimitControl } from '@sluice/core';
 import type { SluiceHook } from './hook.js';
 import type {
   ConcurrencyLimitOptions,
@@ -33,8 +33,18 @@ declare module 'fastify' {
     rateLimit: Decision | undefined;
   }
   interface FastifyInstance {
-    /** A hook applying these limits, for a route's `onRequest` or `preHandler`. */
-    rateLimit(options: SluiceOptions): SluiceHook;
+    /**
+     * A hook applying these limits, for a route's `onRequest` or `preHandler`; it carries
+     * `peek(request)`, `reset(request | key)` and `settle(request, actual)` for them.
+     */
+    rateLimit(options: SluiceOptions): SluiceHook & RateLimitControl<FastifyRequest>;
+    /**
+     * The plugin's own limits from the app's code: `peek(request)` and `reset(request | key)`
+     * (they reject when the plugin was registered without limits), and `settle(request, actual)`,
+     * which settles every sluice limit that admitted the request (the plugin's, its route's, a
+     * decorator's).
+     */
+    rateLimits: RateLimitControl<FastifyRequest>;
     /** A hook applying this concurrency limit, for a route's `onRequest` or `preHandler`. */
     concurrencyLimit(options: ConcurrencyLimitOptions): SluiceHook;
     /** A hook applying this fleet shedder, for a route's `onRequest` or `preHandler`. */

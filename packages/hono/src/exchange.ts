@@ -19,7 +19,7 @@ interface HonoContext {
   readonly c: Context;
   readonly next: Next;
   /** Where no Node response says when the response ended: run once `next()` has settled. */
-  done?: () => void;
+  done?: (finished: boolean) => void;
 }
 
 type Result = Promise<void> | Response | Promise<Response>;
@@ -49,10 +49,14 @@ function honoExchange(handler: RefusalHandler | undefined): HttpExchange<HonoCon
     // An app-wide middleware's RateLimit lists, which a route's own middleware extends. (`c.res`
     // holds the headers `c.header` set so far.)
     getHeader: (ctx, name) => ctx.c.res.headers.get(name) ?? undefined,
+    statusCode: (ctx) => outgoing(ctx.c)?.statusCode ?? ctx.c.res.status,
     record: (ctx, decision) => {
       ctx.c.set('rateLimit', decision);
     },
-    proceed: (ctx) => (ctx.done === undefined ? ctx.next() : ctx.next().finally(ctx.done)),
+    proceed: (ctx) => {
+      const done = ctx.done;
+      return done === undefined ? ctx.next() : ctx.next().finally(() => done(true));
+    },
     refuse: (ctx, decision, refusal) => {
       if (handler !== undefined) return handler(ctx.c, decision);
       return ctx.c.body(JSON.stringify(refusal.body), refusal.status as 429 | 503, {

@@ -1,4 +1,10 @@
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
+import {
+  HttpLimiter,
+  type HttpLimitOptions,
+  type RateLimitControl,
+  rateLimitLifecycle,
+  withControl,
+} from '@sluice/core';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
 import { honoDefaults } from './defaults.js';
@@ -23,14 +29,18 @@ export interface RateLimitOptions extends HttpLimitOptions<Context>, HonoAccessO
  * app.use(rateLimit({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-export function rateLimit(options: RateLimitOptions): MiddlewareHandler {
+/** The middleware, with `peek(c)`, `reset(c | key)` and `settle(c, actual)` for the app's own code. */
+export type RateLimitMiddleware = MiddlewareHandler & RateLimitControl<Context>;
+
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const limiter = new HttpLimiter<Context>('rateLimit', options, honoAccess(options), honoDefaults, [
     'handler',
     ...ACCESS_OPTIONS,
   ]);
-  return honoMiddleware(
+  const middleware = honoMiddleware(
     (exchange) => rateLimitLifecycle(limiter, exchange),
     handlerOption(options.handler),
     'sluiceRateLimit',
   );
+  return withControl(middleware, limiter);
 }

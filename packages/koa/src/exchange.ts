@@ -36,6 +36,7 @@ function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaConte
       const value = k.ctx.response.get(name);
       return typeof value === 'string' && value !== '' ? value : undefined;
     },
+    statusCode: (k) => k.ctx.res.statusCode,
     record: (k, decision) => {
       k.ctx.state.rateLimit = decision;
     },

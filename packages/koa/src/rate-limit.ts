@@ -1,4 +1,10 @@
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
+import {
+  HttpLimiter,
+  type HttpLimitOptions,
+  type RateLimitControl,
+  rateLimitLifecycle,
+  withControl,
+} from '@sluice/core';
 import type { Context, Middleware } from 'koa';
 import { koaAccess } from './access.js';
 import { koaDefaults } from './defaults.js';
@@ -22,11 +28,15 @@ export interface RateLimitOptions extends HttpLimitOptions<Context> {
  * app.use(rateLimit({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  * router.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-export function rateLimit(options: RateLimitOptions): Middleware {
+/** The middleware, with `peek(ctx)`, `reset(ctx | key)` and `settle(ctx, actual)` for the app's own code. */
+export type RateLimitMiddleware = Middleware & RateLimitControl<Context>;
+
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const limiter = new HttpLimiter<Context>('rateLimit', options, koaAccess, koaDefaults, ['handler']);
-  return koaMiddleware(
+  const middleware = koaMiddleware(
     (exchange) => rateLimitLifecycle(limiter, exchange),
     handlerOption(options.handler),
     'sluiceRateLimit',
   );
+  return withControl(middleware, limiter);
 }

@@ -15,6 +15,7 @@ export const nestExchange: HttpExchange<ExecutionContext, Request, boolean> = {
     const value = context.switchToHttp().getResponse<Response>().getHeader(name);
     return typeof value === 'string' ? value : undefined;
   },
+  statusCode: (context) => context.switchToHttp().getResponse<Response>().statusCode,
   record: (context, decision) => {
     context.switchToHttp().getRequest<Request>().rateLimit = decision;
   },

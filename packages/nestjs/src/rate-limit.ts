@@ -1,6 +1,15 @@
 import { type CanActivate, type CustomDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { HttpLimiter, type HttpLimitOptions, type Lifecycle, rateLimitLifecycle } from '@sluice/core';
+import {
+  type Decision,
+  ErrorCode,
+  HttpLimiter,
+  type HttpLimitOptions,
+  type Lifecycle,
+  type RateLimitControl,
+  rateLimitLifecycle,
+  SluiceError,
+} from '@sluice/core';
 import { expressAccess } from '@sluice/express';
 import type { Request } from 'express';
 import { nestDefaults } from './defaults.js';
@@ -11,13 +20,17 @@ export type RateLimitOptions = HttpLimitOptions<Request>;
 
 type Compiled = Lifecycle<ExecutionContext, boolean>;
 
+/** Every limiter compiled (the guard's and each `@RateLimit()`), so `settle` finds those that admitted a request. */
+const compiled: HttpLimiter<Request>[] = [];
+
 /** Metadata keys of the decorators. */
 export const RATE_LIMIT = 'sluice:rate-limit';
 export const SKIP_RATE_LIMIT = 'sluice:skip-rate-limit';
 
-function compile(where: string, options: RateLimitOptions): Compiled {
+function compile(where: string, options: RateLimitOptions): { run: Compiled; limiter: HttpLimiter<Request> } {
   const limiter = new HttpLimiter<Request>(where, options, expressAccess, nestDefaults);
-  return rateLimitLifecycle(limiter, nestExchange);
+  compiled.push(limiter);
+  return { run: rateLimitLifecycle(limiter, nestExchange), limiter };
 }
 
 /**
@@ -30,7 +43,7 @@ function compile(where: string, options: RateLimitOptions): Compiled {
  * login() {}
  */
 export function RateLimit(options: RateLimitOptions): CustomDecorator<string> {
-  return SetMetadata(RATE_LIMIT, compile('@RateLimit', options));
+  return SetMetadata(RATE_LIMIT, compile('@RateLimit', options).run);
 }
 
 /** Exempts a controller or a route handler from the guard's global limits (its own `@RateLimit` still applies). */
@@ -49,11 +62,32 @@ const own = (target: Function, key: string): unknown => reflector.get(key, targe
  * @example
  * app.useGlobalGuards(new RateLimitGuard({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  */
-export class RateLimitGuard implements CanActivate {
+export class RateLimitGuard implements CanActivate, RateLimitControl<Request> {
   private readonly global: Compiled | undefined;
+  private readonly limiter: HttpLimiter<Request> | undefined;
 
   constructor(options?: RateLimitOptions) {
-    this.global = options === undefined ? undefined : compile('RateLimitGuard', options);
+    const own = options === undefined ? undefined : compile('RateLimitGuard', options);
+    this.global = own?.run;
+    this.limiter = own?.limiter;
+  }
+
+  /** What the guard's global limits hold for this request, without consuming (see `RateLimitControl`). */
+  peek(req: Request): Promise<Decision | undefined> {
+    return this.limiter?.peek(req) ?? noGlobal();
+  }
+
+  /** Forgets the global limits' state for this request's keys, or for one key. */
+  reset(target: Request | string): Promise<void> {
+    return this.limiter?.reset(target) ?? noGlobal();
+  }
+
+  /**
+   * Settles a request to its actual cost on every sluice limit that admitted it (the guard's
+   * global limits and the route's `@RateLimit()`); never rejects.
+   */
+  async settle(req: Request, actual: number): Promise<void> {
+    await Promise.all(compiled.map((limiter) => limiter.settle(req, actual)));
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
@@ -73,4 +107,12 @@ export class RateLimitGuard implements CanActivate {
     }
     return activate(lifecycles, context);
   }
+}
+
+function noGlobal(): Promise<never> {
+  return Promise.reject(
+    new SluiceError(ErrorCode.MISSING_OPTION, 'this RateLimitGuard was made without global limits to read', {
+      option: 'options',
+    }),
+  );
 }

@@ -4,6 +4,7 @@ export type { FailurePolicy, RedisStoreErrorEvent, RedisStoreOptions } from './o
 export type { RedisLeases } from './redis-leases.js';
 export { RedisStore } from './redis-store.js';
 export { BATCH_SCRIPT } from './scripts/batch-script.js';
+export { CHARGE_SCRIPT } from './scripts/charge-script.js';
 export { LEASE_SCRIPT } from './scripts/lease-script.js';
 export { REFUND_SCRIPT } from './scripts/refund-script.js';
 export { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';

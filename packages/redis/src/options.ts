@@ -26,7 +26,9 @@ export interface RedisStoreErrorEvent {
    * The store operation that failed. `'rollback'` is the refund of what a request refused in one
    * Cluster slot consumed in the slots that admitted it (those units stay until they drain);
    * `'acquire'` and `'release'` are concurrency leases (`store.leases`; their `peek` and `reset`
-   * report as `'peek'` and `'reset'`); `'refund'` gives back a held queue slot. `'connect'`: the
+   * report as `'peek'` and `'reset'`); `'refund'` gives units back (a held queue slot, a response
+   * that does not count, a settle downwards); `'charge'` takes them (a settle upwards, a plan
+   * change carrying consumption over). `'connect'`: the
    * client was not ready within `readyTimeout` of the first calls (reported once; `keys` is the
    * limits and lease sets of the calls that waited, each then answered by the failure policy).
    */
@@ -39,6 +41,7 @@ export interface RedisStoreErrorEvent {
     | 'acquire'
     | 'release'
     | 'refund'
+    | 'charge'
     | 'connect';
   /** Limits (keys) or lease sets in the failed call. */
   readonly keys: number;

@@ -15,6 +15,7 @@ import {
 import { RedisLeases } from './redis-leases.js';
 import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
+import { CHARGE_SCRIPT } from './scripts/charge-script.js';
 import { type LeanLimit, leanBatchScript, MAX_LEAN_BATCH } from './scripts/lean-batch-script.js';
 import { REFUND_SCRIPT } from './scripts/refund-script.js';
 import { leanSingleScript, singleScript } from './scripts/single-script.js';
@@ -46,6 +47,7 @@ const SINGLE_COMMAND = 'sluiceOne_';
 const MAX_BAKED = 64;
 const REFUND_COMMAND = 'sluiceRefund';
 const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
+const CHARGE_COMMAND = 'sluiceCharge';
 
 /** What the store sends for one algorithm object, computed once: its params never change. */
 interface AlgorithmWire {
@@ -131,6 +133,7 @@ export class RedisStore implements Store {
   private readonly leanBatches: LeanBatchNode = { next: new WeakMap() };
   private readonly refunds: ScriptCommand;
   private readonly splitRefunds: ScriptCommand;
+  private readonly charges: ScriptCommand;
   private readonly guard: Guard;
   private readonly denied: DenyCache | undefined;
   private readonly keyBases = new WeakMap<Algorithm, string>();
@@ -143,6 +146,7 @@ export class RedisStore implements Store {
     watchClusterNodes(client);
     this.refunds = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
     this.splitRefunds = scriptCommand(client, SPLIT_REFUND_COMMAND, SPLIT_REFUND_SCRIPT);
+    this.charges = scriptCommand(client, CHARGE_COMMAND, CHARGE_SCRIPT);
     this.guard = new Guard(this.options);
     this.leases = new RedisLeases(this.options, this.guard);
     this.denied = this.options.denyCache > 0 ? new DenyCache(this.options.denyCache) : undefined;
@@ -202,27 +206,72 @@ export class RedisStore implements Store {
    */
   async refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
     const refundable = calls.filter((call) => call.algorithm.refund !== undefined);
-    if (refundable.length === 0) return;
-    for (const call of refundable) this.denied?.forget(call);
-    const keys = refundable.map((call) => this.keyFor(call.algorithm, call.key));
+    await this.perSlot('refund', this.refunds, refundable, now, (policy) => policy.refund?.(refundable, now));
+  }
+
+  /**
+   * Takes up to each call's cost from its limit, never below zero ({@link CHARGE_SCRIPT}, the twin
+   * of `chargeStep`): settling a reservation upwards, or carrying a client's consumption to a new
+   * plan. One round trip per hash slot. Never rejects: a failure is reported to `onError`
+   * (`operation: 'charge'`) and nothing is taken; while Redis is unavailable the fallback store
+   * (when that is the policy) is charged instead. Answers the units each call took.
+   */
+  async charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[]> {
+    const taken = calls.map(() => 0);
+    await this.perSlot(
+      'charge',
+      this.charges,
+      calls,
+      now,
+      async (policy) => {
+        const units = await policy.charge?.(calls, now);
+        units?.forEach((n, i) => {
+          taken[i] = n;
+        });
+      },
+      (group, reply) => {
+        group.indices.forEach((i, j) => {
+          taken[i] = Number((reply as unknown[])[j]);
+        });
+      },
+    );
+    return taken;
+  }
+
+  /**
+   * A script run on independent calls (no all-or-nothing rule), one round trip per hash slot,
+   * under the guard; while Redis is unavailable, `fallback` runs on the fallback store (when that
+   * is the policy). Forgets the local refusals of those keys (what they hold changes). Never rejects.
+   */
+  private async perSlot(
+    operation: 'refund' | 'charge',
+    command: ScriptCommand,
+    calls: readonly LimitCall[],
+    now: number | undefined,
+    fallback: (policy: Store) => unknown,
+    read?: (group: SlotGroup, reply: unknown) => void,
+  ): Promise<void> {
+    if (calls.length === 0) return;
+    for (const call of calls) this.denied?.forget(call);
+    const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
     const groups = this.isCluster
       ? [...groupBySlot(keys).values()]
       : [{ indices: keys.map((_, i) => i), keys }];
     const attempt = (): Promise<undefined> =>
       Promise.all(
-        groups.map((group) => {
+        groups.map(async (group) => {
           const args: (string | number)[] = [this.nowArg(now)];
-          for (const i of group.indices) pushCallArgs(args, refundable[i]!);
-          return this.refunds(group.keys.length, ...group.keys, ...args);
+          for (const i of group.indices) pushCallArgs(args, calls[i]!);
+          read?.(group, await command(group.keys.length, ...group.keys, ...args));
         }),
       ).then(() => undefined);
     const policy = this.options.failurePolicy;
-    await this.guard.run('refund', refundable.length, attempt, async () => {
-      if (typeof policy !== 'object' || policy.refund === undefined) return undefined;
+    await this.guard.run(operation, calls.length, attempt, async () => {
+      if (typeof policy !== 'object') return undefined;
       try {
-        await policy.refund(refundable, now);
+        await fallback(policy);
       } catch (error) {
-        this.guard.report('fallback', refundable.length, error);
+        this.guard.report('fallback', calls.length, error);
       }
       return undefined;
     });

@@ -1,5 +1,14 @@
+import type { Algorithm } from '../algorithm.js';
 import type { Decision } from '../decision.js';
-import type { ResolvedLimit } from '../limiter.js';
+
+/** A limit as the headers see it: a fixed algorithm, or none when its plan is chosen per request. */
+export interface HeaderLimit {
+  readonly name: string;
+  readonly algorithm: Algorithm | undefined;
+}
+
+/** The plan a request was checked against on the limit of this name (limits chosen per request). */
+export type PlanOf = (name: string) => Algorithm | undefined;
 
 /**
  * Which RateLimit header fields to send:
@@ -58,9 +67,14 @@ function sfString(text: string): string {
 interface LimitHeader {
   /** `"burst"`: the name as a structured-field String. */
   readonly quoted: string;
-  /** `"burst";q=20;w=10` (ietf) or `20;w=10` (draft-6/7). */
-  readonly policy: string;
+  /** `"burst";q=20;w=10` (ietf) or `20;w=10` (draft-6/7); for a per-request plan, its last one. */
+  policy: string;
+  /** A limit whose plan is per request: its policy strings by plan fingerprint (bounded). */
+  readonly plans: Map<string, string> | undefined;
 }
+
+/** Per-request plans' policy strings kept per limit (a handful of tiers in practice). */
+const PLAN_POLICIES = 64;
 
 /**
  * The header strings of one middleware, precomputed at creation: per request only the numbers of
@@ -72,21 +86,28 @@ export class RateLimitHeaders {
   private readonly fullPolicy: string;
   private readonly count: number;
 
-  constructor(format: HeaderFormat | false, limits: readonly ResolvedLimit[]) {
+  private readonly planned: boolean;
+
+  constructor(format: HeaderFormat | false, limits: readonly HeaderLimit[]) {
     this.format = format;
     this.count = limits.length;
+    this.planned = limits.some((limit) => limit.algorithm === undefined);
     for (const limit of limits) {
       const quoted = sfString(limit.name);
-      const quota = `q=${limit.algorithm.limit};w=${Math.max(1, seconds(limit.algorithm.window))}`;
       this.byName.set(limit.name, {
         quoted,
-        policy:
-          format === 'ietf'
-            ? `${quoted};${quota}`
-            : `${limit.algorithm.limit};w=${Math.max(1, seconds(limit.algorithm.window))}`,
+        policy: limit.algorithm === undefined ? quoted : this.quota(quoted, limit.algorithm),
+        plans: limit.algorithm === undefined ? new Map() : undefined,
       });
     }
     this.fullPolicy = limits.map((limit) => this.byName.get(limit.name)!.policy).join(', ');
+  }
+
+  private quota(quoted: string, algorithm: Algorithm): string {
+    const window = Math.max(1, seconds(algorithm.window));
+    return this.format === 'ietf'
+      ? `${quoted};q=${algorithm.limit};w=${window}`
+      : `${algorithm.limit};w=${window}`;
   }
 
   /**
@@ -96,8 +117,9 @@ export class RateLimitHeaders {
    * add their members, as one layered middleware would); the other formats describe one limit,
    * so the last middleware's replaces them.
    */
-  write<Res>(decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>): void {
+  write<Res>(decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>, plan?: PlanOf): void {
     if (this.format === false || decision.policy === '') return;
+    if (plan !== undefined) this.resolve(decision, plan);
     const limits = decision.limits.length === 0 ? [decision] : decision.limits;
     switch (this.format) {
       case 'ietf': {
@@ -133,9 +155,29 @@ export class RateLimitHeaders {
     }
   }
 
+  /**
+   * Sets each per-request limit's policy to the plan of this request. Synchronous between here
+   * and the write, so concurrent requests on other plans cannot interleave.
+   */
+  private resolve(decision: Decision, plan: PlanOf): void {
+    const limits = decision.limits.length === 0 ? [decision] : decision.limits;
+    for (const d of limits) {
+      const item = this.byName.get(d.policy);
+      const algorithm = item?.plans === undefined ? undefined : plan(d.policy);
+      if (item === undefined || item.plans === undefined || algorithm === undefined) continue;
+      let policy = item.plans.get(algorithm.fingerprint);
+      if (policy === undefined) {
+        policy = this.quota(item.quoted, algorithm);
+        if (item.plans.size >= PLAN_POLICIES) item.plans.clear();
+        item.plans.set(algorithm.fingerprint, policy);
+      }
+      item.policy = policy;
+    }
+  }
+
   /** The policy list of the limits that applied (a limit whose key was `undefined` did not). */
   private policy(limits: readonly Decision[]): string {
-    if (limits.length === this.count) return this.fullPolicy;
+    if (limits.length === this.count && !this.planned) return this.fullPolicy;
     let value = '';
     for (let i = 0; i < limits.length; i++) {
       const policy = this.item(limits[i]!.policy).policy;
@@ -146,6 +188,6 @@ export class RateLimitHeaders {
 
   private item(name: string): LimitHeader {
     // A decision from outside this middleware's limits (a shedder's) gets its header made on demand.
-    return this.byName.get(name) ?? { quoted: sfString(name), policy: sfString(name) };
+    return this.byName.get(name) ?? { quoted: sfString(name), policy: sfString(name), plans: undefined };
   }
 }

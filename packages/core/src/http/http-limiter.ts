@@ -1,17 +1,28 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Decision, decide } from '../decision.js';
+import type { Algorithm } from '../algorithm.js';
+import { combine, type Decision, decide } from '../decision.js';
 import { parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { Limiter } from '../limiter.js';
+import type { Limiter } from '../limiter.js';
+import { then } from '../maybe.js';
 import { MemoryStore } from '../memory-store.js';
-import type { LimitCall, MaybePromise } from '../store.js';
-import { assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
+import type { MaybePromise, Store } from '../store.js';
+import { assertCost, assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
 import { type ClientResponse, clientLeft, watchClient } from './client.js';
-import { HEADER_FORMATS, RateLimitHeaders } from './headers.js';
+import { type GetHeader, HEADER_FORMATS, RateLimitHeaders, type SetHeader } from './headers.js';
 import { type AddressList, addressList } from './ip.js';
-import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
-import { HTTP_OPTIONS, type HttpLimit, type HttpLimitOptions, type SluiceWarning } from './options.js';
+import type { RequestAccess } from './keys.js';
+import { LimitSet, type Reservation } from './limit-set.js';
+import {
+  type CountWhen,
+  HTTP_OPTIONS,
+  type HttpLimitOptions,
+  type ResponseOutcome,
+  type SluiceWarning,
+} from './options.js';
 import { type Refusal, refusal } from './problem.js';
+
+export { httpLimits } from './limit-set.js';
 
 /** What an adapter supplies about its request type; `warn` is added from the options. */
 export type RequestAccessBase<Req> = Omit<RequestAccess<Req>, 'warn'>;
@@ -26,32 +37,43 @@ export interface AdapterDefaults<Req> {
 const STORE_DOWN: Decision = decide(false, 0, 0, 0, 1000, 0, '', 'store-unavailable');
 /** The decision when every limit was skipped for a request (no key). */
 const NOT_LIMITED: Decision = decide(true, 0, 0, 0, 0, 0, '', undefined);
-const SF_STRING = /^[\x20-\x7e]+$/;
+
+const COUNT_WHEN = ['all', 'failed', 'successful'] as const;
+/** `count: 'failed'` keeps the units of a response that failed or never finished. */
+const FAILED = (_req: unknown, outcome: ResponseOutcome) => !outcome.finished || outcome.statusCode >= 400;
+const SUCCESSFUL = (_req: unknown, outcome: ResponseOutcome) => outcome.finished && outcome.statusCode < 400;
 
 /**
- * The request-to-decision logic both adapters share, compiled once from the options: keys, skip,
- * allow-list, cost, one layered `Limiter.check` per request, the failure policy, the delay mode and
- * the header strings. Adapters only move its answers into their response objects.
+ * The request-to-decision logic every adapter shares, compiled once from the options: keys, skip,
+ * allow-list, cost, plans, one layered store call per request, the failure policy, the delay
+ * mode, the header strings, and what the app may do afterwards (`settle`, `peek`, `reset`, the
+ * units given back by `count`). Adapters only move its answers into their response objects.
  */
 export class HttpLimiter<Req> {
-  readonly limiter: Limiter;
+  /** The `Limiter` of fixed limits; `undefined` when a limit chooses its algorithm per request. */
+  readonly limiter: Limiter | undefined;
+  readonly store: Store;
   readonly headers: RateLimitHeaders;
   /** The options as given, for adapters that merge per-route options into global ones. */
   readonly options: HttpLimitOptions<Req>;
   readonly delayMode: boolean;
   /** ms. */
   readonly maxDelay: number;
+  /** Whether a response's outcome decides if its units count (`count` other than `'all'`). */
+  readonly countsOutcome: boolean;
+  private readonly set: LimitSet<Req>;
   private readonly access: RequestAccess<Req>;
-  private readonly keys: KeyFunction<Req>[];
-  /** `name:` per limit: the limit's name is part of its stored key. */
-  private readonly skip: ((req: Req) => boolean) | undefined;
+  private readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
   private readonly allow: AddressList | undefined;
   private readonly cost: number;
-  private readonly costOf: ((req: Req) => number) | undefined;
+  private readonly costOf: ((req: Req) => number | Promise<number>) | undefined;
+  private readonly counts: ((req: Req, outcome: ResponseOutcome) => boolean) | undefined;
   private readonly failOpen: boolean;
   private readonly onLimited: ((req: Req, decision: Decision) => void) | undefined;
   private readonly onError: (error: Error, req: Req) => void;
   private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** What each admitted request holds, until its response's outcome or the app settles it. */
+  private readonly reservations = new WeakMap<object, Reservation>();
 
   constructor(
     where: string,
@@ -62,35 +84,18 @@ export class HttpLimiter<Req> {
   ) {
     assertKnownOptions(where, options, [...HTTP_OPTIONS, ...adapterOptions]);
     this.options = options;
-    const limits = httpLimits(options);
-    // Limiter binds each limit's name into its algorithm's fingerprint (not into the key).
-    this.limiter = new Limiter({
-      limits: limits.map(({ name, algorithm }) => (name === undefined ? { algorithm } : { name, algorithm })),
-      store: options.store ?? new MemoryStore(),
-    });
-    for (const [i, limit] of this.limiter.limits.entries()) {
-      if (!SF_STRING.test(limit.name)) {
-        throw new SluiceError(
-          ErrorCode.INVALID_OPTION,
-          `limits[${i}].name must be printable ASCII (it is sent in RateLimit headers); got ${describeValue(limit.name)}`,
-          { option: `limits[${i}].name`, value: limit.name },
-        );
-      }
-    }
-    this.keys = limits.map((limit, i) => {
-      if (limit.key !== undefined && typeof limit.key !== 'function') {
-        throw new SluiceError(
-          ErrorCode.INVALID_OPTION,
-          `limits[${i}].key must be a key function such as byIp(); got ${describeValue(limit.key)}`,
-          { option: `limits[${i}].key`, value: limit.key },
-        );
-      }
-      return limit.key ?? byIp();
-    });
-    const format = options.headers ?? 'ietf';
+    this.delayMode = oneOfOption('onLimit', options.onLimit ?? 'refuse', ['refuse', 'delay']) === 'delay';
+    this.store = options.store ?? new MemoryStore();
+    this.set = new LimitSet(
+      options,
+      this.store,
+      (algorithm) => this.assertQueueAllowed('a plan', algorithm),
+      (policy) => (previous, next, key) => this.carry(policy, previous, next, key),
+    );
+    this.limiter = this.set.limiter;
     this.headers = new RateLimitHeaders(
-      format === false ? false : oneOfOption('headers', format, HEADER_FORMATS),
-      this.limiter.limits,
+      options.headers === false ? false : oneOfOption('headers', options.headers ?? 'ietf', HEADER_FORMATS),
+      this.set.limits,
     );
     this.skip = functionOption('skip', options.skip);
     this.allow =
@@ -104,18 +109,12 @@ export class HttpLimiter<Req> {
       this.cost = integerOption('cost', options.cost ?? 1);
       this.costOf = undefined;
     }
-    this.delayMode = oneOfOption('onLimit', options.onLimit ?? 'refuse', ['refuse', 'delay']) === 'delay';
+    this.counts = countOption(options.count);
+    this.countsOutcome = this.counts !== undefined;
     this.maxDelay = parseDuration('maxDelay', options.maxDelay ?? '5s');
-    if (!this.delayMode) {
-      const queue = this.limiter.limits.findIndex((limit) => limit.algorithm.kind === 'leaky-bucket-queue');
-      if (queue !== -1) {
-        throw new SluiceError(
-          ErrorCode.INVALID_OPTION,
-          `limits[${queue}] uses leakyBucketQueue(), which asks requests to wait; set onLimit: 'delay' so the middleware holds them`,
-          { option: 'onLimit', value: options.onLimit },
-        );
-      }
-    }
+    this.set.limits.forEach((limit, i) => {
+      if (limit.algorithm !== undefined) this.assertQueueAllowed(`limits[${i}]`, limit.algorithm);
+    });
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
     this.onLimited = functionOption('onLimited', options.onLimited);
@@ -130,6 +129,16 @@ export class HttpLimiter<Req> {
       proxyTrust: access.proxyTrust,
       warn: (code, message) => onWarning({ code, message: `sluice: ${message}` }),
     };
+  }
+
+  /** A queue asks requests to wait: only the delay mode can hold them. */
+  private assertQueueAllowed(where: string, algorithm: Algorithm): void {
+    if (this.delayMode || algorithm.kind !== 'leaky-bucket-queue') return;
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `${where} uses leakyBucketQueue(), which asks requests to wait; set onLimit: 'delay' so the middleware holds them`,
+      { option: 'onLimit', value: this.options.onLimit },
+    );
   }
 
   /**
@@ -186,11 +195,17 @@ export class HttpLimiter<Req> {
    * Never throws or rejects: failures go to `onError` and the failure policy.
    */
   evaluate(req: Req): MaybePromise<Decision | undefined> {
-    let result: MaybePromise<Decision>;
+    let result: MaybePromise<Decision | undefined>;
     try {
-      if (this.skip !== undefined && this.skip(req) === true) return undefined;
-      if (this.allow?.has(this.access.ip(req))) return undefined;
-      result = this.check(req, this.costOf === undefined ? this.cost : this.costOf(req));
+      result = then(this.skip === undefined ? false : this.skip(req), (skipped) => {
+        if (skipped === true) return undefined;
+        if (this.allow?.has(this.access.ip(req))) return undefined;
+        if (this.costOf === undefined) return this.check(req, this.cost);
+        return then(this.costOf(req), (cost) => {
+          assertCost(cost);
+          return this.check(req, cost);
+        });
+      });
     } catch (error) {
       return this.failed(error, req);
     }
@@ -249,32 +264,159 @@ export class HttpLimiter<Req> {
     }
   }
 
-  private check(req: Req, cost: number): MaybePromise<Decision> {
-    const options = cost === 1 ? undefined : { cost };
-    if (this.keys.length === 1) {
-      const key = this.key(0, req);
-      return key === undefined ? NOT_LIMITED : this.limiter.check(key, options);
+  /** One store call for every limit with a key; an admitted request's reservation is kept. */
+  private check(req: Req, cost: number): MaybePromise<Decision | undefined> {
+    const set = this.set;
+    const limiter = set.limiter;
+    if (limiter !== undefined && set.limits.length === 1) {
+      // The common case: one fixed limit, its key as a string (the Limiter's direct path).
+      return then(set.key(0, req, this.access), (key) => {
+        if (key === undefined) return NOT_LIMITED;
+        return then(limiter.check(key, cost === 1 ? undefined : { cost }), (decision) => {
+          if (decision.allowed)
+            this.reservations.set(req as object, { keys: [key], algorithms: set.fixed, cost });
+          return decision;
+        });
+      });
     }
-    const keys: (string | undefined)[] = new Array(this.keys.length);
-    let any = false;
-    for (let i = 0; i < keys.length; i++) {
-      keys[i] = this.key(i, req);
-      any ||= keys[i] !== undefined;
-    }
-    return any ? this.limiter.check(keys, options) : NOT_LIMITED;
+    return then(set.keys(req, this.access), (keys) => {
+      if (keys.every((key) => key === undefined)) return NOT_LIMITED;
+      if (limiter !== undefined) {
+        return then(limiter.check(keys, cost === 1 ? undefined : { cost }), (decision) => {
+          if (decision.allowed) this.reservations.set(req as object, { keys, algorithms: set.fixed, cost });
+          return decision;
+        });
+      }
+      return then(set.algorithms(req, keys), (algorithms) => {
+        const reservation: Reservation = { keys, algorithms, cost };
+        return then(this.store.consume(set.calls(reservation, cost), undefined), (decisions) => {
+          const decision = combine(decisions);
+          if (decision.allowed) this.reservations.set(req as object, reservation);
+          return decision;
+        });
+      });
+    });
   }
 
-  private key(i: number, req: Req): string | undefined {
-    const key = this.keys[i]!(req, this.access);
-    if (key === undefined) return undefined;
-    if (typeof key !== 'string') {
+  /**
+   * A plan changed for `key` (seen by this process, which remembers the previous plan): what the
+   * client consumed under the previous plan (`limit - remaining`) is taken from the new one, as
+   * far as it has room (`Store.charge`), and the previous plan's state is dropped. An upgrade
+   * keeps its consumption, it does not start afresh; a downgrade is not driven below zero.
+   */
+  private async carry(policy: string, previous: Algorithm, next: Algorithm, key: string): Promise<void> {
+    const store = this.store;
+    const [old] = await store.peek([{ algorithm: previous, key, cost: 1, policy }], undefined);
+    const used = old === undefined ? 0 : Math.max(0, old.limit - old.remaining);
+    if (used > 0 && store.charge !== undefined) {
+      await store.charge([{ algorithm: next, key, cost: Math.min(used, next.limit), policy }], undefined);
+    }
+    await store.reset([{ algorithm: previous, key }]);
+  }
+
+  /**
+   * Writes the RateLimit headers of `decision` (the quota of each limit as resolved for this
+   * request: a plan's own `q=` and `w=`).
+   */
+  writeHeaders<Res>(req: Req, decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>): void {
+    if (!this.set.planned) {
+      this.headers.write(decision, res, set, get);
+      return;
+    }
+    const reservation = this.reservations.get(req as object);
+    this.headers.write(decision, res, set, get, (name) => {
+      const i = this.set.limits.findIndex((limit) => limit.name === name);
+      if (i === -1) return undefined;
+      return reservation?.algorithms[i] ?? this.set.limits[i]!.plans?.known(reservation?.keys[i] ?? '');
+    });
+  }
+
+  /**
+   * The response of an admitted request ended: under `count`, a response that does not count
+   * gives its units back. A throwing `count` function is reported and the units stay counted.
+   */
+  outcome(req: Req, statusCode: number, finished: boolean): void {
+    const reservation = this.reservations.get(req as object);
+    if (reservation === undefined || this.counts === undefined) return;
+    let counted: boolean;
+    try {
+      counted = this.counts(req, { statusCode, finished }) !== false;
+    } catch (error) {
+      this.report(error, req);
+      return;
+    }
+    if (!counted) void this.refund(req);
+  }
+
+  /**
+   * Settles an admitted request to its actual cost, once it is known (tokens an LLM answer used):
+   * the difference from what it holds is given back (`Store.refund`) or taken (`Store.charge`,
+   * which never drives a limit below zero). May be called again with a new total. Resolves once
+   * the store has it; never rejects (store failures go to `onError`). A request that was not
+   * limited (skipped, refused, no key) has nothing to settle.
+   * @param actual the request's whole cost, an integer ≥ 0
+   */
+  settle(req: Req, actual: number): Promise<void> {
+    if (typeof actual !== 'number' || !Number.isSafeInteger(actual) || actual < 0) {
       throw new SluiceError(
-        ErrorCode.INVALID_KEY,
-        `limits[${i}].key must return a string or undefined; got ${describeValue(key)}`,
-        { option: `limits[${i}].key`, value: key },
+        ErrorCode.INVALID_COST,
+        `settle needs the actual cost, an integer ≥ 0; got ${describeValue(actual)}`,
+        {
+          option: 'actual',
+          value: actual,
+        },
       );
     }
-    return key;
+    const reservation = this.reservations.get(req as object);
+    if (reservation === undefined || actual === reservation.cost) return Promise.resolve();
+    const delta = actual - reservation.cost;
+    reservation.cost = actual;
+    const store = this.store;
+    return (async () => {
+      try {
+        if (delta < 0) await store.refund?.(this.set.calls(reservation, -delta), undefined);
+        else await store.charge?.(this.set.calls(reservation, delta), undefined);
+      } catch (error) {
+        this.report(error, req);
+      }
+    })();
+  }
+
+  /**
+   * What the limits hold for this request, without consuming: the combined Decision for the
+   * request's cost, or `undefined` when it would not be limited (skipped, allow-listed, no key).
+   * Rejects when the store or a key, skip, cost or plan function fails (the app asked).
+   */
+  async peek(req: Req): Promise<Decision | undefined> {
+    if (this.skip !== undefined && (await this.skip(req)) === true) return undefined;
+    if (this.allow?.has(this.access.ip(req))) return undefined;
+    const cost = this.costOf === undefined ? this.cost : await this.costOf(req);
+    assertCost(cost);
+    const keys = await this.set.keys(req, this.access);
+    const algorithms = await this.set.algorithms(req, keys);
+    const calls = this.set.calls({ keys, algorithms }, cost);
+    if (calls.length === 0) return undefined;
+    return combine(await this.store.peek(calls, undefined));
+  }
+
+  /**
+   * Forgets what the limits hold for a request's keys, or for one key given as a string (every
+   * limit's state on that key; a limit whose plan is per request forgets the plan this process
+   * last used for the key). For tests and support tools (express-rate-limit's `resetKey`).
+   */
+  async reset(target: Req | string): Promise<void> {
+    let keys: (string | undefined)[];
+    let algorithms: (Algorithm | undefined)[];
+    if (typeof target === 'string') {
+      keys = this.set.limits.map(() => target);
+      algorithms = this.set.limits.map((limit) => limit.algorithm ?? limit.plans!.known(target));
+    } else {
+      keys = await this.set.keys(target, this.access);
+      algorithms = await this.set.algorithms(target, keys);
+      this.reservations.delete(target as object);
+    }
+    const calls = this.set.calls({ keys, algorithms }, 1);
+    if (calls.length > 0) await this.store.reset(calls);
   }
 
   private async held(ms: number, signal: AbortSignal, req: Req): Promise<boolean> {
@@ -289,19 +431,19 @@ export class HttpLimiter<Req> {
     }
   }
 
-  /** Gives a held request's units back (on stores with `refund`); answers the units given back. */
+  /**
+   * Gives an admitted request's units back (on stores with `refund`): a held request whose client
+   * left, or a response that does not count. Answers the units given back; never rejects.
+   */
   private async refund(req: Req): Promise<number> {
-    const store = this.limiter.store;
-    if (store.refund === undefined) return 0;
+    const reservation = this.reservations.get(req as object);
+    const store = this.store;
+    if (reservation === undefined || store.refund === undefined) return 0;
+    this.reservations.delete(req as object);
+    const cost = reservation.cost;
+    if (cost === 0) return 0;
     try {
-      const cost = this.costOf === undefined ? this.cost : this.costOf(req);
-      const calls: LimitCall[] = [];
-      for (let i = 0; i < this.keys.length; i++) {
-        const key = this.key(i, req);
-        const limit = this.limiter.limits[i]!;
-        if (key !== undefined) calls.push({ algorithm: limit.algorithm, key, cost, policy: limit.name });
-      }
-      await store.refund(calls, undefined);
+      await store.refund(this.set.calls(reservation, cost), undefined);
       return cost;
     } catch (error) {
       this.report(error, req);
@@ -347,38 +489,15 @@ function overlong(decision: Decision, maxDelay: number, refunded: number): Decis
 }
 
 /** `undefined` for "no limit applied"; a single limit's own decision (no `limits`) did apply. */
-function applied(decision: Decision): Decision | undefined {
+function applied(decision: Decision | undefined): Decision | undefined {
   return decision === NOT_LIMITED ? undefined : decision;
 }
 
-/** The limits of the options, from `limits` or from the single-limit shorthand. */
-export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLimit<Req>[] {
-  if (options === null || typeof options !== 'object') return [];
-  const shorthand = options.algorithm !== undefined;
-  if (shorthand === (options.limits !== undefined)) {
-    throw new SluiceError(
-      options.limits === undefined ? ErrorCode.MISSING_OPTION : ErrorCode.INVALID_OPTION,
-      'give either limits (one or several { name, key, algorithm }) or the single-limit algorithm (with key and name), not both',
-      { option: options.limits === undefined ? 'algorithm' : 'limits', value: options.limits },
-    );
-  }
-  if (!shorthand) {
-    if (options.key !== undefined || options.name !== undefined) {
-      throw new SluiceError(
-        ErrorCode.INVALID_OPTION,
-        'key and name belong to each limit when limits is given: limits: [{ name, key, algorithm }]',
-        { option: options.key !== undefined ? 'key' : 'name' },
-      );
-    }
-    if (Array.isArray(options.limits)) {
-      options.limits.forEach((limit, i) => {
-        assertKnownOptions(`limits[${i}]`, limit, ['name', 'key', 'algorithm']);
-      });
-    }
-    return options.limits!;
-  }
-  const limit: HttpLimit<Req> = { algorithm: options.algorithm! };
-  if (options.key !== undefined) limit.key = options.key;
-  if (options.name !== undefined) limit.name = options.name;
-  return [limit];
+/** `count` as a predicate (`undefined`: every response counts). */
+function countOption<Req>(
+  count: CountWhen<Req> | undefined,
+): ((req: Req, outcome: ResponseOutcome) => boolean) | undefined {
+  if (typeof count === 'function') return count;
+  const when = oneOfOption('count', count ?? 'all', COUNT_WHEN);
+  return when === 'all' ? undefined : when === 'failed' ? FAILED : SUCCESSFUL;
 }

@@ -1,5 +1,7 @@
 export type { ClientResponse, ClientWatch } from './client.js';
 export { clientLeft, signalClient, watchClient } from './client.js';
+export type { RateLimitControl } from './control.js';
+export { withControl } from './control.js';
 export type {
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
@@ -16,7 +18,7 @@ export {
   UTILIZATION_ENGINE,
   UTILIZATION_OPTIONS,
 } from './guard-options.js';
-export type { GetHeader, HeaderFormat, SetHeader } from './headers.js';
+export type { GetHeader, HeaderFormat, HeaderLimit, PlanOf, SetHeader } from './headers.js';
 export { HEADER_FORMATS, RateLimitHeaders, resetSeconds, seconds } from './headers.js';
 export type { GuardDefaults, GuardKind } from './http-guard.js';
 export { concurrencyGuard, fleetGuard, HttpGuard, utilizationGuard } from './http-guard.js';
@@ -36,8 +38,19 @@ export type {
 export { byIp, byRoute, byToken, compose } from './keys.js';
 export type { EndedResponse, HttpExchange, Lifecycle } from './lifecycle.js';
 export { guardLifecycle, rateLimitLifecycle, whenEnded } from './lifecycle.js';
-export type { HttpLimit, HttpLimitOptions, SluiceWarning } from './options.js';
+export type { CompiledLimit, Reservation } from './limit-set.js';
+export { LimitSet } from './limit-set.js';
+export type {
+  CountWhen,
+  HttpLimit,
+  HttpLimitOptions,
+  LimitKey,
+  ResponseOutcome,
+  SluiceWarning,
+} from './options.js';
 export { HTTP_OPTIONS } from './options.js';
+export type { PlanCacheOptions, PlanChanged, PlanFunction } from './plan-cache.js';
+export { PLAN_CACHE_OPTIONS, PlanCache } from './plan-cache.js';
 export type { ProblemDetails, Refusal } from './problem.js';
 export {
   PROBLEM_JSON,

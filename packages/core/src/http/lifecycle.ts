@@ -25,6 +25,10 @@ export interface HttpExchange<Ctx, Req, R> {
    * Absent: each middleware's headers replace the previous ones.
    */
   getHeader?(ctx: Ctx, name: string): string | undefined;
+  /**
+   * The response's status code, read when it ended (`count` tells failed responses apart by it).
+   */
+  statusCode(ctx: Ctx): number;
   /** Keeps the rate-limit decision for the app (`req.rateLimit`), before its headers are set. */
   record(ctx: Ctx, decision: Decision): void;
   /** Passes the request on to the next middleware or the handler. */
@@ -33,9 +37,10 @@ export interface HttpExchange<Ctx, Req, R> {
   refuse(ctx: Ctx, decision: Decision, refusal: Refusal): R;
   /**
    * Calls `done` once the response is over, however it ends (sent, failed, or the client left):
-   * how an admitted request's lease is given back. Called before `proceed`.
+   * how an admitted request's lease is given back, and its units under `count`. `finished` is
+   * `false` when the response was never sent whole (the client left first). Called before `proceed`.
    */
-  whenDone(ctx: Ctx, done: () => void): void;
+  whenDone(ctx: Ctx, done: (finished: boolean) => void): void;
 }
 
 /** The lifecycle of one middleware: `undefined` when the client left (nothing is sent). */
@@ -56,8 +61,14 @@ export function rateLimitLifecycle<Ctx, Req, R>(
     if (decision === null) return undefined;
     if (decision === undefined) return exchange.proceed(ctx);
     exchange.record(ctx, decision);
-    limiter.headers.write(decision, ctx, exchange.setHeader, exchange.getHeader);
-    if (decision.allowed) return exchange.proceed(ctx);
+    limiter.writeHeaders(req, decision, ctx, exchange.setHeader, exchange.getHeader);
+    if (decision.allowed) {
+      // Under `count`, the response's outcome decides whether its units stay taken.
+      if (limiter.countsOutcome) {
+        exchange.whenDone(ctx, (finished) => limiter.outcome(req, exchange.statusCode(ctx), finished));
+      }
+      return exchange.proceed(ctx);
+    }
     limiter.limited(req, decision);
     return refuse(exchange, ctx, decision, limiter.refusal(decision));
   };
@@ -127,16 +138,16 @@ export interface EndedResponse {
 }
 
 /**
- * Calls `done` once when a Node response ends, however it ends: 'finish' (handed to the OS) or
- * 'close' (ended, or the client left first: an aborted request never finishes).
+ * Calls `done` once when a Node response ends, however it ends: 'finish' (handed to the OS:
+ * `finished` true) or 'close' first (the client left: an aborted request never finishes).
  */
-export function whenEnded(response: EndedResponse, done: () => void): void {
+export function whenEnded(response: EndedResponse, done: (finished: boolean) => void): void {
   let called = false;
-  const once = () => {
+  const once = (finished: boolean) => {
     if (called) return;
     called = true;
-    done();
+    done(finished);
   };
-  response.once('finish', once);
-  response.once('close', once);
+  response.once('finish', () => once(true));
+  response.once('close', () => once(false));
 }

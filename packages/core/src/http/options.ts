@@ -3,7 +3,40 @@ import type { Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
 import type { Store } from '../store.js';
 import type { HeaderFormat } from './headers.js';
-import type { KeyFunction, WarningCode } from './keys.js';
+import type { RequestAccess, WarningCode } from './keys.js';
+import type { PlanCacheOptions, PlanFunction } from './plan-cache.js';
+
+/**
+ * A limit's key: `byIp()`, `byToken()`… or your own function, synchronous or async (a tenant
+ * looked up from a session). `undefined` skips the limit for the request.
+ */
+export type LimitKey<Req> = (
+  req: Req,
+  access: RequestAccess<Req>,
+) => string | undefined | Promise<string | undefined>;
+
+/** How a finished response is told apart for `count`: its status, and whether it was sent whole. */
+export interface ResponseOutcome {
+  /** The response's status code (as set when it ended). */
+  readonly statusCode: number;
+  /** `false` when the response never finished: the client left or the connection failed. */
+  readonly finished: boolean;
+}
+
+/**
+ * Which responses keep the units their request took:
+ * - `'all'`: every admitted request counts.
+ * - `'failed'`: only failed responses count (status ≥ 400, or never finished); a successful
+ *   one gives its units back when it ends. The login brute-force limit: failed attempts count,
+ *   a user who logs in is not slowed down.
+ * - `'successful'`: only successful responses count (status < 400 and finished).
+ * - a function of the request and its `ResponseOutcome`: `true` keeps the units.
+ */
+export type CountWhen<Req> =
+  | 'all'
+  | 'failed'
+  | 'successful'
+  | ((req: Req, outcome: ResponseOutcome) => boolean);
 
 /** One named limit of an HTTP middleware. */
 export interface HttpLimit<Req> {
@@ -17,9 +50,13 @@ export interface HttpLimit<Req> {
    * What the limit counts against. Returning `undefined` skips this limit for the request.
    * @default byIp()
    */
-  key?: KeyFunction<Req>;
-  /** The algorithm and its parameters, e.g. `tokenBucket({ capacity: 20, refillInterval: '1s' })`. */
-  algorithm: Algorithm;
+  key?: LimitKey<Req>;
+  /**
+   * The algorithm and its parameters, e.g. `tokenBucket({ capacity: 20, refillInterval: '1s' })`;
+   * or a function of the request answering one, sync or async (plan tiers): its answers are
+   * cached per key (`planCache`), and such a limit needs a `name`.
+   */
+  algorithm: Algorithm | PlanFunction<Req>;
 }
 
 /** A warning about the app's configuration, given once. */
@@ -38,10 +75,10 @@ export interface HttpLimitOptions<Req> {
    *           { name: 'daily', key: byToken(), algorithm: slidingWindowLog({ limit: 1000, window: '1d' }) }]
    */
   limits?: readonly HttpLimit<Req>[];
-  /** Single-limit shorthand: the algorithm. */
-  algorithm?: Algorithm;
+  /** Single-limit shorthand: the algorithm, or a function of the request answering one. */
+  algorithm?: Algorithm | PlanFunction<Req>;
   /** Single-limit shorthand: the key. @default byIp() */
-  key?: KeyFunction<Req>;
+  key?: LimitKey<Req>;
   /** Single-limit shorthand: the name. @default the algorithm's kind */
   name?: string;
   /** Where limit state lives. @default a new `MemoryStore()` per middleware */
@@ -51,8 +88,8 @@ export interface HttpLimitOptions<Req> {
    * @default 'ietf'
    */
   headers?: HeaderFormat | false;
-  /** Requests for which this returns `true` are not limited and get no headers. Synchronous. */
-  skip?: (req: Req) => boolean;
+  /** Requests for which this returns (or resolves to) `true` are not limited and get no headers. */
+  skip?: (req: Req) => boolean | Promise<boolean>;
   /**
    * Client addresses (the framework's `req.ip`) and CIDR ranges that are never limited, e.g.
    * `['127.0.0.1', '10.0.0.0/8', '2001:db8::/32']`.
@@ -61,10 +98,23 @@ export interface HttpLimitOptions<Req> {
   allowList?: readonly string[];
   /**
    * Units a request takes from every limit: an integer ≥ 1, or a function of the request (a bulk
-   * endpoint that costs one unit per item).
+   * endpoint that costs one unit per item), sync or async. With `settle`, this is the estimate
+   * taken before the request runs.
    * @default 1
    */
-  cost?: number | ((req: Req) => number);
+  cost?: number | ((req: Req) => number | Promise<number>);
+  /**
+   * Which responses keep their units (see `CountWhen`); the others give them back when the
+   * response ends. `'failed'` makes a login limit count only failed attempts.
+   * @default 'all'
+   */
+  count?: CountWhen<Req>;
+  /**
+   * For limits whose `algorithm` is a function: how many keys' plans are kept per limit and for
+   * how long. A key whose plan changes carries its consumption over to the new plan.
+   * @default { max: 10000, ttl: '1m' }
+   */
+  planCache?: PlanCacheOptions;
   /**
    * `'refuse'`: answer 429 at once. `'delay'`: hold the request instead, for the Decision's
    * `delay` (queue algorithms such as `leakyBucketQueue`) or, for other algorithms, until its
@@ -79,7 +129,7 @@ export interface HttpLimitOptions<Req> {
    */
   maxDelay?: Duration;
   /**
-   * When the store fails (or a key or cost function throws): `'allow'` lets the request through
+   * When the store fails (or a key, skip, cost or plan function throws or rejects): `'allow'` lets the request through
    * without headers (fail open), `'deny'` answers 503 with `Retry-After: 1` (fail closed). Either
    * way `onError` is told; the error never becomes an unhandled rejection.
    * @default 'allow'
@@ -117,6 +167,8 @@ export const HTTP_OPTIONS = [
   'skip',
   'allowList',
   'cost',
+  'count',
+  'planCache',
   'onLimit',
   'maxDelay',
   'storeFailure',

@@ -1,0 +1,221 @@
+import { type Algorithm, bindName } from '../algorithm.js';
+import { describeValue, ErrorCode, SluiceError } from '../errors.js';
+import { assertAlgorithm, Limiter } from '../limiter.js';
+import { all, then } from '../maybe.js';
+import type { LimitCall, MaybePromise, Store } from '../store.js';
+import { assertKnownOptions } from '../validate.js';
+import { byIp, type RequestAccess } from './keys.js';
+import type { HttpLimit, HttpLimitOptions, LimitKey } from './options.js';
+import { PlanCache, type PlanChanged, planCacheOptions } from './plan-cache.js';
+
+const SF_STRING = /^[\x20-\x7e]+$/;
+
+/** One limit of a middleware, compiled. */
+export interface CompiledLimit<Req> {
+  readonly name: string;
+  readonly key: LimitKey<Req>;
+  /** The bound algorithm of a fixed limit; `undefined` for a limit whose plan is per request. */
+  readonly algorithm: Algorithm | undefined;
+  /** The plans of a per-request limit. */
+  readonly plans: PlanCache<Req> | undefined;
+}
+
+/**
+ * What one request was checked against: its key and algorithm per limit (`undefined` where a
+ * limit was skipped), and the units it holds. Kept for an admitted request, to give units back
+ * (`count`, a client gone) or settle them.
+ */
+export interface Reservation {
+  readonly keys: readonly (string | undefined)[];
+  readonly algorithms: readonly (Algorithm | undefined)[];
+  cost: number;
+}
+
+/**
+ * The limits of a middleware: names, keys and algorithms (fixed, or a plan per request), and
+ * how a request's keys and algorithms are found. A middleware whose limits are all fixed checks
+ * through a `Limiter` (its fast paths); one with a plan per request calls the store itself.
+ */
+export class LimitSet<Req> {
+  readonly limits: readonly CompiledLimit<Req>[];
+  /** The `Limiter` of fixed limits; `undefined` when some limit's plan is per request. */
+  readonly limiter: Limiter | undefined;
+  /** Fixed limits' algorithms, in order (shared by every reservation). */
+  readonly fixed: readonly Algorithm[];
+
+  constructor(
+    options: HttpLimitOptions<Req>,
+    readonly store: Store,
+    checkPlan: (algorithm: Algorithm) => void,
+    changed: (policy: string) => PlanChanged,
+  ) {
+    const given = httpLimits(options);
+    // Limiter refuses limits that are not a non-empty array with its coded error.
+    if (!Array.isArray(given) || given.length === 0) new Limiter({ limits: given, store } as never);
+    const planned = given.some((limit) => typeof limit?.algorithm === 'function');
+    if (!planned) {
+      // Limiter validates the algorithms and names, and binds each limit's name into its fingerprint.
+      this.limiter = new Limiter({
+        limits: given.map(({ name, algorithm }) =>
+          name === undefined
+            ? { algorithm: algorithm as Algorithm }
+            : { name, algorithm: algorithm as Algorithm },
+        ),
+        store,
+      });
+      this.fixed = this.limiter.limits.map((limit) => limit.algorithm);
+      this.limits = this.limiter.limits.map((limit, i) => ({
+        name: limit.name,
+        key: keyOption(i, given[i]!.key),
+        algorithm: limit.algorithm,
+        plans: undefined,
+      }));
+    } else {
+      this.limiter = undefined;
+      const cache = planCacheOptions(options.planCache);
+      const names = new Set<string>();
+      this.limits = given.map((limit, i) => {
+        const plan = typeof limit.algorithm === 'function' ? limit.algorithm : undefined;
+        if (
+          plan !== undefined &&
+          (limit.name === undefined || typeof limit.name !== 'string' || limit.name === '')
+        ) {
+          throw new SluiceError(
+            ErrorCode.MISSING_OPTION,
+            `limits[${i}] chooses its algorithm per request, so it needs a name (its headers and stored keys use it before any plan is known)`,
+            { option: `limits[${i}].name`, value: limit.name },
+          );
+        }
+        if (plan === undefined) assertAlgorithm(`limits[${i}].algorithm`, limit.algorithm);
+        const name = limit.name ?? (limit.algorithm as Algorithm).kind;
+        if (typeof name !== 'string' || name === '') {
+          throw new SluiceError(
+            ErrorCode.INVALID_OPTION,
+            `limits[${i}].name must be a non-empty string; got ${describeValue(name)}`,
+            { option: `limits[${i}].name`, value: name },
+          );
+        }
+        if (names.has(name)) {
+          throw new SluiceError(
+            ErrorCode.DUPLICATE_LIMIT,
+            `limits[${i}].name ${JSON.stringify(name)} is used twice; give each limit its own name`,
+            { option: `limits[${i}].name`, value: name },
+          );
+        }
+        names.add(name);
+        return {
+          name,
+          key: keyOption(i, limit.key),
+          algorithm: plan === undefined ? bindName(limit.algorithm as Algorithm, name) : undefined,
+          plans:
+            plan === undefined
+              ? undefined
+              : new PlanCache(`limits[${i}].algorithm`, name, plan, cache, checkPlan, changed(name)),
+        };
+      });
+      this.fixed = [];
+    }
+    if (!planned && options.planCache !== undefined) planCacheOptions(options.planCache);
+    for (const [i, limit] of this.limits.entries()) {
+      if (!SF_STRING.test(limit.name)) {
+        throw new SluiceError(
+          ErrorCode.INVALID_OPTION,
+          `limits[${i}].name must be printable ASCII (it is sent in RateLimit headers); got ${describeValue(limit.name)}`,
+          { option: `limits[${i}].name`, value: limit.name },
+        );
+      }
+    }
+  }
+
+  /** Whether any limit chooses its plan per request. */
+  get planned(): boolean {
+    return this.limiter === undefined;
+  }
+
+  /** The key of limit `i` for this request; a non-string answer is an `ERR_SLUICE_INVALID_KEY`. */
+  key(i: number, req: Req, access: RequestAccess<Req>): MaybePromise<string | undefined> {
+    return then(this.limits[i]!.key(req, access), (key) => {
+      if (key !== undefined && typeof key !== 'string') {
+        throw new SluiceError(
+          ErrorCode.INVALID_KEY,
+          `limits[${i}].key must return a string or undefined; got ${describeValue(key)}`,
+          { option: `limits[${i}].key`, value: key },
+        );
+      }
+      return key;
+    });
+  }
+
+  /** Every limit's key for this request. */
+  keys(req: Req, access: RequestAccess<Req>): MaybePromise<(string | undefined)[]> {
+    return all(this.limits.map((_, i) => this.key(i, req, access)));
+  }
+
+  /** Every limit's algorithm for this request on `keys` (plans asked or cached). */
+  algorithms(req: Req, keys: readonly (string | undefined)[]): MaybePromise<(Algorithm | undefined)[]> {
+    if (!this.planned) return this.fixed as Algorithm[];
+    return all(
+      this.limits.map((limit, i) => {
+        const key = keys[i];
+        if (key === undefined) return undefined;
+        return limit.plans === undefined ? limit.algorithm : limit.plans.get(req, key);
+      }),
+    );
+  }
+
+  /** The store calls of a reservation for `cost` units (limits without a key left out). */
+  calls(reservation: Pick<Reservation, 'keys' | 'algorithms'>, cost: number): LimitCall[] {
+    const calls: LimitCall[] = [];
+    for (let i = 0; i < this.limits.length; i++) {
+      const key = reservation.keys[i];
+      const algorithm = reservation.algorithms[i];
+      if (key !== undefined && algorithm !== undefined) {
+        calls.push({ algorithm, key, cost, policy: this.limits[i]!.name });
+      }
+    }
+    return calls;
+  }
+}
+
+function keyOption<Req>(i: number, key: unknown): LimitKey<Req> {
+  if (key !== undefined && typeof key !== 'function') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `limits[${i}].key must be a key function such as byIp(); got ${describeValue(key)}`,
+      { option: `limits[${i}].key`, value: key },
+    );
+  }
+  return (key as LimitKey<Req> | undefined) ?? byIp();
+}
+
+/** The limits of the options, from `limits` or from the single-limit shorthand. */
+export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLimit<Req>[] {
+  if (options === null || typeof options !== 'object') return [];
+  const shorthand = options.algorithm !== undefined;
+  if (shorthand === (options.limits !== undefined)) {
+    throw new SluiceError(
+      options.limits === undefined ? ErrorCode.MISSING_OPTION : ErrorCode.INVALID_OPTION,
+      'give either limits (one or several { name, key, algorithm }) or the single-limit algorithm (with key and name), not both',
+      { option: options.limits === undefined ? 'algorithm' : 'limits', value: options.limits },
+    );
+  }
+  if (!shorthand) {
+    if (options.key !== undefined || options.name !== undefined) {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        'key and name belong to each limit when limits is given: limits: [{ name, key, algorithm }]',
+        { option: options.key !== undefined ? 'key' : 'name' },
+      );
+    }
+    if (Array.isArray(options.limits)) {
+      options.limits.forEach((limit, i) => {
+        assertKnownOptions(`limits[${i}]`, limit, ['name', 'key', 'algorithm']);
+      });
+    }
+    return options.limits!;
+  }
+  const limit: HttpLimit<Req> = { algorithm: options.algorithm! };
+  if (options.key !== undefined) limit.key = options.key;
+  if (options.name !== undefined) limit.name = options.name;
+  return [limit];
+}
