@@ -3,8 +3,9 @@ import type { MaybePromise } from './store.js';
 /**
  * `next(value)`, at once when `value` is not a promise: a chain of steps that may each answer
  * synchronously (the memory store, sync keys) allocates no promise unless one of them is async.
+ * (Not named `then`: a module exporting `then` is a thenable, which `await import()` would call.)
  */
-export function then<T, U>(value: MaybePromise<T>, next: (value: T) => MaybePromise<U>): MaybePromise<U> {
+export function andThen<T, U>(value: MaybePromise<T>, next: (value: T) => MaybePromise<U>): MaybePromise<U> {
   return value instanceof Promise ? value.then(next) : next(value);
 }
 

@@ -4,7 +4,7 @@ import { combine, type Decision, decide } from '../decision.js';
 import { parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
-import { then } from '../maybe.js';
+import { andThen } from '../maybe.js';
 import { MemoryStore } from '../memory-store.js';
 import type { MaybePromise, Store } from '../store.js';
 import { assertCost, assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
@@ -197,11 +197,11 @@ export class HttpLimiter<Req> {
   evaluate(req: Req): MaybePromise<Decision | undefined> {
     let result: MaybePromise<Decision | undefined>;
     try {
-      result = then(this.skip === undefined ? false : this.skip(req), (skipped) => {
+      result = andThen(this.skip === undefined ? false : this.skip(req), (skipped) => {
         if (skipped === true) return undefined;
         if (this.allow?.has(this.access.ip(req))) return undefined;
         if (this.costOf === undefined) return this.check(req, this.cost);
-        return then(this.costOf(req), (cost) => {
+        return andThen(this.costOf(req), (cost) => {
           assertCost(cost);
           return this.check(req, cost);
         });
@@ -270,26 +270,26 @@ export class HttpLimiter<Req> {
     const limiter = set.limiter;
     if (limiter !== undefined && set.limits.length === 1) {
       // The common case: one fixed limit, its key as a string (the Limiter's direct path).
-      return then(set.key(0, req, this.access), (key) => {
+      return andThen(set.key(0, req, this.access), (key) => {
         if (key === undefined) return NOT_LIMITED;
-        return then(limiter.check(key, cost === 1 ? undefined : { cost }), (decision) => {
+        return andThen(limiter.check(key, cost === 1 ? undefined : { cost }), (decision) => {
           if (decision.allowed)
             this.reservations.set(req as object, { keys: [key], algorithms: set.fixed, cost });
           return decision;
         });
       });
     }
-    return then(set.keys(req, this.access), (keys) => {
+    return andThen(set.keys(req, this.access), (keys) => {
       if (keys.every((key) => key === undefined)) return NOT_LIMITED;
       if (limiter !== undefined) {
-        return then(limiter.check(keys, cost === 1 ? undefined : { cost }), (decision) => {
+        return andThen(limiter.check(keys, cost === 1 ? undefined : { cost }), (decision) => {
           if (decision.allowed) this.reservations.set(req as object, { keys, algorithms: set.fixed, cost });
           return decision;
         });
       }
-      return then(set.algorithms(req, keys), (algorithms) => {
+      return andThen(set.algorithms(req, keys), (algorithms) => {
         const reservation: Reservation = { keys, algorithms, cost };
-        return then(this.store.consume(set.calls(reservation, cost), undefined), (decisions) => {
+        return andThen(this.store.consume(set.calls(reservation, cost), undefined), (decisions) => {
           const decision = combine(decisions);
           if (decision.allowed) this.reservations.set(req as object, reservation);
           return decision;

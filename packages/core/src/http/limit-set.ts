@@ -1,7 +1,7 @@
 import { type Algorithm, bindName } from '../algorithm.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import { assertAlgorithm, Limiter } from '../limiter.js';
-import { all, then } from '../maybe.js';
+import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
 import { byIp, type RequestAccess } from './keys.js';
@@ -134,7 +134,7 @@ export class LimitSet<Req> {
 
   /** The key of limit `i` for this request; a non-string answer is an `ERR_SLUICE_INVALID_KEY`. */
   key(i: number, req: Req, access: RequestAccess<Req>): MaybePromise<string | undefined> {
-    return then(this.limits[i]!.key(req, access), (key) => {
+    return andThen(this.limits[i]!.key(req, access), (key) => {
       if (key !== undefined && typeof key !== 'string') {
         throw new SluiceError(
           ErrorCode.INVALID_KEY,
