@@ -24,6 +24,7 @@ import {
   type HttpFleetShedOptions,
   type HttpLimitOptions,
   type HttpUtilizationShedOptions,
+  type RateLimitControl,
   refusalStatus,
   type Store,
 } from '@sluice/core';
@@ -35,7 +36,7 @@ import * as sluiceNest from '@sluice/nestjs';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
-import Fastify from 'fastify';
+import Fastify, { type FastifyRequest } from 'fastify';
 import { Hono, type Context as HonoContext } from 'hono';
 import Koa, { type Context as KoaContext, type Middleware as KoaMiddleware } from 'koa';
 import supertest from 'supertest';
@@ -65,10 +66,24 @@ export class Probe {
     this.opened = resolve;
   });
 
-  async run(path: string, kind: RouteSpec['handler']): Promise<void> {
+  /**
+   * Runs a handler of `kind`; answers the fields it adds to the JSON body. The app-code kinds call
+   * the middleware's `RateLimitControl` (`control`) on the framework's request `req`.
+   */
+  async run(
+    path: string,
+    kind: RouteSpec['handler'],
+    control?: Control,
+    req?: unknown,
+    header?: (name: string) => string | undefined,
+  ): Promise<Record<string, unknown>> {
     this.handled.push(path);
     if (kind === 'throw') throw new Error('handler failed');
     if (kind === 'wait') await this.gate;
+    if (kind === 'settle') await control!.settle(req, Number(header!('x-actual')));
+    if (kind === 'peek') return { peeked: (await control!.peek(req))?.remaining ?? null };
+    if (kind === 'reset') await control!.reset(req);
+    return {};
   }
 
   open(): void {
@@ -76,11 +91,18 @@ export class Probe {
   }
 }
 
+/** A middleware's app-code methods, whatever its request type. */
+export type Control = RateLimitControl<unknown>;
+
 export interface RouteSpec {
   method: 'GET' | 'POST';
   path: string;
-  /** What the handler does: answer at once (default), throw, or wait for `probe.open()`. */
-  handler?: 'ok' | 'throw' | 'wait';
+  /**
+   * What the handler does: answer at once (default), throw (a 500), wait for `probe.open()`, or
+   * call the limits' app-code method (the route's own middleware's, else the app-wide one's):
+   * `settle` to the `X-Actual` header, `peek` (answered as `peeked`), `reset` its keys.
+   */
+  handler?: 'ok' | 'throw' | 'wait' | 'settle' | 'peek' | 'reset';
   /** Express: per-route guard middlewares. Fastify: `config.<guard>` (`false` exempts). */
   guards?: Guards;
   /** Express: a per-route middleware. Fastify: `config.rateLimit` (merged with the global options). */
@@ -115,6 +137,8 @@ export interface TestApp {
   listen(): Promise<string>;
   /** Open connections of the server `listen()` started, as the server counts them. */
   connections(): Promise<number>;
+  /** `reset(key)` of the app-wide limits, from the app's code. */
+  reset(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -188,18 +212,22 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
           return options ? [expressGuards[name](withHandler(options as Options) as never)] : [];
         });
       for (const guard of guards(spec.guards)) app.use(guard);
-      if (spec.options !== undefined) app.use(rateLimit(withHandler(spec.options)));
+      const global = spec.options === undefined ? undefined : rateLimit(withHandler(spec.options));
+      if (global !== undefined) app.use(global);
       for (const route of spec.routes) {
-        const handlers = [
-          ...guards(route.guards),
-          ...(route.limit ? [rateLimit(withHandler(route.limit))] : []),
-        ];
+        const own = route.limit ? rateLimit(withHandler(route.limit)) : undefined;
+        const handlers = [...guards(route.guards), ...(own ? [own] : [])];
         const method = route.method === 'GET' ? 'get' : 'post';
         app[method](route.path, ...handlers, (req: Request, res: Response, next: NextFunction) => {
           // Express 4 does not catch rejected promises: pass the error on by hand.
           probe
-            .run(route.path, route.handler)
-            .then(() => res.json({ ok: true, remaining: req.rateLimit?.remaining ?? null }), next);
+            .run(route.path, route.handler, (own ?? global) as Control | undefined, req, (name) =>
+              req.get(name),
+            )
+            .then(
+              (extra) => res.json({ ok: true, remaining: req.rateLimit?.remaining ?? null, ...extra }),
+              next,
+            );
         });
       }
       app.use((error: Error, _req: Request, res: Response, _next: NextFunction) => {
@@ -229,6 +257,7 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
         connections() {
           return connectionsOf(server!);
         },
+        reset: (key) => (global as Control).reset(key),
         async close() {
           if (server === undefined) return;
           server.closeAllConnections();
@@ -294,8 +323,16 @@ const fastifySubject: Subject = {
           ? {}
           : { onRequest: app.rateLimit({ ...route.decorator, ...handler }) }),
         handler: async (request) => {
-          await probe.run(route.path, route.handler);
-          return { ok: true, remaining: request.rateLimit?.remaining ?? null };
+          const control: Control = {
+            peek: (req) => app.rateLimits.peek(req as FastifyRequest),
+            reset: (target) => app.rateLimits.reset(target as FastifyRequest),
+            settle: (req, actual) => app.rateLimits.settle(req as FastifyRequest, actual),
+          };
+          const extra = await probe.run(route.path, route.handler, control, request, (name) => {
+            const value = request.headers[name];
+            return typeof value === 'string' ? value : undefined;
+          });
+          return { ok: true, remaining: request.rateLimit?.remaining ?? null, ...extra };
         },
       });
     }
@@ -315,6 +352,7 @@ const fastifySubject: Subject = {
       connections() {
         return connectionsOf(app.server);
       },
+      reset: (key) => app.rateLimits.reset(key),
       async close() {
         await app.close();
       },
@@ -345,7 +383,7 @@ function send(base: string, method: string, path: string, headers: Record<string
 }
 
 /** A started server's `TestApp`: every request goes over a real connection. */
-async function serverApp(server: Server): Promise<TestApp> {
+async function serverApp(server: Server): Promise<Omit<TestApp, 'reset'>> {
   if (!server.listening) await once(server, 'listening');
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -376,13 +414,16 @@ function onNodeRequest<T>(options: T): T {
       ? (c: HonoContext) => (fn as (req: unknown) => unknown)((c.env as { incoming: unknown }).incoming)
       : fn;
   const record = { ...(options as Record<string, unknown>) };
-  for (const name of ['skip', 'cost', 'key', 'priority']) {
+  // A plan per request (`algorithm` as a function) reads the request too.
+  for (const name of ['skip', 'cost', 'key', 'priority', 'algorithm']) {
     if (typeof record[name] === 'function') record[name] = node(record[name]);
   }
   if (Array.isArray(record.limits)) {
-    record.limits = record.limits.map((limit: Record<string, unknown>) =>
-      limit.key === undefined ? limit : { ...limit, key: node(limit.key) },
-    );
+    record.limits = record.limits.map((limit: Record<string, unknown>) => ({
+      ...limit,
+      ...(limit.key === undefined ? {} : { key: node(limit.key) }),
+      ...(typeof limit.algorithm === 'function' ? { algorithm: node(limit.algorithm) } : {}),
+    }));
   }
   return record as T;
 }
@@ -444,24 +485,27 @@ const honoSubject: Subject = {
         return [honoGuards[name](onNodeRequest({ ...own, ...handler }) as never)];
       });
     for (const guard of guards(spec.guards)) app.use(guard);
-    if (spec.options !== undefined)
-      app.use(sluiceHono.rateLimit(onNodeRequest({ ...spec.options, ...access, ...handler })));
+    const global =
+      spec.options === undefined
+        ? undefined
+        : sluiceHono.rateLimit(onNodeRequest({ ...spec.options, ...access, ...handler }));
+    if (global !== undefined) app.use(global);
     for (const route of spec.routes) {
-      const handlers = [
-        ...guards(route.guards),
-        ...(route.limit
-          ? [sluiceHono.rateLimit(onNodeRequest({ ...route.limit, ...access, ...handler }))]
-          : []),
-      ];
+      const own = route.limit
+        ? sluiceHono.rateLimit(onNodeRequest({ ...route.limit, ...access, ...handler }))
+        : undefined;
+      const handlers = [...guards(route.guards), ...(own ? [own] : [])];
       // A route's own middleware, registered before its handler: Hono runs them in order.
       for (const middleware of handlers) app.on(route.method, route.path, middleware);
       app.on(route.method, route.path, async (c) => {
-        await probe.run(route.path, route.handler);
-        return c.json({ ok: true, remaining: c.get('rateLimit')?.remaining ?? null });
+        const control = (own ?? global) as Control | undefined;
+        const extra = await probe.run(route.path, route.handler, control, c, (name) => c.req.header(name));
+        return c.json({ ok: true, remaining: c.get('rateLimit')?.remaining ?? null, ...extra });
       });
     }
     app.onError((error, c) => c.json({ error: error.message }, 500));
-    return serverApp(serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server);
+    const served = await serverApp(serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server);
+    return { ...served, reset: (key) => (global as Control).reset(key) };
   },
 };
 
@@ -511,21 +555,29 @@ const koaSubject: Subject = {
       }
     });
     for (const guard of guards(spec.guards)) app.use(guard);
-    if (spec.options !== undefined) app.use(sluiceKoa.rateLimit({ ...spec.options, ...handler }));
+    const global =
+      spec.options === undefined ? undefined : sluiceKoa.rateLimit({ ...spec.options, ...handler });
+    if (global !== undefined) app.use(global);
     const router = new Router();
     for (const route of spec.routes) {
-      const handlers = [
-        ...guards(route.guards),
-        ...(route.limit ? [sluiceKoa.rateLimit({ ...route.limit, ...handler }) as KoaMiddleware] : []),
-      ];
+      const own = route.limit ? sluiceKoa.rateLimit({ ...route.limit, ...handler }) : undefined;
+      const handlers = [...guards(route.guards), ...(own ? [own as KoaMiddleware] : [])];
       const method = route.method === 'GET' ? 'get' : 'post';
       router[method](route.path, ...handlers, async (ctx) => {
-        await probe.run(route.path, route.handler);
-        ctx.body = { ok: true, remaining: ctx.state.rateLimit?.remaining ?? null };
+        const control = (own ?? global) as Control | undefined;
+        const extra = await probe.run(
+          route.path,
+          route.handler,
+          control,
+          ctx,
+          (name) => ctx.get(name) || undefined,
+        );
+        ctx.body = { ok: true, remaining: ctx.state.rateLimit?.remaining ?? null, ...extra };
       });
     }
     app.use(router.routes());
-    return serverApp(createServer(app.callback()).listen(0, '127.0.0.1'));
+    const served = await serverApp(createServer(app.callback()).listen(0, '127.0.0.1'));
+    return { ...served, reset: (key) => (global as Control).reset(key) };
   },
 };
 
@@ -565,13 +617,17 @@ const nestSubject: Subject = {
         const options = given?.[name];
         return options ? [nestGuards[name](options)] : [];
       });
+    // Always registered: it applies the routes' @RateLimit() too, with or without global limits.
+    const limits = new sluiceNest.RateLimitGuard(spec.options as never);
     class Routes {}
     const prototype = Routes.prototype as unknown as Record<string, unknown>;
     spec.routes.forEach((route, i) => {
       const name = `route${i}`;
       prototype[name] = async (req: Request) => {
-        await probe.run(route.path, route.handler);
-        return { ok: true, remaining: req.rateLimit?.remaining ?? null };
+        const extra = await probe.run(route.path, route.handler, limits as Control, req, (header) =>
+          req.get(header),
+        );
+        return { ok: true, remaining: req.rateLimit?.remaining ?? null, ...extra };
       };
       const descriptor = Object.getOwnPropertyDescriptor(prototype, name)!;
       const decorate = (decorator: MethodDecorator) => decorator(prototype, name, descriptor);
@@ -587,16 +643,13 @@ const nestSubject: Subject = {
     Module({ controllers: [Routes] })(AppModule);
     const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: false });
     if (spec.trustProxy !== undefined) app.set('trust proxy', spec.trustProxy);
-    app.useGlobalGuards(
-      ...guards(spec.guards),
-      // Always registered: it applies the routes' @RateLimit() too, with or without global limits.
-      new sluiceNest.RateLimitGuard(spec.options as never),
-    );
+    app.useGlobalGuards(...guards(spec.guards), limits);
     if (spec.customHandler) app.useGlobalFilters(new CustomRefusal());
     await app.listen(0, '127.0.0.1');
     const served = await serverApp(app.getHttpServer() as Server);
     return {
       ...served,
+      reset: (key) => limits.reset(key),
       close: async () => {
         await served.close();
         await app.close();

@@ -17,6 +17,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { featuresSuite } from './features-suite.js';
 import { guardSuite } from './guard-suite.js';
 import {
   type AppSpec,
@@ -860,5 +861,6 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
     });
 
     guardSuite(subject, makeStore);
+    featuresSuite(subject, makeStore);
   });
 }

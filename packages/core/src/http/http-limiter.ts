@@ -273,8 +273,7 @@ export class HttpLimiter<Req> {
       return andThen(set.key(0, req, this.access), (key) => {
         if (key === undefined) return NOT_LIMITED;
         return andThen(limiter.check(key, cost === 1 ? undefined : { cost }), (decision) => {
-          if (decision.allowed)
-            this.reservations.set(req as object, { keys: [key], algorithms: set.fixed, cost });
+          if (decision.allowed) this.reserve(req, [key], set.fixed, cost);
           return decision;
         });
       });
@@ -283,19 +282,28 @@ export class HttpLimiter<Req> {
       if (keys.every((key) => key === undefined)) return NOT_LIMITED;
       if (limiter !== undefined) {
         return andThen(limiter.check(keys, cost === 1 ? undefined : { cost }), (decision) => {
-          if (decision.allowed) this.reservations.set(req as object, { keys, algorithms: set.fixed, cost });
+          if (decision.allowed) this.reserve(req, keys, set.fixed, cost);
           return decision;
         });
       }
-      return andThen(set.algorithms(req, keys), (algorithms) => {
-        const reservation: Reservation = { keys, algorithms, cost };
-        return andThen(this.store.consume(set.calls(reservation, cost), undefined), (decisions) => {
+      return andThen(set.algorithms(req, keys), (algorithms) =>
+        andThen(this.store.consume(set.calls({ keys, algorithms }, cost), undefined), (decisions) => {
           const decision = combine(decisions);
-          if (decision.allowed) this.reservations.set(req as object, reservation);
+          // Kept refused too: its headers name the plans it was refused by.
+          this.reserve(req, keys, algorithms, decision.allowed ? cost : 0);
           return decision;
-        });
-      });
+        }),
+      );
     });
+  }
+
+  private reserve(
+    req: Req,
+    keys: readonly (string | undefined)[],
+    algorithms: readonly (Algorithm | undefined)[],
+    cost: number,
+  ): void {
+    this.reservations.set(req as object, { keys, algorithms, cost, admitted: cost > 0 });
   }
 
   /**
@@ -337,7 +345,7 @@ export class HttpLimiter<Req> {
    */
   outcome(req: Req, statusCode: number, finished: boolean): void {
     const reservation = this.reservations.get(req as object);
-    if (reservation === undefined || this.counts === undefined) return;
+    if (reservation === undefined || !reservation.admitted || this.counts === undefined) return;
     let counted: boolean;
     try {
       counted = this.counts(req, { statusCode, finished }) !== false;
@@ -368,7 +376,8 @@ export class HttpLimiter<Req> {
       );
     }
     const reservation = this.reservations.get(req as object);
-    if (reservation === undefined || actual === reservation.cost) return Promise.resolve();
+    if (reservation === undefined || !reservation.admitted || actual === reservation.cost)
+      return Promise.resolve();
     const delta = actual - reservation.cost;
     reservation.cost = actual;
     const store = this.store;
@@ -438,7 +447,7 @@ export class HttpLimiter<Req> {
   private async refund(req: Req): Promise<number> {
     const reservation = this.reservations.get(req as object);
     const store = this.store;
-    if (reservation === undefined || store.refund === undefined) return 0;
+    if (reservation === undefined || !reservation.admitted || store.refund === undefined) return 0;
     this.reservations.delete(req as object);
     const cost = reservation.cost;
     if (cost === 0) return 0;
