@@ -262,7 +262,9 @@ export class RedisStore implements Store {
         groups.map(async (group) => {
           const args: (string | number)[] = [this.nowArg(now)];
           for (const i of group.indices) pushCallArgs(args, calls[i]!);
-          read?.(group, await command(group.keys.length, ...group.keys, ...args));
+          // Not `read?.(group, await command(…))`: an absent `read` would skip the call itself.
+          const reply = await command(group.keys.length, ...group.keys, ...args);
+          if (read !== undefined) read(group, reply);
         }),
       ).then(() => undefined);
     const policy = this.options.failurePolicy;
