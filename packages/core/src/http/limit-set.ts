@@ -56,6 +56,7 @@ export class LimitSet<Req> {
     // Limiter refuses limits that are not a non-empty array with its coded error.
     if (!Array.isArray(given) || given.length === 0) new Limiter({ limits: given, store } as never);
     const planned = given.some((limit) => typeof limit?.algorithm === 'function');
+    const cache = planCacheOptions(options.planCache);
     if (!planned) {
       // Limiter validates the algorithms and names, and binds each limit's name into its fingerprint.
       this.limiter = new Limiter({
@@ -75,7 +76,6 @@ export class LimitSet<Req> {
       }));
     } else {
       this.limiter = undefined;
-      const cache = planCacheOptions(options.planCache);
       const names = new Set<string>();
       this.limits = given.map((limit, i) => {
         const plan = typeof limit.algorithm === 'function' ? limit.algorithm : undefined;
@@ -118,7 +118,6 @@ export class LimitSet<Req> {
       });
       this.fixed = [];
     }
-    if (!planned && options.planCache !== undefined) planCacheOptions(options.planCache);
     for (const [i, limit] of this.limits.entries()) {
       if (!SF_STRING.test(limit.name)) {
         throw new SluiceError(

@@ -59,12 +59,12 @@ export class PlanCache<Req> {
     private readonly option: string,
     private readonly name: string,
     private readonly plan: PlanFunction<Req>,
-    options: PlanCacheOptions,
+    options: ResolvedPlanCache,
     private readonly check: (algorithm: Algorithm) => void,
     private readonly changed: PlanChanged,
   ) {
-    this.max = integerOption('planCache.max', options.max ?? 10_000);
-    this.ttl = options.ttl === 0 ? 0 : parseDuration('planCache.ttl', options.ttl ?? '1m');
+    this.max = options.max;
+    this.ttl = options.ttl;
   }
 
   /** The plan this process last used for `key`, if it still remembers one. */
@@ -151,9 +151,15 @@ export class PlanCache<Req> {
   }
 }
 
-/** `planCache` as given: an options object. */
-export function planCacheOptions(value: unknown): PlanCacheOptions {
-  if (value === undefined) return {};
+/** `planCache` with its defaults: keys kept, ms kept. */
+export interface ResolvedPlanCache {
+  readonly max: number;
+  readonly ttl: number;
+}
+
+/** `planCache` as given, validated (also where no limit has a plan per request: a mistake anyway). */
+export function planCacheOptions(value: unknown): ResolvedPlanCache {
+  if (value === undefined) return { max: 10_000, ttl: 60_000 };
   if (value === null || typeof value !== 'object') {
     throw new SluiceError(
       ErrorCode.INVALID_OPTION,
@@ -162,5 +168,9 @@ export function planCacheOptions(value: unknown): PlanCacheOptions {
     );
   }
   assertKnownOptions('planCache', value, PLAN_CACHE_OPTIONS);
-  return value as PlanCacheOptions;
+  const options = value as PlanCacheOptions;
+  return {
+    max: integerOption('planCache.max', options.max ?? 10_000),
+    ttl: options.ttl === 0 ? 0 : parseDuration('planCache.ttl', options.ttl ?? '1m'),
+  };
 }

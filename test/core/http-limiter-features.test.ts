@@ -1,0 +1,204 @@
+import {
+  type Decision,
+  fixedWindow,
+  HttpLimiter,
+  type HttpLimitOptions,
+  MemoryStore,
+  type RequestAccessBase,
+  type Store,
+  tokenBucket,
+} from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+
+// Issue 14 at the core's level (HttpLimiter, below every adapter): option validation, plans asked
+// once for concurrent requests, and app-code calls that fail without rejecting.
+
+interface Req {
+  user?: string;
+}
+const access: RequestAccessBase<Req> = {
+  ip: () => '127.0.0.1',
+  method: () => 'GET',
+  route: () => undefined,
+  header: (req, name) => (name === 'x-user' ? req.user : undefined),
+  proxyTrust: () => 'none',
+};
+const byUser = (req: Req) => req.user;
+
+function limiter(options: HttpLimitOptions<Req>, errors: Error[] = []): HttpLimiter<Req> {
+  return new HttpLimiter<Req>('test', options, access, {
+    onError: (error) => errors.push(error),
+    onWarning: () => undefined,
+  });
+}
+
+const code = (make: () => unknown) => {
+  try {
+    make();
+    return 'created';
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+};
+
+describe('options of issue 14, validated at creation', () => {
+  const algorithm = fixedWindow({ limit: 3, window: '10s' });
+  it.each([
+    [{ algorithm, count: 'sometimes' }, 'ERR_SLUICE_INVALID_OPTION'],
+    [{ algorithm, count: 'failed' }, 'created'],
+    [{ algorithm, count: () => true }, 'created'],
+    [{ algorithm, planCache: { max: 0 } }, 'ERR_SLUICE_INVALID_OPTION'],
+    [{ algorithm, planCache: { ttl: 'soon' } }, 'ERR_SLUICE_INVALID_DURATION'],
+    [{ algorithm, planCache: { size: 10 } }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+    [{ algorithm, planCache: 5 }, 'ERR_SLUICE_INVALID_OPTION'],
+    // A plan per request needs a name: headers and stored keys use it before any plan is known.
+    [{ algorithm: () => algorithm }, 'ERR_SLUICE_MISSING_OPTION'],
+    [{ name: 'plan', algorithm: () => algorithm, planCache: { max: 10, ttl: 0 } }, 'created'],
+    [
+      {
+        limits: [
+          { name: 'a', algorithm: () => algorithm },
+          { name: 'a', algorithm },
+        ],
+      },
+      'ERR_SLUICE_DUPLICATE_LIMIT',
+    ],
+    [
+      { limits: [{ name: 'a', algorithm: () => algorithm }, { algorithm: 'x' }] },
+      'ERR_SLUICE_UNKNOWN_ALGORITHM',
+    ],
+  ] as [HttpLimitOptions<Req>, string][])('%o: %s', (options, expected) => {
+    expect(code(() => limiter(options))).toBe(expected);
+  });
+
+  it('settle refuses an actual cost that is not an integer ≥ 0, by throwing (the app’s mistake)', () => {
+    const http = limiter({ algorithm, key: byUser });
+    for (const actual of [-1, 1.5, Number.NaN, '3' as unknown as number]) {
+      expect(code(() => http.settle({ user: 'ann' }, actual))).toBe('ERR_SLUICE_INVALID_COST');
+    }
+  });
+
+  it('a plan that is not an algorithm, or a queue in refuse mode, follows the failure policy', async () => {
+    for (const bad of [{ limit: 3 }, () => undefined]) {
+      const errors: Error[] = [];
+      const http = limiter(
+        { name: 'plan', key: byUser, algorithm: () => bad as never, storeFailure: 'deny' },
+        errors,
+      );
+      const decision = (await http.evaluate({ user: 'ann' })) as Decision;
+      expect([decision.allowed, decision.reason]).toEqual([false, 'store-unavailable']);
+      expect((errors[0] as { code?: string }).code).toBe('ERR_SLUICE_UNKNOWN_ALGORITHM');
+    }
+  });
+});
+
+describe('plans per request', () => {
+  it('concurrent requests of one key ask the plan function once', async () => {
+    let asked = 0;
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const http = limiter({
+      name: 'plan',
+      key: byUser,
+      algorithm: async () => {
+        asked++;
+        await answered;
+        return fixedWindow({ limit: 10, window: '10s' });
+      },
+    });
+    const pending = [1, 2, 3].map(() => http.evaluate({ user: 'ann' }));
+    answer();
+    const decisions = (await Promise.all(pending)) as Decision[];
+    expect(asked).toBe(1);
+    expect(decisions.map((d) => d.remaining).sort()).toEqual([7, 8, 9]);
+  });
+
+  it('a plan function that rejects is asked again on the next request (nothing cached)', async () => {
+    let calls = 0;
+    const errors: Error[] = [];
+    const http = limiter(
+      {
+        name: 'plan',
+        key: byUser,
+        algorithm: async () => {
+          calls++;
+          if (calls === 1) throw new Error('database down');
+          return tokenBucket({ capacity: 2, refillInterval: '1s' });
+        },
+      },
+      errors,
+    );
+    expect(await http.evaluate({ user: 'ann' })).toBeUndefined();
+    expect(errors.map((e) => e.message)).toEqual(['database down']);
+    expect(((await http.evaluate({ user: 'ann' })) as Decision).remaining).toBe(1);
+    expect(calls).toBe(2);
+  });
+});
+
+describe('app-code calls never reject on store failures', () => {
+  const failingAfterConsume = (store: MemoryStore): Store => ({
+    consume: (calls, now) => store.consume(calls, now),
+    peek: (calls, now) => store.peek(calls, now),
+    reset: (calls) => store.reset(calls),
+    refund: () => Promise.reject(new Error('refund failed')),
+    charge: () => Promise.reject(new Error('charge failed')),
+    shutdown: () => store.shutdown(),
+  });
+
+  it('settle: a failing refund or charge goes to onError', async () => {
+    const errors: Error[] = [];
+    const http = limiter(
+      {
+        algorithm: fixedWindow({ limit: 10, window: '10s' }),
+        key: byUser,
+        cost: 5,
+        store: failingAfterConsume(new MemoryStore()),
+      },
+      errors,
+    );
+    const req = { user: 'ann' };
+    await http.evaluate(req);
+    await expect(http.settle(req, 2)).resolves.toBeUndefined();
+    await expect(http.settle(req, 9)).resolves.toBeUndefined();
+    expect(errors.map((e) => e.message)).toEqual(['refund failed', 'charge failed']);
+  });
+
+  it('count: a throwing count function goes to onError and the units stay counted', async () => {
+    const errors: Error[] = [];
+    const store = new MemoryStore();
+    const http = limiter(
+      {
+        algorithm: fixedWindow({ limit: 2, window: '10s' }),
+        key: byUser,
+        store,
+        count: () => {
+          throw new Error('count failed');
+        },
+      },
+      errors,
+    );
+    const req = { user: 'ann' };
+    await http.evaluate(req);
+    http.outcome(req, 200, true);
+    expect(errors.map((e) => e.message)).toEqual(['count failed']);
+    expect(((await http.peek({ user: 'ann' })) as Decision).remaining).toBe(1);
+  });
+
+  it('a request that was refused has nothing to settle or give back', async () => {
+    const store = new MemoryStore();
+    const http = limiter({
+      algorithm: fixedWindow({ limit: 1, window: '10s' }),
+      key: byUser,
+      store,
+      count: 'failed',
+    });
+    await http.evaluate({ user: 'ann' });
+    const refused = { user: 'ann' };
+    expect(((await http.evaluate(refused)) as Decision).allowed).toBe(false);
+    await http.settle(refused, 0);
+    http.outcome(refused, 200, true);
+    expect(((await http.peek({ user: 'ann' })) as Decision).remaining).toBe(0);
+  });
+});
