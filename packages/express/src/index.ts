@@ -24,6 +24,6 @@ export {
 export { expressAccess } from './access.js';
 export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
 export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
-export type { RateLimitOptions } from './rate-limit.js';
+export type { RateLimitMiddleware, RateLimitOptions } from './rate-limit.js';
 export { rateLimit } from './rate-limit.js';
 export type { RefusalHandler } from './refuse.js';

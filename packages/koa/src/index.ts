@@ -23,5 +23,5 @@ export {
 export type { RefusalHandler } from './exchange.js';
 export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
 export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
-export type { RateLimitOptions } from './rate-limit.js';
+export type { RateLimitMiddleware, RateLimitOptions } from './rate-limit.js';
 export { rateLimit } from './rate-limit.js';
