@@ -278,6 +278,27 @@ export class ServerStore implements Store {
     );
   }
 
+  /** Takes up to each call's cost, never below zero (`SL.CHARGE`, core's `chargeStep`); answers the units taken. */
+  async charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[]> {
+    const at = now ?? this.clock?.();
+    const taken = calls.map(() => 0);
+    await Promise.all(
+      [...this.groups(calls)].map(async ([client, indices]) => {
+        const reply = (await client.call(
+          'SL.CHARGE',
+          ...this.args(
+            indices.map((i) => calls[i]!),
+            at,
+          ),
+        )) as number[];
+        indices.forEach((i, j) => {
+          taken[i] = Number(reply[j]);
+        });
+      }),
+    );
+    return taken;
+  }
+
   async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
     await Promise.all(
       [...this.groups(calls)].map(([client, indices]) =>

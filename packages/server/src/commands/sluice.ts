@@ -1,5 +1,6 @@
 import {
   type Algorithm,
+  chargeStep,
   combine,
   type Decision,
   fingerprint,
@@ -17,6 +18,8 @@ import type { Command, CommandContext, CommandResult } from './context.js';
  *
  *   SL.CHECK  [AT ms] LIMIT <algorithm> <key> [COST n] [POLICY name] [ID id] [LIMIT ...]
  *   SL.PEEK   (same)          SL.REFUND (same)          SL.RESET LIMIT <algorithm> <key> [ID id] ...
+ *   SL.CHARGE (same): takes up to COST from each limit, as much as it has left (core's
+ *             chargeStep), never below zero; replies with the units each limit took.
  *
  * `<algorithm>` is `kind:param=value,...` (see algorithm-spec.ts). A check over several limits is
  * all-or-nothing (core's settleBatch). The reply of CHECK and PEEK is the Decision as field/value
@@ -187,6 +190,26 @@ function refund(args: readonly Buffer[], ctx: CommandContext): CommandResult {
   return durable(resp.OK, waits);
 }
 
+function charge(args: readonly Buffer[], ctx: CommandContext): CommandResult {
+  const parsed = parse(args);
+  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
+  const serverNow = ctx.now();
+  const now = parsed.now ?? serverNow;
+  const waits: Promise<unknown>[] = [];
+  const states = readAll(ctx, parsed.calls, serverNow, waits);
+  const taken = parsed.calls.map((call, i) => {
+    const step = chargeStep(call, states[i], now);
+    if (step.state !== UNCHANGED) {
+      const next = step.state;
+      waits.push(
+        ctx.db.write(call.id, next, next === undefined ? 0 : call.algorithm.ttl(next, now), serverNow),
+      );
+    }
+    return resp.integer(step.taken);
+  });
+  return durable(resp.array(taken), waits);
+}
+
 function reset(args: readonly Buffer[], ctx: CommandContext): CommandResult {
   const parsed = parse(args);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
@@ -199,6 +222,7 @@ export const sluiceCommands: Record<string, Command> = {
   'sl.check': { arity: [3, -1], run: check },
   'sl.peek': { arity: [3, -1], run: peek },
   'sl.refund': { arity: [3, -1], run: refund },
+  'sl.charge': { arity: [3, -1], run: charge },
   'sl.reset': { arity: [3, -1], run: reset },
 };
 
