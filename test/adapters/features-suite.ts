@@ -8,8 +8,8 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AppSpec, StoreFactory, Subject, TestApp } from './harness.js';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AppSpec, SuiteFixture } from './harness.js';
 
 /** The key of the `X-User` header (two arguments: every adapter passes its own request). */
 const byUser = (req: unknown, access: RequestAccess<unknown>) => access.header(req, 'x-user');
@@ -44,29 +44,15 @@ function counting(store: Store) {
  * Issue 14, items 1, 2, 5 and 6 on every adapter and store: plans per request, async functions,
  * counting by outcome, reserve-then-settle, and peek/reset from the app's code.
  */
-export function featuresSuite(subject: Subject, makeStore: StoreFactory): void {
+export function featuresSuite(fixture: SuiteFixture): void {
   describe('per-request plans, count, settle, peek and reset (issue 14)', () => {
-    let now: number;
+    const { build } = fixture;
     let store: Store;
-    let app: TestApp | undefined;
-    const clock = () => now;
-
-    beforeEach(async () => {
-      now = 0;
-      store = await makeStore(clock);
+    beforeEach(() => {
+      store = fixture.store();
     });
-    afterEach(async () => {
-      await app?.close();
-      app = undefined;
-      await store.shutdown();
-    });
-
-    const build = async (spec: AppSpec) => {
-      app = await subject.build(spec);
-      return app;
-    };
     const as = (user: string, path = '/', extra: Record<string, string> = {}) =>
-      app!.request('GET', path, { 'x-user': user, ...extra });
+      fixture.app().request('GET', path, { 'x-user': user, ...extra });
     const window = (limit: number) => fixedWindow({ limit, window: '10s' });
 
     it.each(['sync', 'async'] as const)(
@@ -118,7 +104,7 @@ export function featuresSuite(subject: Subject, makeStore: StoreFactory): void {
       await build(spec());
       for (const user of ['ann', 'bob', 'ann', 'bob']) expect((await as(user)).status).toBe(200);
       expect(asked).toEqual(['ann', 'bob']);
-      await app!.close();
+      await fixture.app().close();
       asked.length = 0;
       await build(spec(1));
       for (const user of ['ann', 'bob', 'ann']) expect((await as(user)).status).toBe(200);
@@ -212,8 +198,7 @@ export function featuresSuite(subject: Subject, makeStore: StoreFactory): void {
               undefined,
             ]);
             expect(errors.map((error) => error.message)).toEqual(['lookup failed']);
-            await app!.close();
-            app = undefined;
+            await fixture.app().close();
           }
         },
       );
@@ -242,11 +227,14 @@ export function featuresSuite(subject: Subject, makeStore: StoreFactory): void {
     });
 
     it("count: 'successful' and a function of the response's outcome", async () => {
-      for (const count of [
-        'successful',
-        (_req: unknown, outcome: { statusCode: number }) => outcome.statusCode < 500,
-      ] as const) {
+      const counts = [
+        ['successful', 'ann'],
+        [(_req: unknown, outcome: { statusCode: number }) => outcome.statusCode < 500, 'bob'],
+      ] as const;
+      for (const [count, user] of counts) {
         const { store: counted, done } = counting(store);
+        // Each on its own user: the store is the test's.
+        const on = (path?: string) => as(user, path);
         await build({
           options: { name: 'ok', key: byUser, algorithm: window(1), count, store: counted },
           routes: [
@@ -254,16 +242,13 @@ export function featuresSuite(subject: Subject, makeStore: StoreFactory): void {
             { method: 'GET', path: '/fail', handler: 'throw' },
           ],
         });
-        expect((await as('ann', '/fail')).status).toBe(500);
+        expect((await on('/fail')).status).toBe(500);
         await vi.waitFor(() => expect(done.refunds).toBe(1));
-        expect((await as('ann', '/fail')).status).toBe(500);
+        expect((await on('/fail')).status).toBe(500);
         await vi.waitFor(() => expect(done.refunds).toBe(2));
-        expect((await as('ann')).status).toBe(200);
-        expect((await as('ann')).status).toBe(429);
-        await app!.close();
-        app = undefined;
-        await store.shutdown();
-        store = await makeStore(clock);
+        expect((await on()).status).toBe(200);
+        expect((await on()).status).toBe(429);
+        await fixture.app().close();
       }
     });
 
@@ -281,7 +266,7 @@ export function featuresSuite(subject: Subject, makeStore: StoreFactory): void {
       expect((await chat('1000')).headers.ratelimit).toBe('"tokens";r=57;t=10');
       const refused = await chat('1');
       expect([refused.status, refused.headers.ratelimit]).toEqual([429, '"tokens";r=0;t=10']);
-      now = 10_000;
+      fixture.setNow(10_000);
       // An actual cost that is not an integer ≥ 0 is the app's mistake: it throws (a 500 here).
       expect((await chat('-1')).status).toBe(500);
       expect((await chat('0')).headers.ratelimit).toBe('"tokens";r=80;t=10');
@@ -306,7 +291,7 @@ export function featuresSuite(subject: Subject, makeStore: StoreFactory): void {
       ]);
       expect((await as('ann', '/peek')).body).toMatchObject({ peeked: 0 });
       expect((await as('ann')).status).toBe(429);
-      await app!.reset('ann');
+      await fixture.app().reset('ann');
       expect((await as('ann')).headers.ratelimit).toBe('"w";r=2;t=10');
       expect((await as('bob')).headers.ratelimit).toBe('"w";r=2;t=10');
       await as('ann', '/reset');

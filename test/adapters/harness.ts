@@ -153,6 +153,17 @@ export interface Subject {
   createGuard(name: (typeof GUARD_ORDER)[number], options: unknown): Promise<void>;
 }
 
+/**
+ * The behaviour suite's app, store and fake clock, for the suites nested in it: each test gets a
+ * fresh store and the clock at 0, and its app is closed after it.
+ */
+export interface SuiteFixture {
+  build(spec: AppSpec): Promise<TestApp>;
+  app(): TestApp;
+  store(): Store;
+  setNow(ms: number): void;
+}
+
 /** Makes a store; the behaviour suite passes its fake clock (ms since the epoch). */
 export type StoreFactory = (clock: () => number) => Store | Promise<Store>;
 

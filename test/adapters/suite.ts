@@ -25,6 +25,7 @@ import {
   Probe,
   type StoreFactory,
   type Subject,
+  type SuiteFixture,
   type TestApp,
 } from './harness.js';
 
@@ -109,6 +110,15 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
     const build = async (spec: AppSpec) => {
       app = await subject.build(spec);
       return app;
+    };
+    // What the suites nested in this one (issue 14's) share of it: the app, the store, the clock.
+    const fixture: SuiteFixture = {
+      build,
+      app: () => app!,
+      store: () => store,
+      setNow: (ms) => {
+        now = ms;
+      },
     };
     const get = (path: string, headers?: Record<string, string>) => app!.request('GET', path, headers);
     const window = (limit: number, ms: number | `${number}s` = '10s') => fixedWindow({ limit, window: ms });
@@ -861,6 +871,6 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
     });
 
     guardSuite(subject, makeStore);
-    featuresSuite(subject, makeStore);
+    featuresSuite(fixture);
   });
 }

@@ -142,72 +142,73 @@ function durable(reply: resp.Reply, waits: Promise<unknown>[]): CommandResult {
   return { reply, durable: waits.length === 0 ? undefined : Promise.all(waits) };
 }
 
-function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
+/** Stores a call's new state (`undefined` deletes it), its ttl from the algorithm. */
+type WriteState = (call: ParsedCall, next: unknown) => void;
+
+/**
+ * One command over the calls' states: parses, reads every state, and replies with what `body`
+ * answers; `body` writes through `write`. The reply waits for the commits it must not overtake.
+ */
+function overStates(
+  args: readonly Buffer[],
+  ctx: CommandContext,
+  body: (
+    calls: readonly ParsedCall[],
+    states: readonly unknown[],
+    now: number,
+    write: WriteState,
+  ) => resp.Reply,
+): CommandResult {
   const parsed = parse(args);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
   const serverNow = ctx.now();
   const now = parsed.now ?? serverNow;
   const waits: Promise<unknown>[] = [];
   const states = readAll(ctx, parsed.calls, serverNow, waits);
-  const { decisions, writes } = settleBatch(parsed.calls, states, now);
-  writes.forEach((write, i) => {
-    if (write === UNCHANGED) return;
-    const call = parsed.calls[i]!;
-    const ttl = write === undefined ? 0 : call.algorithm.ttl(write, now);
-    waits.push(ctx.db.write(call.id, write, ttl, serverNow));
+  const write: WriteState = (call, next) => {
+    const ttl = next === undefined ? 0 : call.algorithm.ttl(next, now);
+    waits.push(ctx.db.write(call.id, next, ttl, serverNow));
+  };
+  return durable(body(parsed.calls, states, now, write), waits);
+}
+
+function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
+  return overStates(args, ctx, (calls, states, now, write) => {
+    const { decisions, writes } = settleBatch(calls, states, now);
+    writes.forEach((next, i) => {
+      if (next !== UNCHANGED) write(calls[i]!, next);
+    });
+    return decisionReply(decisions);
   });
-  return durable(decisionReply(decisions), waits);
 }
 
 function peek(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  const parsed = parse(args);
-  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
-  const serverNow = ctx.now();
-  const now = parsed.now ?? serverNow;
-  const waits: Promise<unknown>[] = [];
-  const states = readAll(ctx, parsed.calls, serverNow, waits);
-  const decisions = parsed.calls.map((call, i) =>
-    call.algorithm.peek(states[i], now, call.cost, call.policy),
+  return overStates(args, ctx, (calls, states, now) =>
+    decisionReply(calls.map((call, i) => call.algorithm.peek(states[i], now, call.cost, call.policy))),
   );
-  return durable(decisionReply(decisions), waits);
 }
 
 function refund(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  const parsed = parse(args);
-  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
-  const serverNow = ctx.now();
-  const now = parsed.now ?? serverNow;
-  const waits: Promise<unknown>[] = [];
-  const states = readAll(ctx, parsed.calls, serverNow, waits);
-  parsed.calls.forEach((call, i) => {
-    const state = states[i];
-    if (state === undefined || call.algorithm.refund === undefined) return;
-    const next = call.algorithm.refund(state, now, call.cost);
-    waits.push(
-      ctx.db.write(call.id, next, next === undefined ? 0 : call.algorithm.ttl(next, now), serverNow),
-    );
+  return overStates(args, ctx, (calls, states, now, write) => {
+    calls.forEach((call, i) => {
+      const state = states[i];
+      if (state === undefined || call.algorithm.refund === undefined) return;
+      write(call, call.algorithm.refund(state, now, call.cost));
+    });
+    return resp.OK;
   });
-  return durable(resp.OK, waits);
 }
 
 function charge(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  const parsed = parse(args);
-  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
-  const serverNow = ctx.now();
-  const now = parsed.now ?? serverNow;
-  const waits: Promise<unknown>[] = [];
-  const states = readAll(ctx, parsed.calls, serverNow, waits);
-  const taken = parsed.calls.map((call, i) => {
-    const step = chargeStep(call, states[i], now);
-    if (step.state !== UNCHANGED) {
-      const next = step.state;
-      waits.push(
-        ctx.db.write(call.id, next, next === undefined ? 0 : call.algorithm.ttl(next, now), serverNow),
-      );
-    }
-    return resp.integer(step.taken);
-  });
-  return durable(resp.array(taken), waits);
+  return overStates(args, ctx, (calls, states, now, write) =>
+    resp.array(
+      calls.map((call, i) => {
+        const step = chargeStep(call, states[i], now);
+        if (step.state !== UNCHANGED) write(call, step.state);
+        return resp.integer(step.taken);
+      }),
+    ),
+  );
 }
 
 function reset(args: readonly Buffer[], ctx: CommandContext): CommandResult {
