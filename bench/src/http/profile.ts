@@ -47,8 +47,8 @@ const before = new Set(await readdir(dir));
 const redis = subject.store === 'redis' ? await startRedis() : undefined;
 try {
   const server = await startServer(id, redis?.port, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  await load(server, 2);
-  const round = await load(server, seconds);
+  await load(server, 2, undefined, subject.shape);
+  const round = await load(server, seconds, undefined, subject.shape);
   await server.stop();
   process.stdout.write(
     `${subject.label}: ${formatRate(round.rps)} req/s, p99 ${round.p99} ms, server CPU ${round.cpuPerRequest.toFixed(0)} µs per request (profiled)\n`,
