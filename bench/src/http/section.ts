@@ -19,6 +19,7 @@ import {
   CLIENT_HEADER,
   HTTP_SUBJECTS,
   type HttpSubject,
+  httpSubject,
   inQuickRuns,
   rivalOf,
   type Shape,
@@ -85,6 +86,8 @@ export interface HttpSettings {
   readonly warmupSeconds: number;
   /** Quick (CI) runs leave out the references and a few subjects (`inQuickRuns`). */
   readonly quick: boolean;
+  /** Only these subjects (`focus.ts`); their bare apps are added. */
+  readonly ids?: readonly string[];
 }
 
 /** redis-server's CPU time so far (`INFO cpu`, user + system), µs. */
@@ -101,7 +104,11 @@ export async function http(
   const haveRedis = spawnSync('redis-server', ['--version']).error === undefined;
   if (!haveRedis) log('  redis-server is not installed: Redis rows skipped');
   const subjects = HTTP_SUBJECTS.filter(
-    (s) => (haveRedis || s.store !== 'redis') && (!settings.quick || inQuickRuns(s)),
+    (s) =>
+      (haveRedis || s.store !== 'redis') &&
+      (!settings.quick || inQuickRuns(s)) &&
+      (settings.ids === undefined ||
+        settings.ids.some((id) => id === s.id || bareOf(httpSubject(id)) === s.id)),
   );
   const redis = haveRedis ? await startRedis() : undefined;
   const probe = redis === undefined ? undefined : new Redis({ host: '127.0.0.1', port: redis.port });
