@@ -22,9 +22,13 @@ const TARGETS = {
 const percent = (x: number) => `${Math.round(x * 100)}%`;
 const valid = (r: HttpRow | undefined): r is HttpRow => r !== undefined && r.failures === 0;
 
+/** min–max over the rounds, when there were several. */
+const range = (values: readonly number[]) =>
+  values.length > 1 ? `${formatRatio(Math.min(...values))}–${formatRatio(Math.max(...values))}` : '';
+
 /** A sluice row against its rival: CPU per request (and server + Redis), then req/s. */
 const versus = (r: HttpRow) =>
-  `CPU ${formatRatio(r.cpuRatioToRival)}${Number.isFinite(r.redisCpuPerRequest) ? `, server + Redis CPU ${formatRatio(r.totalCpuRatioToRival)}` : ''}, req/s ${formatRatio(r.ratioToRival)}`;
+  `CPU ${formatRatio(r.cpuRatioToRival)}${r.cpuRatioToRivalByRound.length > 1 ? ` (rounds ${range(r.cpuRatioToRivalByRound)})` : ''}${Number.isFinite(r.redisCpuPerRequest) ? `, server + Redis CPU ${formatRatio(r.totalCpuRatioToRival)}` : ''}, req/s ${formatRatio(r.ratioToRival)}`;
 
 function verdicts(rows: readonly HttpRow[]): Verdict[] {
   const row = (id: string) => rows.find((r) => r.id === id);
@@ -92,10 +96,11 @@ export function httpReport(
       ...(valid(r) && valid(rows.find((o) => o.id === r.rival))
         ? [
             formatRatio(r.cpuRatioToRival),
+            range(r.cpuRatioToRivalByRound),
             Number.isFinite(r.redisCpuPerRequest) ? formatRatio(r.totalCpuRatioToRival) : '',
             formatRatio(r.ratioToRival),
           ]
-        : ['invalid', '', '']),
+        : ['invalid', '', '', '']),
     ]);
   const markdown = [
     `autocannon ${CONNECTIONS} connections, pipelining ${PIPELINING}, against one GET route answering a small JSON, each app in its own server process (the load generator runs in the bench process). ${settings.rounds} round${settings.rounds === 1 ? '' : 's'}; each round starts a **fresh server for every subject, bare apps included**, and gives each, right before its one measurement of ${settings.seconds} s, the same ${settings.warmupSeconds} s of the same load, so every server is as fresh and has served as much as every other when it is measured (each round starts one subject later, so none is always measured first). Figures are medians over the rounds; ratios are taken within a round (a subject over its bare app, sluice over its rival, measured seconds apart) and their median reported. **Server CPU per request** ("server µs/req", "× bare (CPU)": the bare app's figure divided by the subject's) is the figure to read: it is what the app costs per request whoever wins the race for the 2 cores, and moves far less with the machine's other load than req/s, which the load generator, redis-server and anything else running share. Each server is one process: differences of a few percent are within what separate processes of the same app show here; the no-op floor rows (full runs) show what any hook or middleware costs. Limit ${LIMIT.toLocaleString('en')} per ${WINDOW_MS / 1000} s fixed window per client IP, so nothing is refused, except in the returning-clients rows: ${CLIENTS.toLocaleString('en')} clients (\`${CLIENT_HEADER}\`) in turn, each under a real limit of 20 per 10 s. A row with any non-2xx response, socket error or store error is marked invalid. "redis µs/req" is redis-server's CPU time per response (\`INFO cpu\`). "server CPU" and "load CPU" are the shares of one core the server and the load generator used.`,
@@ -119,7 +124,17 @@ export function httpReport(
       ? [
           'sluice head to head (per round, median; CPU ratios are the rival’s CPU per request over sluice’s, so above 1× sluice costs less; layered limits, which no peer has, against sluice’s one limit):',
           '',
-          table(['sluice subject', 'compared with', 'server CPU', 'server + Redis CPU', 'req/s'], headToHead),
+          table(
+            [
+              'sluice subject',
+              'compared with',
+              'server CPU',
+              'rounds (min–max)',
+              'server + Redis CPU',
+              'req/s',
+            ],
+            headToHead,
+          ),
         ].join('\n')
       : '',
   ].join('\n');

@@ -47,6 +47,8 @@ export interface HttpRow {
   readonly ratioToRival: number;
   /** The rival's server CPU per request ÷ this one's, per round, median. */
   readonly cpuRatioToRival: number;
+  /** The same, each round's (how far apart the rounds were). */
+  readonly cpuRatioToRivalByRound: readonly number[];
   /** The same with redis-server's CPU per request added on both sides (equals `cpuRatioToRival` without Redis). */
   readonly totalCpuRatioToRival: number;
   /** Non-2xx, socket errors, timeouts, store errors over warm-up and rounds: a row with any is invalid. */
@@ -170,10 +172,11 @@ export async function http(
   const rows: HttpRow[] = subjects.map((s) => {
     const list = rounds.map((round) => round.get(s.id)!);
     /** Per round, this subject's figure over another's measured in the same round; median. */
-    const per = (other: string | undefined, f: (x: Round, y: Round) => number) =>
+    const byRound = (other: string | undefined, f: (x: Round, y: Round) => number) =>
       other === undefined || !subjects.some((o) => o.id === other)
-        ? Number.NaN
-        : median(rounds.map((round) => f(round.get(s.id)!, round.get(other)!)));
+        ? []
+        : rounds.map((round) => f(round.get(s.id)!, round.get(other)!));
+    const per = (other: string | undefined, f: (x: Round, y: Round) => number) => median(byRound(other, f));
     const rival = rivalOf(s);
     return {
       id: s.id,
@@ -191,6 +194,7 @@ export async function http(
       rival,
       ratioToRival: per(rival, (x, y) => x.rps / y.rps),
       cpuRatioToRival: per(rival, (x, y) => y.cpuPerRequest / x.cpuPerRequest),
+      cpuRatioToRivalByRound: byRound(rival, (x, y) => y.cpuPerRequest / x.cpuPerRequest),
       totalCpuRatioToRival: per(
         rival,
         (x, y) =>
