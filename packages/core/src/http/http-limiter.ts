@@ -21,6 +21,7 @@ import {
   type SluiceWarning,
 } from './options.js';
 import { type Refusal, refusal } from './problem.js';
+import { RequestSlot } from './request-slot.js';
 
 export { httpLimits } from './limit-set.js';
 
@@ -73,7 +74,7 @@ export class HttpLimiter<Req> {
   private readonly onError: (error: Error, req: Req) => void;
   private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
   /** What each admitted request holds, until its response's outcome or the app settles it. */
-  private readonly reservations = new WeakMap<object, Reservation>();
+  private readonly reservations = new RequestSlot<Reservation>();
 
   constructor(
     where: string,
@@ -332,7 +333,7 @@ export class HttpLimiter<Req> {
       this.headers.write(decision, res, set, get);
       return;
     }
-    const reservation = this.reservations.get(req as object);
+    const reservation = this.reservations.get(req);
     this.headers.write(decision, res, set, get, (name) => {
       const i = this.set.limits.findIndex((limit) => limit.name === name);
       if (i === -1) return undefined;
@@ -345,7 +346,7 @@ export class HttpLimiter<Req> {
    * gives its units back. A throwing `count` function is reported and the units stay counted.
    */
   outcome(req: Req, statusCode: number, finished: boolean): void {
-    const reservation = this.reservations.get(req as object);
+    const reservation = this.reservations.get(req);
     if (reservation === undefined || !reservation.admitted || this.counts === undefined) return;
     let counted: boolean;
     try {
@@ -376,7 +377,7 @@ export class HttpLimiter<Req> {
         },
       );
     }
-    const reservation = this.reservations.get(req as object);
+    const reservation = this.reservations.get(req);
     if (reservation === undefined || !reservation.admitted || actual === reservation.cost)
       return Promise.resolve();
     const delta = actual - reservation.cost;
@@ -423,7 +424,7 @@ export class HttpLimiter<Req> {
     } else {
       keys = await this.set.keys(target, this.access);
       algorithms = await this.set.algorithms(target, keys);
-      this.reservations.delete(target as object);
+      this.reservations.delete(target);
     }
     const calls = this.set.calls({ keys, algorithms }, 1);
     if (calls.length > 0) await this.store.reset(calls);
@@ -446,10 +447,10 @@ export class HttpLimiter<Req> {
    * left, or a response that does not count. Answers the units given back; never rejects.
    */
   private async refund(req: Req): Promise<number> {
-    const reservation = this.reservations.get(req as object);
+    const reservation = this.reservations.get(req);
     const store = this.store;
     if (reservation === undefined || !reservation.admitted || store.refund === undefined) return 0;
-    this.reservations.delete(req as object);
+    this.reservations.delete(req);
     const cost = reservation.cost;
     if (cost === 0) return 0;
     try {
