@@ -2,7 +2,8 @@
  * sluice-server RL.REDUCE against redis-server running the same token bucket with EVALSHA, side
  * by side in one run: redis-benchmark, the same 50 clients and 10,000 random keys, persistence on
  * both (sluice: LMDB with the durability given; Redis: appendonly, fsync every second), pipelined
- * 16 and not pipelined, rounds interleaved, medians reported; then ServerStore against RedisStore
+ * 16 and not pipelined, rounds interleaved (alternating which goes first), the ratio of each
+ * round's pair reported as a median and a range; then ServerStore against RedisStore
  * from Node (Limiter.check awaited by 50 callers), in the same run.
  *
  *   pnpm --filter @sluice/core build && pnpm --filter @sluice/server build && node --import tsx bench/src/server/compare.ts [--durability commit|flush] [--rounds 3]
@@ -91,6 +92,12 @@ async function nodeBench(store: Store): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** The ratios of each round's pair (run back to back): median in bold, then the range. */
+function ratios(perRound: number[]): string {
+  const f = (x: number) => `${x.toFixed(2)}×`;
+  return `**${f(median(perRound))}** (${f(Math.min(...perRound))}–${f(Math.max(...perRound))})`;
+}
+
 const sluice = await start(process.execPath, [
   cli,
   '--port',
@@ -125,10 +132,14 @@ try {
     const ours: ReturnType<typeof bench>[] = [];
     const theirs: ReturnType<typeof bench>[] = [];
     for (let round = 0; round < Number(values.rounds); round++) {
-      ours.push(bench(SLUICE_PORT, pipeline, ['RL.PREDUCE', 'key:__rand_int__', '100', '60000']));
-      theirs.push(
-        bench(REDIS_PORT, pipeline, ['EVALSHA', sha, '1', 'key:__rand_int__', '100', '100', '60000', '1']),
-      );
+      // Alternate which goes first, so a load that drifts during the run weighs on both alike.
+      const runOurs = () =>
+        ours.push(bench(SLUICE_PORT, pipeline, ['RL.PREDUCE', 'key:__rand_int__', '100', '60000']));
+      const runTheirs = () =>
+        theirs.push(
+          bench(REDIS_PORT, pipeline, ['EVALSHA', sha, '1', 'key:__rand_int__', '100', '100', '60000', '1']),
+        );
+      for (const run of round % 2 === 0 ? [runOurs, runTheirs] : [runTheirs, runOurs]) run();
     }
     const [o, t] = [ours, theirs].map((runs) => ({
       rps: median(runs.map((r) => r.rps)),
@@ -136,7 +147,7 @@ try {
       p99: median(runs.map((r) => r.p99)),
     }));
     rows.push(
-      `| 50 clients, pipelined ${pipeline} | ${Math.round(o!.rps)} | ${o!.p50} / ${o!.p99} | ${Math.round(t!.rps)} | ${t!.p50} / ${t!.p99} | **${(o!.rps / t!.rps).toFixed(2)}×** |`,
+      `| 50 clients, pipelined ${pipeline} | ${Math.round(o!.rps)} | ${o!.p50} / ${o!.p99} | ${Math.round(t!.rps)} | ${t!.p50} / ${t!.p99} | ${ratios(ours.map((r, i) => r.rps / theirs[i]!.rps))} |`,
     );
   }
   const serverClient = new Redis({ port: SLUICE_PORT });
@@ -147,12 +158,17 @@ try {
   const viaServer: number[] = [];
   const viaRedis: number[] = [];
   for (let round = 0; round < Number(values.rounds); round++) {
-    viaServer.push(await nodeBench(serverStore));
-    viaRedis.push(await nodeBench(redisStore));
+    if (round % 2 === 0) {
+      viaServer.push(await nodeBench(serverStore));
+      viaRedis.push(await nodeBench(redisStore));
+    } else {
+      viaRedis.push(await nodeBench(redisStore));
+      viaServer.push(await nodeBench(serverStore));
+    }
   }
   const [s, r] = [median(viaServer), median(viaRedis)];
   rows.push(
-    `| Node, 50 callers awaiting \`Limiter.check\` (ServerStore vs RedisStore) | ${Math.round(s)} | | ${Math.round(r)} | | **${(s / r).toFixed(2)}×** |`,
+    `| Node, 50 callers awaiting \`Limiter.check\` (ServerStore vs RedisStore) | ${Math.round(s)} | | ${Math.round(r)} | | ${ratios(viaServer.map((v, i) => v / viaRedis[i]!))} |`,
   );
   redisStore.shutdown();
   serverClient.disconnect();
@@ -160,7 +176,9 @@ try {
   console.log(
     `sluice-server --durability ${values.durability} vs redis-server EVALSHA (appendfsync everysec); ${cpus().length} cores (${cpus()[0]?.model}), ${new Date().toISOString()}, medians of ${values.rounds} rounds of ${values.requests} requests\n`,
   );
-  console.log('| load | sluice ops/s | p50 / p99 ms | Redis ops/s | p50 / p99 ms | sluice ÷ Redis |');
+  console.log(
+    "| load | sluice ops/s | p50 / p99 ms | Redis ops/s | p50 / p99 ms | sluice ÷ Redis, median of the rounds' ratios (range) |",
+  );
   console.log('|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
 } finally {
