@@ -31,8 +31,10 @@ export interface ServerOptions {
   /** When a decision is acknowledged, see {@link Durability}. @default 'commit' */
   durability?: Durability;
   /**
-   * Keys whose committed state is held decoded in memory in front of LMDB, least recently written
-   * dropped first (a returning key is then read without touching LMDB); 0 turns the cache off.
+   * Keys whose committed state is held decoded in memory in front of LMDB, the first cached
+   * dropped first when full (a returning key is then read without touching LMDB); 0 turns the
+   * cache off. It holds only committed values, so it changes nothing an acknowledged decision
+   * survives.
    * Roughly 200 bytes each for a token bucket. @default 100000
    */
   cacheKeys?: number;
