@@ -14,7 +14,7 @@ import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Cluster, Redis } from './client-family.js';
-import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+import { connectCluster, connectRedis, storeClient, uniquePrefix } from './clients.js';
 
 // These traces run on their own clock, SCALE times faster than real time plus the drawn gaps, with
 // limits minutes long: each step moves the trace on. Replays at other speeds (frozen, slower than
@@ -130,7 +130,8 @@ async function canArriveLate(
     const state = memory.inspect(algorithm, key);
     if (state !== undefined) {
       if (algorithm.ttl(state, newest) <= 0) return false;
-    } else if ((await client.exists(redis.keyFor(algorithm, key))) === 1) return false;
+    } else if ((await client.hexists(redis.keyFor(algorithm, key), redis.fieldFor(algorithm))) === 1)
+      return false;
   }
   return true;
 }
@@ -145,7 +146,7 @@ afterAll(() => {
 
 function redisStore(client: Redis | Cluster): RedisStore {
   return new RedisStore({
-    client,
+    client: storeClient(client),
     prefix: uniquePrefix('diff'),
     timeout: 5_000,
     failurePolicy: 'deny',

@@ -1,10 +1,12 @@
 export type { BreakerOptions, BreakerState } from './breaker.js';
 export { escapeKey, leaseKeys } from './key-escape.js';
+export type { NodeRedisClient } from './node-redis.js';
 export type { FailurePolicy, RedisStoreErrorEvent, RedisStoreOptions } from './options.js';
 export type { RedisLeases } from './redis-leases.js';
 export { RedisStore } from './redis-store.js';
 export { BATCH_SCRIPT } from './scripts/batch-script.js';
 export { LEASE_SCRIPT } from './scripts/lease-script.js';
 export { REFUND_SCRIPT } from './scripts/refund-script.js';
+export { RESET_SCRIPT } from './scripts/reset-script.js';
 export { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
 export { hashSlot } from './slot.js';
