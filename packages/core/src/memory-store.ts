@@ -69,6 +69,8 @@ interface KeySpace {
   readonly front: string[];
   readonly expiresAt: number[];
   readonly algorithm: Algorithm;
+  /** ms an entry stays after its state went stale before a new key may reclaim it (see `reclaim`). */
+  readonly grace: number;
   /** Bytes of the keys held in this space (see `MemoryStore.bytesOf`). */
   bytes: number;
 }
@@ -78,7 +80,8 @@ interface KeySpace {
  * fingerprint (so keys need no prefixing on the hot path), each in two generations for cheap
  * approximate-LRU eviction. Never more than `maxKeys` keys nor `maxBytes` of state (as `bytesOf`
  * estimates it; one state larger than that is kept alone); no timer per key: each new key
- * reclaims an expired entry at the old end, and eviction takes expired entries before live ones.
+ * reclaims an entry at the old end that has been stale (expired) for a window of its limit, and
+ * eviction takes expired entries before live ones.
  */
 export class MemoryStore implements Store {
   readonly maxKeys: number;
@@ -255,6 +258,7 @@ export class MemoryStore implements Store {
         front: [],
         expiresAt: [],
         algorithm,
+        grace: Number.isFinite(algorithm.window) ? Math.max(0, algorithm.window) : 0,
         bytes: 0,
       };
       this.spaces.set(algorithm.fingerprint, space);
@@ -321,17 +325,29 @@ export class MemoryStore implements Store {
     space.bytes -= cell.bytes;
   }
 
-  /** Each new key reclaims the oldest entry of its space if it has expired: no timer needed. */
+  /**
+   * Each new key reclaims the oldest entry of its space once it has been stale (expired) for a
+   * window of its limit (`grace`): no timer needed. Not as soon as it expires: a client under its
+   * limit whose bucket is full again between two visits would be dropped and re-inserted on every
+   * visit, and each re-insert would reclaim the next client due back (10,000 clients at one
+   * request a second took the insert path on every decision, at a third of the speed of a kept
+   * entry). A stale entry that is kept answers exactly as no entry would, and the bounds (maxKeys,
+   * maxBytes) still evict expired entries first, with no grace.
+   */
   private reclaim(space: KeySpace, now: number): void {
     refill(space, now);
-    if (space.front.length !== 0 && space.expiresAt[0]! <= now) {
-      const cell = space.old.get(space.front[0]!);
+    const { front, expiresAt } = space;
+    // A key at the front that has left `old` since it was scanned (written again) is passed over at
+    // the same time, not before: the rotation that an empty front brings costs every live key a
+    // move between generations on its next write.
+    if (front.length !== 0 && expiresAt[0]! + space.grace <= now) {
+      const cell = space.old.get(front[0]!);
       if (cell !== undefined) {
-        space.old.delete(space.front[0]!);
+        space.old.delete(front[0]!);
         this.dropped(space, cell);
       }
-      space.front.shift();
-      space.expiresAt.shift();
+      front.shift();
+      expiresAt.shift();
     }
   }
 
@@ -436,7 +452,10 @@ function liveFront(space: KeySpace): number {
       expiresAt[kept++] = expiresAt[i]!;
     }
   }
-  front.length = kept;
-  expiresAt.length = kept;
+  // Popped, not truncated: `length =` is a runtime call, and this runs on every rotation.
+  while (front.length > kept) {
+    front.pop();
+    expiresAt.pop();
+  }
   return kept;
 }
