@@ -115,7 +115,7 @@ function verdicts(throughput: Section<InProcessResult>, heap: Section<MemoryResu
     out.push({
       target: `returning clients (${returning.clients.toLocaleString('en')} at 1 req/s) ≥ 0.7× the same limiter with state kept`,
       met: back.ratioToKept >= 0.7,
-      figure: `${formatRatio(back.ratioToKept)} (${formatRate(back.opsPerSecond)}/s; ${back.inserts} of ${returning.clients.toLocaleString('en')} found no state)`,
+      figure: `${formatRatio(back.ratioToKept)} (${formatRate(back.opsPerSecond)} per CPU-s; ${back.inserts} of ${returning.clients.toLocaleString('en')} found no state)`,
     });
   }
   if (heap.status === 'measured') {
@@ -214,7 +214,7 @@ function readmeBlock(
     const t = throughput.result;
     const rows = t.rows.filter((r) => !r.id.startsWith('raw:'));
     lines.push(
-      `In-process decisions per second (memory stores; median of ${t.settings.rounds} interleaved rounds, ratio to the floor measured beside it):`,
+      `In-process decisions per CPU-second (memory stores; median of ${t.settings.rounds} interleaved rounds, ratio to the floor measured beside it):`,
       '',
       inProcessTable({ ...t, rows }),
       '',
@@ -296,7 +296,7 @@ async function main(): Promise<void> {
     md.push(
       '## In-process decisions per second (memory stores)',
       '',
-      `Medians of ${t.settings.rounds} interleaved rounds of ${t.settings.roundMs} ms after ${t.settings.warmupMs} ms of warm-up for every subject. One process per sluice algorithm, holding that algorithm, the floor and every peer (so each sluice figure is compared with a floor measured beside it); the floor and peer rows are medians over those ${Object.keys(ALGORITHMS).length} processes. "raw" rows run the pure algorithm over a bare \`Map\`, without the limiter and the store, to show where time goes. Every subject is called as its users call it, inside the harness's own async loop, with no wrapper of its own: peers whose API returns a promise are awaited, and so is sluice in its "(awaited)" rows (\`await limiter.check(key)\`, as the README shows it); sluice rows are compared with the peers called the same way. Sluice reads the clock in its store as the peers do; the "{ now }" rows pass \`{ now: Date.now() }\` instead (validated on every call).`,
+      `Decisions per CPU-second of the measuring process (all its threads, GC included: on a shared machine CPU time moves far less with other tenants' load than wall time). Medians of ${t.settings.rounds} interleaved rounds of ${t.settings.roundMs} ms after ${t.settings.warmupMs} ms of warm-up for every subject. One process per sluice algorithm, holding that algorithm, the floor and every peer (so each sluice figure is compared with a floor measured beside it); the floor and peer rows are medians over those ${Object.keys(ALGORITHMS).length} processes. "raw" rows run the pure algorithm over a bare \`Map\`, without the limiter and the store, to show where time goes. Every subject is called as its users call it, inside the harness's own async loop, with no wrapper of its own: peers whose API returns a promise are awaited, and so is sluice in its "(awaited)" rows (\`await limiter.check(key)\`, as the README shows it); sluice rows are compared with the peers called the same way. Sluice reads the clock in its store as the peers do; the "{ now }" rows pass \`{ now: Date.now() }\` instead (validated on every call).`,
       '',
       inProcessTable(t),
       '',

@@ -139,10 +139,15 @@ function sluice(name: string, call: Call, forMemory: boolean): Subject {
   return {
     id: `${CALL_IDS[call]}:${name}`,
     label: `sluice ${name}${CALL_LABELS[call]}`,
-    config: `new Limiter({ algorithm: ${algorithm.config}, store: new MemoryStore({ maxKeys }) }).check(key${withNow ? ', { now: Date.now() }' : ''})${call.startsWith('await') ? ', awaited' : ''}`,
+    config: `new Limiter({ algorithm: ${algorithm.config}, store: new MemoryStore({ maxKeys, maxBytes }) }).check(key${withNow ? ', { now: Date.now() }' : ''})${call.startsWith('await') ? ', awaited' : ''}`,
     async: call.startsWith('await'),
     make(keys) {
-      const store = new MemoryStore({ maxKeys: Math.max(100_000, keys) });
+      // Room for every key: the memory table divides the heap by the keys it sent, so none may be
+      // evicted (at 1,000,000 keys the default maxBytes of 64 MiB held about a third of them).
+      const store = new MemoryStore({
+        maxKeys: Math.max(100_000, keys),
+        maxBytes: Math.max(2 ** 26, keys * 4096),
+      });
       const limiter = new Limiter({ algorithm: algorithm.make(), store });
       return {
         op: withNow ? (key) => limiter.check(key, { now: Date.now() }) : (key) => limiter.check(key),

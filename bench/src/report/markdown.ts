@@ -23,7 +23,7 @@ export function machineLine(m: Machine): string {
 
 export function inProcessTable(r: InProcessResult): string {
   const header = ['subject'];
-  for (const s of r.scenarios) header.push(`${SCENARIO_TITLES[s] ?? s} ops/s`, '× floor');
+  for (const s of r.scenarios) header.push(`${SCENARIO_TITLES[s] ?? s} per CPU-s`, '× floor');
   header.push(
     `sluice ÷ peer called the same way (${r.scenarios.map((s) => SCENARIO_TITLES[s] ?? s).join(' / ')})`,
   );
