@@ -38,7 +38,12 @@ export async function inProcess(settings: ThroughputSettings, log: (line: string
     const ids = ['floor', `sluice:${name}`, `sluice-await:${name}`, `raw:${name}`, ...PEERS.map((p) => p.id)];
     // What the per-call `{ now }` costs (validated on every call), and what a decision object costs the floor.
     if (name === 'token-bucket')
-      ids.push('sluice-now:token-bucket', 'sluice-await-now:token-bucket', 'floor-decision');
+      ids.push(
+        'sluice-now:token-bucket',
+        'sluice-await-now:token-bucket',
+        'floor-decision',
+        'floor-decision-await',
+      );
     log(`  group ${name}: ${ids.join(', ')}`);
     const result = await runChild<GroupResult>('in-process/child.ts', [
       String(settings.roundMs),
@@ -84,14 +89,15 @@ export async function inProcess(settings: ThroughputSettings, log: (line: string
       label: s.label,
       config: s.config,
       scenarios: perScenario,
-      ...(id.startsWith('sluice') ? { versus } : {}),
+      // The awaited decision floor too: how close to a peer any synchronous API awaited can come.
+      ...(id.startsWith('sluice') || id === 'floor-decision-await' ? { versus } : {}),
       refused,
     };
   };
   rows.push(rowFor('floor', groups));
   for (const g of groups) {
     for (const id of Object.keys(g.result[scenarios[0]!]!)) {
-      if (id.startsWith('sluice') || id.startsWith('raw') || id === 'floor-decision')
+      if (id.startsWith('sluice') || id.startsWith('raw') || id.startsWith('floor-decision'))
         rows.push(rowFor(id, [g]));
     }
   }

@@ -203,6 +203,20 @@ const floorDecision: Subject = {
   },
 };
 
+/**
+ * The decision floor, awaited: what `await` alone costs any synchronous API that answers with a
+ * fresh object (V8 wraps it in a new promise and looks `then` up along its prototype chain, which
+ * costs more than awaiting the promise an `async` function returns). For diagnosis of the awaited
+ * rows: no synchronous limiter awaited can go faster than this.
+ */
+const floorDecisionAwaited: Subject = {
+  ...floorDecision,
+  id: 'floor-decision-await',
+  label: 'inline Map token bucket returning a decision object, awaited (diagnosis)',
+  config: 'the floor returning a decision object, awaited',
+  async: true,
+};
+
 const rlf: Subject = {
   id: 'rate-limiter-flexible',
   label: 'rate-limiter-flexible RateLimiterMemory',
@@ -258,6 +272,7 @@ export const PEERS: readonly Subject[] = [rlf, erl, limiterPeer];
 export function subject(id: string, forMemory = false): Subject {
   if (id === 'floor') return floor;
   if (id === 'floor-decision') return floorDecision;
+  if (id === 'floor-decision-await') return floorDecisionAwaited;
   const peer = PEERS.find((p) => p.id === id);
   if (peer !== undefined) return peer;
   const [kind, name] = id.split(':') as [string, string];
