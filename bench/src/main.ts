@@ -187,7 +187,7 @@ function charts(
           kind: r.id === 'floor' ? 'reference' : r.id.startsWith('sluice') ? 'sluice' : 'peer',
         }));
       out.push({
-        title: `In-process decisions/s, ${s === 'hot' ? 'hot key' : '10,000 keys'}: ratio to the inline Map token bucket`,
+        title: `In-process decisions per CPU-second, ${s === 'hot' ? 'hot key' : '10,000 keys'}: ratio to the inline Map token bucket`,
         subtitle: 'higher is better; medians of interleaved rounds; 1× = the floor',
         bars,
       });

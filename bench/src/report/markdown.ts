@@ -47,7 +47,7 @@ export function returningTable(r: InProcessResult['returning']): string {
   return table(
     [
       'subject',
-      'decisions/s',
+      'decisions per CPU-s',
       '÷ state kept',
       `decisions of one pass over ${r.clients.toLocaleString('en')} clients that found no state`,
     ],
