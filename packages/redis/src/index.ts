@@ -8,5 +8,6 @@ export { BATCH_SCRIPT } from './scripts/batch-script.js';
 export { CHARGE_SCRIPT } from './scripts/charge-script.js';
 export { LEASE_SCRIPT } from './scripts/lease-script.js';
 export { REFUND_SCRIPT } from './scripts/refund-script.js';
+export { RESET_SCRIPT } from './scripts/reset-script.js';
 export { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
 export { hashSlot } from './slot.js';

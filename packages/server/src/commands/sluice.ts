@@ -5,6 +5,7 @@ import {
   type Decision,
   fingerprint,
   type LimitCall,
+  type RefusalReason,
   SluiceError,
   settleBatch,
   UNCHANGED,
@@ -16,14 +17,15 @@ import type { Command, CommandContext, CommandResult } from './context.js';
 /**
  * sluice's own commands, every core algorithm, one or several limits per command:
  *
- *   SL.CHECK  [AT ms] LIMIT <algorithm> <key> [COST n] [POLICY name] [ID id] [LIMIT ...]
+ *   SL.CHECK  [AT ms] [COMPACT] LIMIT <algorithm> <key> [COST n] [POLICY name] [ID id] [LIMIT ...]
  *   SL.PEEK   (same)          SL.REFUND (same)          SL.RESET LIMIT <algorithm> <key> [ID id] ...
  *   SL.CHARGE (same): takes up to COST from each limit, as much as it has left (core's
  *             chargeStep), never below zero; replies with the units each limit took.
  *
  * `<algorithm>` is `kind:param=value,...` (see algorithm-spec.ts). A check over several limits is
  * all-or-nothing (core's settleBatch). The reply of CHECK and PEEK is the Decision as field/value
- * pairs, its `limits` holding each limit's own decision the same way.
+ * pairs, its `limits` holding each limit's own decision the same way (what a person reads in
+ * redis-cli); with COMPACT, only {@link COMPACT_WIDTH} numbers per limit (what ServerStore reads).
  */
 
 interface ParsedCall extends LimitCall {
@@ -33,8 +35,19 @@ interface ParsedCall extends LimitCall {
 
 interface Parsed {
   readonly now: number | undefined;
+  readonly compact: boolean;
   readonly calls: ParsedCall[];
 }
+
+/**
+ * A COMPACT reply's numbers per limit: reason (0 allowed, then {@link REASON_CODES}' order),
+ * remaining, resetAfter, retryAfter, delay. The limit and the policy are left out: the caller sent
+ * both (the algorithm's limit, the POLICY or the kind), as RedisStore's scripts leave them out.
+ */
+export const COMPACT_WIDTH = 5;
+
+/** The refusal reasons of a COMPACT reply, coded 1, 2, 3 (0 is allowed). */
+export const REASON_CODES: readonly RefusalReason[] = ['rate-limited', 'cost-exceeds-limit', 'concurrency'];
 
 function stateId(algorithm: Algorithm, extra: string, key: Buffer): string {
   return `sl:${specOf(algorithm)}|${extra}\u0000${key.toString('latin1')}`;
@@ -52,6 +65,8 @@ function parse(args: readonly Buffer[]): Parsed | resp.Reply {
     }
     i += 2;
   }
+  const compact = word(i) === 'compact';
+  if (compact) i++;
   while (i < args.length) {
     if (word(i) !== 'limit' || i + 2 >= args.length) {
       return resp.error('ERR syntax error: expected LIMIT <algorithm> <key> [COST n] [POLICY name] [ID id]');
@@ -87,7 +102,7 @@ function parse(args: readonly Buffer[]): Parsed | resp.Reply {
     calls.push({ algorithm, key: key.toString('latin1'), cost, policy, id: stateId(algorithm, extra, key) });
   }
   if (calls.length === 0) return resp.error('ERR syntax error: at least one LIMIT is needed');
-  return { now, calls };
+  return { now, compact, calls };
 }
 
 function number(value: number): resp.Reply {
@@ -124,6 +139,26 @@ export function decisionReply(perLimit: readonly Decision[]): resp.Reply {
   ]);
 }
 
+function compactReply(perLimit: readonly Decision[]): resp.Reply {
+  const items: resp.Reply[] = [];
+  for (const d of perLimit) {
+    const reason = d.reason === undefined ? 0 : REASON_CODES.indexOf(d.reason) + 1;
+    items.push(
+      resp.integer(reason),
+      number(d.remaining),
+      number(d.resetAfter),
+      number(d.retryAfter),
+      number(d.delay),
+    );
+  }
+  return resp.array(items);
+}
+
+/** The reply of CHECK and PEEK, in the form the command asked for. */
+function replyOf(parsed: Parsed, decisions: readonly Decision[]): resp.Reply {
+  return parsed.compact ? compactReply(decisions) : decisionReply(decisions);
+}
+
 /** Reads every call's state; `waits` collects the commits a reply must not overtake. */
 function readAll(
   ctx: CommandContext,
@@ -139,7 +174,11 @@ function readAll(
 }
 
 function durable(reply: resp.Reply, waits: Promise<unknown>[]): CommandResult {
-  return { reply, durable: waits.length === 0 ? undefined : Promise.all(waits) };
+  if (waits.length === 0) return { reply, durable: undefined };
+  // 'commit' mode: every wait is the same turn's commit; a reply that waits for it alone lets the
+  // connection wait once for all the replies of a read.
+  const first = waits[0]!;
+  return { reply, durable: waits.every((w) => w === first) ? first : Promise.all(waits) };
 }
 
 /** Stores a call's new state (`undefined` deletes it), its ttl from the algorithm. */
@@ -157,6 +196,7 @@ function overStates(
     states: readonly unknown[],
     now: number,
     write: WriteState,
+    parsed: Parsed,
   ) => resp.Reply,
 ): CommandResult {
   const parsed = parse(args);
@@ -169,22 +209,25 @@ function overStates(
     const ttl = next === undefined ? 0 : call.algorithm.ttl(next, now);
     waits.push(ctx.db.write(call.id, next, ttl, serverNow));
   };
-  return durable(body(parsed.calls, states, now, write), waits);
+  return durable(body(parsed.calls, states, now, write, parsed), waits);
 }
 
 function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (calls, states, now, write) => {
+  return overStates(args, ctx, (calls, states, now, write, parsed) => {
     const { decisions, writes } = settleBatch(calls, states, now);
     writes.forEach((next, i) => {
       if (next !== UNCHANGED) write(calls[i]!, next);
     });
-    return decisionReply(decisions);
+    return replyOf(parsed, decisions);
   });
 }
 
 function peek(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (calls, states, now) =>
-    decisionReply(calls.map((call, i) => call.algorithm.peek(states[i], now, call.cost, call.policy))),
+  return overStates(args, ctx, (calls, states, now, _write, parsed) =>
+    replyOf(
+      parsed,
+      calls.map((call, i) => call.algorithm.peek(states[i], now, call.cost, call.policy)),
+    ),
   );
 }
 
