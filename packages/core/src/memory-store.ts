@@ -231,7 +231,7 @@ export class MemoryStore implements Store {
     return calls.map((call) => {
       const space = this.space(call.algorithm);
       const cell = this.promoted(space, call.key);
-      const { state, taken } = chargeStep(call, cell?.state, at);
+      const { state, taken } = chargeStep(call, cell === undefined ? undefined : cellState(cell), at);
       if (state === UNCHANGED) return taken;
       if (cell !== undefined) this.update(space, call.key, cell, state, at);
       else if (state !== undefined) this.insert(space, call.key, state, at);

@@ -6,10 +6,11 @@ import { LIBRARY_LUA } from '../lua/algorithms.js';
  * `cost`, consumed at once and written (with `PX` recomputed). A limit is never driven below zero;
  * the units it has no room for are forgiven. Calls are independent: no all-or-nothing rule.
  *
- * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
+ * KEYS[i]  the hash of call i's user key (all in one hash slot on a Cluster)
  * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
  *          `nowArg`); '' reads Redis TIME
- * ARGV[2…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
+ * ARGV[2…] per call i, in order, as the refund script reads them (`pushCallArgs`): algorithm
+ *          code (see LUA_ALGORITHMS), cost, field, the algorithm's params
  *
  * Returns the units each call took, in order.
  */
@@ -25,7 +26,7 @@ for i = 1, #calls do
     local decision, next, changed = call.algorithm.consume(call.state, now, take, call.c)
     -- remaining said these units fit; an algorithm that disagrees takes nothing rather than refuse.
     if decision[1] then
-      if changed then write(KEYS[i], call.algorithm, call.c, next, now, grace) end
+      if changed then write(KEYS[i], call.field, call.algorithm, call.c, next, now, grace) end
       taken[i] = take
     end
   end
