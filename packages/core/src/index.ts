@@ -1,5 +1,7 @@
-export type { Algorithm, AlgorithmKind, Transition } from './algorithm.js';
+export type { Algorithm, Transition } from './algorithm.js';
 export { bindName, EPSILON, fingerprint, slackFor } from './algorithm.js';
+export type { AlgorithmFactoryName, AlgorithmKind, AlgorithmParam } from './algorithm-kinds.js';
+export { ALGORITHM_KIND_LIST, ALGORITHM_KINDS, isAlgorithmKind } from './algorithm-kinds.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { GcraOptions, GcraState } from './algorithms/gcra.js';

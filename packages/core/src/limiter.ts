@@ -1,4 +1,5 @@
 import { type Algorithm, bindName } from './algorithm.js';
+import { factoryList } from './algorithm-kinds.js';
 import { combine, type Decision, decide } from './decision.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
@@ -248,7 +249,7 @@ export function assertAlgorithm(option: string, value: unknown): asserts value i
   ) {
     throw new SluiceError(
       ErrorCode.UNKNOWN_ALGORITHM,
-      `${option} must be an algorithm made by tokenBucket(), gcra(), fixedWindow(), slidingWindowLog(), slidingWindowCounter() or leakyBucketQueue(); got ${describeValue(value)}`,
+      `${option} must be an algorithm made by ${factoryList()}; got ${describeValue(value)}`,
       { option, value },
     );
   }

@@ -1,4 +1,5 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
@@ -26,7 +27,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
   assertUnit('window', options.window, window, 'window');
-  const params = { limit, window };
+  const params = { limit, window } satisfies Record<AlgorithmParam<'fixed-window'>, number>;
 
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
   // much): a window boundary EPSILON away is already crossed.

@@ -1,4 +1,5 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
@@ -69,7 +70,13 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
   const room = Math.min((burst + queue) * interval, burst * interval + maxDelay);
   const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + slack) / interval));
   assertSpan('period', options.period, room, 'leakyBucketQueue: the longest backlog');
-  const params = { rate, period, burst, queue, maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0 };
+  const params = {
+    rate,
+    period,
+    burst,
+    queue,
+    maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0,
+  } satisfies Record<AlgorithmParam<'leaky-bucket-queue'>, number>;
 
   const evaluate = (
     state: LeakyBucketQueueState | undefined,

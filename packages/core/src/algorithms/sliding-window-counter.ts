@@ -1,4 +1,5 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
@@ -43,7 +44,10 @@ export function slidingWindowCounter(
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
   const precision = integerOption('precision', options.precision ?? 1, 1, 1000);
-  const params = { limit, window, precision };
+  const params = { limit, window, precision } satisfies Record<
+    AlgorithmParam<'sliding-window-counter'>,
+    number
+  >;
   const size = window / precision;
   const option = options.precision === undefined ? 'window' : 'precision';
   assertUnit(

@@ -1,4 +1,5 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
@@ -29,7 +30,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
   assertUnit('window', options.window, window, 'window');
-  const params = { limit, window };
+  const params = { limit, window } satisfies Record<AlgorithmParam<'sliding-window-log'>, number>;
 
   // Index of the first entry still inside (now - window, now], and the units those entries hold.
   const live = (log: SlidingWindowLogState, now: number): [first: number, used: number] => {

@@ -1,4 +1,5 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
@@ -76,7 +77,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     refillInterval: interval,
     stepped: stepped ? 1 : 0,
     strict: strict ? 1 : 0,
-  };
+  } satisfies Record<AlgorithmParam<'token-bucket'>, number>;
   const base = {
     kind: 'token-bucket' as const,
     params,

@@ -1,5 +1,6 @@
 import {
   type Algorithm,
+  type AlgorithmFactoryName,
   ErrorCode,
   fixedWindow,
   gcra,
@@ -16,8 +17,9 @@ import {
 import type { TrafficSpec } from './traffic.js';
 
 /**
- * The factories of @sluice/core by the name users write them with; a limit's options go to its
- * factory untouched, so every option is validated by core itself.
+ * The factories of @sluice/core by the name users write them with (one per kind of core's
+ * `ALGORITHM_KINDS`: a kind without its factory here is a compile error); a limit's options go to
+ * its factory untouched, so every option is validated by core itself.
  */
 export const FACTORIES = {
   tokenBucket,
@@ -26,7 +28,7 @@ export const FACTORIES = {
   slidingWindowLog,
   slidingWindowCounter,
   leakyBucketQueue,
-} as const satisfies Record<string, (options: never) => Algorithm>;
+} as const satisfies Record<AlgorithmFactoryName, (options: never) => Algorithm>;
 export type FactoryName = keyof typeof FACTORIES;
 export const FACTORY_NAMES = Object.keys(FACTORIES) as FactoryName[];
 
