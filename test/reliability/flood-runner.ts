@@ -29,7 +29,7 @@ const limiter = new HttpLimiter<FakeRequest>(
     header: () => undefined,
     proxyTrust: () => 'some',
   },
-  { onError: (error) => errors.push(error.message), onWarning: () => {} },
+  { onError: (error) => errors.push(error.message), onWarning: () => {}, onReleaseError: () => {} },
 );
 
 function address(n: number): string {

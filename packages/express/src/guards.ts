@@ -1,15 +1,17 @@
 import {
+  CONSOLE_DEFAULTS,
   concurrencyGuard,
   fleetGuard,
+  guardLifecycle,
   type HttpConcurrencyOptions,
   type HttpFleetShedOptions,
+  type HttpGuard,
   type HttpUtilizationShedOptions,
   utilizationGuard,
 } from '@sluice/core';
 import type { Request, RequestHandler } from 'express';
 import { expressAccess } from './access.js';
-import { expressDefaults } from './defaults.js';
-import { guardMiddleware } from './guard.js';
+import { expressMiddleware } from './exchange.js';
 import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** The Express-only option of every guard. */
@@ -31,42 +33,45 @@ export interface UtilizationShedOptions extends HttpUtilizationShedOptions<Reque
 
 const HANDLER = ['handler'] as const;
 
+const middleware = (guard: HttpGuard<Request>, handler: unknown, name: string): RequestHandler =>
+  expressMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(handler), name);
+
 /**
- * Stripe's concurrent requests limiter as Express middleware: at most `limit` requests in flight
- * per key; past it, 429 with a short `Retry-After`. The lease is given back when the response
- * finishes, fails, or the client disconnects.
+ * `ConcurrencyLimiter` as Express middleware: 429 past `limit` requests in flight per key; the
+ * lease is given back when the response finishes, fails, or the client disconnects.
  * @example
  * app.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
  */
 export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandler {
-  const guard = concurrencyGuard('concurrencyLimit', options, expressAccess, expressDefaults, HANDLER);
-  return guardMiddleware(guard, handlerOption(options.handler), 'sluiceConcurrencyLimit');
+  const guard = concurrencyGuard('concurrencyLimit', options, expressAccess, CONSOLE_DEFAULTS, HANDLER);
+  return middleware(guard, options.handler, 'sluiceConcurrencyLimit');
 }
 
 /**
- * Stripe's fleet usage load shedder as Express middleware: one in-flight budget for every process
- * sharing the store, with shares reserved for the more important priorities; a request past its
- * priority's share gets 503 with a jittered `Retry-After`.
+ * `FleetShedder` as Express middleware: 503 with a jittered `Retry-After` past the request's
+ * priority's share of the fleet's in-flight budget.
  * @example
  * const fleet = new FleetShedder({ budget: 400, store: redisStore });
  * app.use(fleetShed({ shedder: fleet, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'normal') }));
  * app.use('/reports', fleetShed({ shedder: fleet, priority: 'low' }));
  */
 export function fleetShed(options: FleetShedOptions): RequestHandler {
-  const guard = fleetGuard('fleetShed', options, expressDefaults, HANDLER);
-  return guardMiddleware(guard, handlerOption(options.handler), 'sluiceFleetShed');
+  return middleware(
+    fleetGuard('fleetShed', options, CONSOLE_DEFAULTS, HANDLER),
+    options.handler,
+    'sluiceFleetShed',
+  );
 }
 
 /**
- * Stripe's worker utilization load shedder as Express middleware: while this process is
- * overloaded, the least important requests get 503, with a probability that ramps up slowly.
- * The most important priority is never shed. No store, no lease.
+ * `UtilizationShedder` as Express middleware: while this process is overloaded, 503 for the least
+ * important requests. No store, no lease.
  * @example
  * const local = new UtilizationShedder();
  * app.use(utilizationShed({ shedder: local, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'low') }));
  * process.on('SIGTERM', () => local.close());
  */
 export function utilizationShed(options: UtilizationShedOptions): RequestHandler {
-  const guard = utilizationGuard('utilizationShed', options, expressDefaults, HANDLER);
-  return guardMiddleware(guard, handlerOption(options.handler), 'sluiceUtilizationShed');
+  const guard = utilizationGuard('utilizationShed', options, CONSOLE_DEFAULTS, HANDLER);
+  return middleware(guard, options.handler, 'sluiceUtilizationShed');
 }

@@ -73,7 +73,7 @@ function hookOf(run: Lifecycle<FastifyContext, void>, name: string): SluiceHook 
 }
 
 /** The hook that applies one compiled limiter to a request. */
-export function sluiceHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
+export function rateLimitHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
   return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler)), 'sluiceRateLimit');
 }
 

@@ -1,4 +1,5 @@
 import {
+  type AdapterDefaults,
   assertKnownOptions,
   CONCURRENCY_ENGINE,
   concurrencyGuard,
@@ -6,7 +7,6 @@ import {
   ErrorCode,
   FLEET_ENGINE,
   fleetGuard,
-  type GuardDefaults,
   HTTP_OPTIONS,
   type HttpGuard,
   HttpLimiter,
@@ -20,7 +20,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fastifyAccess } from './access.js';
-import { guardHook, type SluiceHook, sluiceHook } from './hook.js';
+import { guardHook, rateLimitHook, type SluiceHook } from './hook.js';
 import { decoratorOptions, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
 import {
   FASTIFY_OPTIONS,
@@ -50,7 +50,7 @@ const GUARDS: {
     build(
       where: string,
       options: GuardOptionsByName[G],
-      defaults: GuardDefaults<FastifyRequest>,
+      defaults: AdapterDefaults<FastifyRequest>,
     ): HttpGuard<FastifyRequest>;
   };
 } = {
@@ -84,7 +84,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   // guards built here, unless they bring theirs.
   const store = options.store ?? new MemoryStore();
   const global: SluiceOptions = { ...limitOptions, store };
-  const defaults: GuardDefaults<FastifyRequest> = {
+  const defaults: AdapterDefaults<FastifyRequest> = {
     onError(error: Error, request: FastifyRequest): void {
       request.log.error({ err: error }, 'sluice: limiter error, request handled by the storeFailure policy');
     },
@@ -100,8 +100,8 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   };
   const stage = (where: string, merged: FastifyHookOptions): Stage =>
     oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS);
-  const compile = (where: string, merged: SluiceOptions): Applied => ({
-    hook: sluiceHook(
+  const compileRateLimit = (where: string, merged: SluiceOptions): Applied => ({
+    hook: rateLimitHook(
       new HttpLimiter<FastifyRequest>(where, merged, fastifyAccess, defaults, FASTIFY_OPTIONS),
       merged.handler,
     ),
@@ -120,7 +120,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   // Without limits the plugin only serves routes' `config.rateLimit` and the decorator; a key or
   // name without an algorithm is a mistake, reported by compiling.
   const limited = ['limits', 'algorithm', 'key', 'name'].some((option) => option in limitOptions);
-  const everywhere = limited ? compile('@sluice/fastify', global) : undefined;
+  const everywhere = limited ? compileRateLimit('@sluice/fastify', global) : undefined;
   const guardsEverywhere = new Map<GuardName, Applied & { guard: HttpGuard<FastifyRequest> }>();
   for (const name of GUARD_NAMES) {
     const own = guardOptions[name];
@@ -130,7 +130,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
   app.decorate(
     'rateLimit',
-    (own: SluiceOptions): SluiceHook => compile('rateLimit', decoratorOptions(global, own)).hook,
+    (own: SluiceOptions): SluiceHook => compileRateLimit('rateLimit', decoratorOptions(global, own)).hook,
   );
   for (const name of GUARD_NAMES) {
     app.decorate(
@@ -157,7 +157,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
       const limits =
         config === undefined
           ? everywhere
-          : compile(`config.rateLimit of ${route.url}`, mergeRouteOptions(global, config));
+          : compileRateLimit(`config.rateLimit of ${route.url}`, mergeRouteOptions(global, config));
       if (limits !== undefined) applied.push(limits);
     }
     if (applied.length === 0) return;

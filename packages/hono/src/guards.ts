@@ -40,9 +40,9 @@ function guardMiddleware(guard: HttpGuard<Context>, handler: unknown, name: stri
 }
 
 /**
- * Stripe's concurrent requests limiter as Hono middleware: at most `limit` requests in flight per
- * key; past it, 429 with a short `Retry-After`. The lease is given back when the response ends
- * (on Node), or once the handlers after it have returned (other runtimes).
+ * `ConcurrencyLimiter` as Hono middleware: 429 past `limit` requests in flight per key; the
+ * lease is given back when the response ends (on Node), or once the handlers after it have
+ * returned (other runtimes).
  * @example
  * app.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
  */
@@ -55,9 +55,8 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHa
 }
 
 /**
- * Stripe's fleet usage load shedder as Hono middleware: one in-flight budget for every process
- * sharing the store, with shares reserved for the more important priorities; a request past its
- * priority's share gets 503 with a jittered `Retry-After`.
+ * `FleetShedder` as Hono middleware: 503 with a jittered `Retry-After` past the request's
+ * priority's share of the fleet's in-flight budget.
  * @example
  * const fleet = new FleetShedder({ budget: 400, store: redisStore });
  * app.use(fleetShed({ shedder: fleet, priority: (c) => (c.req.path.startsWith('/pay') ? 'critical' : 'normal') }));
@@ -68,8 +67,8 @@ export function fleetShed(options: FleetShedOptions): MiddlewareHandler {
 }
 
 /**
- * Stripe's worker utilization load shedder as Hono middleware: while this process is overloaded,
- * the least important requests get 503, with a probability that ramps up slowly. No store, no lease.
+ * `UtilizationShedder` as Hono middleware: while this process is overloaded, 503 for the least
+ * important requests. No store, no lease.
  * @example
  * const local = new UtilizationShedder();
  * app.use(utilizationShed({ shedder: local, priority: (c) => (c.req.path.startsWith('/pay') ? 'critical' : 'low') }));

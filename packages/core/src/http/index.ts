@@ -16,12 +16,10 @@ export {
   UTILIZATION_ENGINE,
   UTILIZATION_OPTIONS,
 } from './guard-options.js';
+export type { GuardKind } from './guards.js';
+export { concurrencyGuard, fleetGuard, HttpGuard, utilizationGuard } from './guards.js';
 export type { GetHeader, HeaderFormat, SetHeader } from './headers.js';
 export { HEADER_FORMATS, RateLimitHeaders, resetSeconds, seconds } from './headers.js';
-export type { GuardDefaults, GuardKind } from './http-guard.js';
-export { concurrencyGuard, fleetGuard, HttpGuard, utilizationGuard } from './http-guard.js';
-export type { AdapterDefaults, RequestAccessBase } from './http-limiter.js';
-export { HttpLimiter, httpLimits } from './http-limiter.js';
 export type { AddressList } from './ip.js';
 export { addressList, clientAddress } from './ip.js';
 export type {
@@ -48,3 +46,6 @@ export {
   retryAfterSeconds,
   TEMPORARY_REDUCED_CAPACITY,
 } from './problem.js';
+export { HttpLimiter, httpLimits } from './rate-limit.js';
+export type { AdapterDefaults, RequestAccessBase } from './reporter.js';
+export { CONSOLE_DEFAULTS, Reporter } from './reporter.js';
