@@ -1,12 +1,6 @@
 import * as core from '@sluice/core';
-import {
-  ALGORITHM_KIND_LIST,
-  ALGORITHM_KINDS,
-  type AlgorithmKind,
-  ErrorCode,
-  Limiter,
-  SluiceError,
-} from '@sluice/core';
+import { type AlgorithmKind, ErrorCode, Limiter, SluiceError } from '@sluice/core';
+import { ALGORITHM_KIND_LIST, ALGORITHM_KINDS } from '@sluice/core/adapter';
 import { describe, expect, it } from 'vitest';
 
 /** One valid set of options per kind: a kind added to the registry fails to compile here until it has one. */

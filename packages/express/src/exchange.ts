@@ -1,4 +1,4 @@
-import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core';
+import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { RefusalHandler } from './refuse.js';
 

@@ -8,7 +8,7 @@ import {
   type HttpGuard,
   type HttpUtilizationShedOptions,
   utilizationGuard,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Request, RequestHandler } from 'express';
 import { expressAccess } from './access.js';
 import { expressMiddleware } from './exchange.js';

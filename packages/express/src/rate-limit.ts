@@ -1,4 +1,9 @@
-import { CONSOLE_DEFAULTS, HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
+import {
+  CONSOLE_DEFAULTS,
+  HttpLimiter,
+  type HttpLimitOptions,
+  rateLimitLifecycle,
+} from '@sluice/core/adapter';
 import type { Request, RequestHandler } from 'express';
 import { expressAccess } from './access.js';
 import { expressMiddleware } from './exchange.js';

@@ -7,7 +7,7 @@ import {
   PROBLEM_JSON,
   rateLimitLifecycle,
   whenEnded,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { FastifyHookOptions } from './options.js';
 

@@ -1,22 +1,19 @@
+import { ErrorCode, MemoryStore, SluiceError, type SluiceWarning } from '@sluice/core';
 import {
   type AdapterDefaults,
   assertKnownOptions,
   CONCURRENCY_ENGINE,
   concurrencyGuard,
   describeValue,
-  ErrorCode,
   FLEET_ENGINE,
   fleetGuard,
   HTTP_OPTIONS,
   type HttpGuard,
   HttpLimiter,
-  MemoryStore,
   oneOfOption,
-  SluiceError,
-  type SluiceWarning,
   UTILIZATION_ENGINE,
   utilizationGuard,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fastifyAccess } from './access.js';

@@ -1,4 +1,5 @@
-import { type AdapterDefaults, CONSOLE_DEFAULTS, type SluiceWarning } from '@sluice/core';
+import type { SluiceWarning } from '@sluice/core';
+import { type AdapterDefaults, CONSOLE_DEFAULTS } from '@sluice/core/adapter';
 import type { Context } from 'hono';
 
 /** Hono has no logger and runs where `process` may not exist: warnings go to the console too. */

@@ -7,7 +7,7 @@ import {
   type HttpGuard,
   type HttpUtilizationShedOptions,
   utilizationGuard,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
 import { honoDefaults } from './defaults.js';

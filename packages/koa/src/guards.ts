@@ -8,7 +8,7 @@ import {
   type HttpGuard,
   type HttpUtilizationShedOptions,
   utilizationGuard,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 import { koaAccess } from './access.js';
 import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';

@@ -1,4 +1,9 @@
-import { CONSOLE_DEFAULTS, HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
+import {
+  CONSOLE_DEFAULTS,
+  HttpLimiter,
+  type HttpLimitOptions,
+  rateLimitLifecycle,
+} from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 import { koaAccess } from './access.js';
 import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';

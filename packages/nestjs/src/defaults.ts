@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type { AdapterDefaults, SluiceWarning } from '@sluice/core';
+import type { SluiceWarning } from '@sluice/core';
+import type { AdapterDefaults } from '@sluice/core/adapter';
 import type { Request } from 'express';
 
 const logger = new Logger('sluice');

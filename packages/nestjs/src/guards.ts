@@ -9,7 +9,7 @@ import {
   type HttpUtilizationShedOptions,
   type Lifecycle,
   utilizationGuard,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import { expressAccess } from '@sluice/express';
 import type { Request } from 'express';
 import { nestDefaults } from './defaults.js';

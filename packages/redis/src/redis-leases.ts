@@ -1,13 +1,11 @@
+import { type Decision, ErrorCode, SluiceError } from '@sluice/core';
 import {
-  type Decision,
   decide,
-  ErrorCode,
   type LeaseAcquire,
   type LeaseCall,
   type LeaseStore,
   leaseDecision,
-  SluiceError,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Guard } from './guard.js';
 import { leaseKeys } from './keys.js';
 import type { ResolvedOptions } from './options.js';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type Algorithm, type Decision, decide, type LimitCall, type Store } from '@sluice/core';
+import type { Algorithm, Decision, Store } from '@sluice/core';
+import { decide, type LimitCall } from '@sluice/core/adapter';
 import type { BreakerState } from './breaker.js';
 import { watchClusterNodes } from './cluster-nodes.js';
 import { DenyCache } from './deny-cache.js';

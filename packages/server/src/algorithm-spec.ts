@@ -1,13 +1,10 @@
 import {
-  ALGORITHM_KINDS,
   type Algorithm,
   type AlgorithmKind,
-  type AlgorithmParam,
   ErrorCode,
   fixedWindow,
   type GcraOptions,
   gcra,
-  isAlgorithmKind,
   type LeakyBucketQueueOptions,
   leakyBucketQueue,
   type SlidingWindowCounterOptions,
@@ -17,6 +14,7 @@ import {
   type TokenBucketOptions,
   tokenBucket,
 } from '@sluice/core';
+import { ALGORITHM_KINDS, type AlgorithmParam, isAlgorithmKind } from '@sluice/core/adapter';
 
 /**
  * An algorithm on the wire: `kind:param=value,...` with core's parameter names and values as

@@ -1,15 +1,12 @@
+import { type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
 import {
   assertKnownOptions,
-  type Decision,
   decide,
-  ErrorCode,
   type LeaseAcquire,
   type LeaseStore,
   type LimitCall,
   requireOption,
-  SluiceError,
-  type Store,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Redis } from 'ioredis';
 import { specOf } from './algorithm-spec.js';
 import { idOf } from './commands/sluice.js';

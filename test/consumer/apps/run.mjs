@@ -2,7 +2,16 @@
 // them: the core Limiter, Express and Fastify on a RedisStore, as installed from the tarballs.
 import { once } from 'node:events';
 
-export async function run({ core, redis, express: adapter, fastify: plugin, Express, Fastify, Redis }) {
+export async function run({
+  core,
+  coreAdapter,
+  redis,
+  express: adapter,
+  fastify: plugin,
+  Express,
+  Fastify,
+  Redis,
+}) {
   const prefix = `sluice:consumer:${process.pid}:${Date.now()}:`;
   const result = {};
 
@@ -12,6 +21,23 @@ export async function run({ core, redis, express: adapter, fastify: plugin, Expr
   const decisions = [];
   for (let i = 0; i < 3; i++) decisions.push((await limiter.check('user:1', { now: 1_000 })).allowed);
   result.core = decisions;
+
+  // The adapter subpath is the same module graph as the root, in either format: an error its
+  // validation throws, a guard built with a root class, are the root's own.
+  try {
+    coreAdapter.integerOption('cost', -1);
+  } catch (error) {
+    result.subpath = [error instanceof core.SluiceError, error.code];
+  }
+  const shedder = new core.UtilizationShedder({ timer: false });
+  result.subpath.push(
+    coreAdapter.utilizationGuard(
+      'utilizationShed',
+      { shedder, priority: 'low' },
+      coreAdapter.CONSOLE_DEFAULTS,
+    ).name,
+  );
+  shedder.close();
 
   const client = new Redis({
     host: '127.0.0.1',

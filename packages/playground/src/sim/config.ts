@@ -1,10 +1,8 @@
 import {
   type Algorithm,
-  type AlgorithmFactoryName,
   ErrorCode,
   fixedWindow,
   gcra,
-  HEADER_FORMATS,
   type HeaderFormat,
   Limiter,
   leakyBucketQueue,
@@ -14,6 +12,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { type AlgorithmFactoryName, HEADER_FORMATS } from '@sluice/core/adapter';
 import type { TrafficSpec } from './traffic.js';
 
 /**

@@ -1,4 +1,5 @@
-import { ALGORITHM_KIND_LIST, type AlgorithmKind, type AlgorithmParam } from '@sluice/core';
+import type { AlgorithmKind } from '@sluice/core';
+import { ALGORITHM_KIND_LIST, type AlgorithmParam } from '@sluice/core/adapter';
 import { FIXED_WINDOW_LEAN, FIXED_WINDOW_LUA } from './fixed-window.js';
 import { GCRA_LEAN, GCRA_LUA } from './gcra.js';
 import { LEAKY_BUCKET_QUEUE_LEAN, LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
