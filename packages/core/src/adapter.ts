@@ -25,6 +25,8 @@ export { describeValue } from './errors.js';
 // HTTP: the request lifecycle every adapter runs, and what it is compiled from.
 export type { ClientResponse, ClientWatch } from './http/client.js';
 export { clientLeft, signalClient, watchClient } from './http/client.js';
+export type { GuardAdapter, HttpGuardOptionsByName } from './http/guard-factories.js';
+export { buildGuard, GUARD_ENGINES, guardFunctionName, guardMiddlewares } from './http/guard-factories.js';
 export type {
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
@@ -41,7 +43,7 @@ export {
   UTILIZATION_ENGINE,
   UTILIZATION_OPTIONS,
 } from './http/guard-options.js';
-export type { GuardKind } from './http/guards.js';
+export type { GuardName } from './http/guards.js';
 export { concurrencyGuard, fleetGuard, HttpGuard, utilizationGuard } from './http/guards.js';
 export type { GetHeader, SetHeader } from './http/headers.js';
 export { HEADER_FORMATS, RateLimitHeaders, resetSeconds, seconds } from './http/headers.js';

@@ -1,14 +1,5 @@
-import {
-  CONSOLE_DEFAULTS,
-  concurrencyGuard,
-  fleetGuard,
-  guardLifecycle,
-  type HttpConcurrencyOptions,
-  type HttpFleetShedOptions,
-  type HttpGuard,
-  type HttpUtilizationShedOptions,
-  utilizationGuard,
-} from '@sluice/core/adapter';
+import type * as shared from '@sluice/core/adapter';
+import { CONSOLE_DEFAULTS, guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
 import type { Request, RequestHandler } from 'express';
 import { expressAccess } from './access.js';
 import { expressMiddleware } from './exchange.js';
@@ -25,16 +16,21 @@ interface ExpressGuardOptions {
 }
 
 /** Options of `concurrencyLimit()`. */
-export interface ConcurrencyLimitOptions extends HttpConcurrencyOptions<Request>, ExpressGuardOptions {}
+export interface ConcurrencyLimitOptions
+  extends shared.HttpConcurrencyOptions<Request>,
+    ExpressGuardOptions {}
 /** Options of `fleetShed()`. */
-export interface FleetShedOptions extends HttpFleetShedOptions<Request>, ExpressGuardOptions {}
+export interface FleetShedOptions extends shared.HttpFleetShedOptions<Request>, ExpressGuardOptions {}
 /** Options of `utilizationShed()`. */
-export interface UtilizationShedOptions extends HttpUtilizationShedOptions<Request>, ExpressGuardOptions {}
+export interface UtilizationShedOptions
+  extends shared.HttpUtilizationShedOptions<Request>,
+    ExpressGuardOptions {}
 
-const HANDLER = ['handler'] as const;
-
-const middleware = (guard: HttpGuard<Request>, handler: unknown, name: string): RequestHandler =>
-  expressMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(handler), name);
+const guards = guardMiddlewares<Request, ExpressGuardOptions, RequestHandler>(
+  { access: expressAccess, defaults: CONSOLE_DEFAULTS, options: ['handler'] },
+  (guard, options, name) =>
+    expressMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
+);
 
 /**
  * `ConcurrencyLimiter` as Express middleware: 429 past `limit` requests in flight per key; the
@@ -42,10 +38,7 @@ const middleware = (guard: HttpGuard<Request>, handler: unknown, name: string): 
  * @example
  * app.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
  */
-export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandler {
-  const guard = concurrencyGuard('concurrencyLimit', options, expressAccess, CONSOLE_DEFAULTS, HANDLER);
-  return middleware(guard, options.handler, 'sluiceConcurrencyLimit');
-}
+export const concurrencyLimit: (options: ConcurrencyLimitOptions) => RequestHandler = guards.concurrencyLimit;
 
 /**
  * `FleetShedder` as Express middleware: 503 with a jittered `Retry-After` past the request's
@@ -55,13 +48,7 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandl
  * app.use(fleetShed({ shedder: fleet, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'normal') }));
  * app.use('/reports', fleetShed({ shedder: fleet, priority: 'low' }));
  */
-export function fleetShed(options: FleetShedOptions): RequestHandler {
-  return middleware(
-    fleetGuard('fleetShed', options, CONSOLE_DEFAULTS, HANDLER),
-    options.handler,
-    'sluiceFleetShed',
-  );
-}
+export const fleetShed: (options: FleetShedOptions) => RequestHandler = guards.fleetShed;
 
 /**
  * `UtilizationShedder` as Express middleware: while this process is overloaded, 503 for the least
@@ -71,7 +58,4 @@ export function fleetShed(options: FleetShedOptions): RequestHandler {
  * app.use(utilizationShed({ shedder: local, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'low') }));
  * process.on('SIGTERM', () => local.close());
  */
-export function utilizationShed(options: UtilizationShedOptions): RequestHandler {
-  const guard = utilizationGuard('utilizationShed', options, CONSOLE_DEFAULTS, HANDLER);
-  return middleware(guard, options.handler, 'sluiceUtilizationShed');
-}
+export const utilizationShed: (options: UtilizationShedOptions) => RequestHandler = guards.utilizationShed;

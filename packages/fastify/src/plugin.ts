@@ -2,17 +2,15 @@ import { ErrorCode, MemoryStore, SluiceError, type SluiceWarning } from '@sluice
 import {
   type AdapterDefaults,
   assertKnownOptions,
-  CONCURRENCY_ENGINE,
-  concurrencyGuard,
+  buildGuard,
   describeValue,
-  FLEET_ENGINE,
-  fleetGuard,
+  GUARD_ENGINES,
+  type GuardName,
+  guardFunctionName,
   HTTP_OPTIONS,
   type HttpGuard,
   HttpLimiter,
   oneOfOption,
-  UTILIZATION_ENGINE,
-  utilizationGuard,
 } from '@sluice/core/adapter';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -36,38 +34,6 @@ interface Applied {
   readonly hook: SluiceHook;
   readonly at: Stage;
 }
-
-type GuardName = (typeof GUARD_NAMES)[number];
-
-/** How each guard is built: its engine options (instance first) and its core factory. */
-const GUARDS: {
-  readonly [G in GuardName]: {
-    readonly engine: readonly string[];
-    readonly hookName: string;
-    build(
-      where: string,
-      options: GuardOptionsByName[G],
-      defaults: AdapterDefaults<FastifyRequest>,
-    ): HttpGuard<FastifyRequest>;
-  };
-} = {
-  utilizationShed: {
-    engine: UTILIZATION_ENGINE,
-    hookName: 'sluiceUtilizationShed',
-    build: (where, options, defaults) => utilizationGuard(where, options, defaults, FASTIFY_OPTIONS),
-  },
-  fleetShed: {
-    engine: FLEET_ENGINE,
-    hookName: 'sluiceFleetShed',
-    build: (where, options, defaults) => fleetGuard(where, options, defaults, FASTIFY_OPTIONS),
-  },
-  concurrencyLimit: {
-    engine: CONCURRENCY_ENGINE,
-    hookName: 'sluiceConcurrencyLimit',
-    build: (where, options, defaults) =>
-      concurrencyGuard(where, options, fastifyAccess, defaults, FASTIFY_OPTIONS),
-  },
-};
 
 async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions): Promise<void> {
   assertKnownOptions('@sluice/fastify', options, [...HTTP_OPTIONS, ...FASTIFY_OPTIONS, ...GUARD_NAMES]);
@@ -109,9 +75,18 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     where: string,
     merged: GuardOptionsByName[G],
   ): Applied & { guard: HttpGuard<FastifyRequest> } => {
-    const spec = GUARDS[name];
-    const guard = spec.build(where, withStore(merged, spec.engine, store), defaults);
-    return { guard, hook: guardHook(guard, merged.handler, spec.hookName), at: stage(where, merged) };
+    const inline = withStore(merged, GUARD_ENGINES[name], store);
+    const guard = buildGuard(
+      name,
+      inline,
+      { access: fastifyAccess, defaults, options: FASTIFY_OPTIONS },
+      where,
+    );
+    return {
+      guard,
+      hook: guardHook(guard, merged.handler, guardFunctionName(name)),
+      at: stage(where, merged),
+    };
   };
 
   // Without limits the plugin only serves routes' `config.rateLimit` and the decorator; a key or
@@ -146,7 +121,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
         if (plugin !== undefined) applied.push(plugin);
         continue;
       }
-      const merged = mergeGuardOptions(guardOptions[name], plugin?.guard.engine, config, GUARDS[name].engine);
+      const merged = mergeGuardOptions(guardOptions[name], plugin?.guard.engine, config, GUARD_ENGINES[name]);
       applied.push(compileGuard(name, `config.${name} of ${route.url}`, merged));
     }
     const config = routeConfig('rateLimit', route.url, route.config?.rateLimit);

@@ -1,14 +1,5 @@
-import {
-  CONSOLE_DEFAULTS,
-  concurrencyGuard,
-  fleetGuard,
-  guardLifecycle,
-  type HttpConcurrencyOptions,
-  type HttpFleetShedOptions,
-  type HttpGuard,
-  type HttpUtilizationShedOptions,
-  utilizationGuard,
-} from '@sluice/core/adapter';
+import type * as shared from '@sluice/core/adapter';
+import { CONSOLE_DEFAULTS, guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 import { koaAccess } from './access.js';
 import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';
@@ -24,17 +15,17 @@ interface KoaGuardOptions {
 }
 
 /** Options of `concurrencyLimit()`. */
-export interface ConcurrencyLimitOptions extends HttpConcurrencyOptions<Context>, KoaGuardOptions {}
+export interface ConcurrencyLimitOptions extends shared.HttpConcurrencyOptions<Context>, KoaGuardOptions {}
 /** Options of `fleetShed()`. */
-export interface FleetShedOptions extends HttpFleetShedOptions<Context>, KoaGuardOptions {}
+export interface FleetShedOptions extends shared.HttpFleetShedOptions<Context>, KoaGuardOptions {}
 /** Options of `utilizationShed()`. */
-export interface UtilizationShedOptions extends HttpUtilizationShedOptions<Context>, KoaGuardOptions {}
+export interface UtilizationShedOptions extends shared.HttpUtilizationShedOptions<Context>, KoaGuardOptions {}
 
-const HANDLER = ['handler'] as const;
-
-function guardMiddleware(guard: HttpGuard<Context>, handler: unknown, name: string): Middleware {
-  return koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(handler), name);
-}
+const guards = guardMiddlewares<Context, KoaGuardOptions, Middleware>(
+  { access: koaAccess, defaults: CONSOLE_DEFAULTS, options: ['handler'] },
+  (guard, options, name) =>
+    koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
+);
 
 /**
  * `ConcurrencyLimiter` as Koa middleware: 429 past `limit` requests in flight per key; the
@@ -42,10 +33,7 @@ function guardMiddleware(guard: HttpGuard<Context>, handler: unknown, name: stri
  * @example
  * router.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
  */
-export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
-  const guard = concurrencyGuard('concurrencyLimit', options, koaAccess, CONSOLE_DEFAULTS, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceConcurrencyLimit');
-}
+export const concurrencyLimit: (options: ConcurrencyLimitOptions) => Middleware = guards.concurrencyLimit;
 
 /**
  * `FleetShedder` as Koa middleware: 503 with a jittered `Retry-After` past the request's
@@ -54,10 +42,7 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
  * const fleet = new FleetShedder({ budget: 400, store: redisStore });
  * app.use(fleetShed({ shedder: fleet, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'normal') }));
  */
-export function fleetShed(options: FleetShedOptions): Middleware {
-  const guard = fleetGuard('fleetShed', options, CONSOLE_DEFAULTS, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceFleetShed');
-}
+export const fleetShed: (options: FleetShedOptions) => Middleware = guards.fleetShed;
 
 /**
  * `UtilizationShedder` as Koa middleware: while this process is overloaded, 503 for the least
@@ -66,7 +51,4 @@ export function fleetShed(options: FleetShedOptions): Middleware {
  * const local = new UtilizationShedder();
  * app.use(utilizationShed({ shedder: local, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'low') }));
  */
-export function utilizationShed(options: UtilizationShedOptions): Middleware {
-  const guard = utilizationGuard('utilizationShed', options, CONSOLE_DEFAULTS, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceUtilizationShed');
-}
+export const utilizationShed: (options: UtilizationShedOptions) => Middleware = guards.utilizationShed;

@@ -16,18 +16,19 @@ import {
   type HttpGuardOptions,
   type HttpUtilizationShedOptions,
   type Priority,
+  UTILIZATION_ENGINE,
   UTILIZATION_OPTIONS,
 } from './guard-options.js';
 import { byIp, type KeyFunction } from './keys.js';
 import { type Refusal, refusal } from './problem.js';
 import { type AdapterDefaults, Reporter, type RequestAccessBase } from './reporter.js';
 
-/** Which of the three guards. */
-export type GuardKind = 'concurrency' | 'fleet' | 'utilization';
+/** The guards, by the name of their middleware (and of Fastify's plugin option and route config). */
+export type GuardName = 'concurrencyLimit' | 'fleetShed' | 'utilizationShed';
 
 /** Everything `HttpGuard` needs, resolved by the factories below. */
 interface GuardParts<Req> {
-  readonly kind: GuardKind;
+  readonly kind: GuardName;
   readonly name: string;
   readonly holdsLeases: boolean;
   /** Takes the request's lease (or the shedder's verdict); may throw. `undefined`: not guarded. */
@@ -43,7 +44,7 @@ interface GuardParts<Req> {
  * admitted leases when the response ends (`holdsLeases`).
  */
 export class HttpGuard<Req> {
-  readonly kind: GuardKind;
+  readonly kind: GuardName;
   /** The limiter's or shedder's name: `decision.policy` and the problem body's `violated-policies`. */
   readonly name: string;
   /** Whether admitted requests hold a lease to release when the response ends (not the utilization shedder). */
@@ -154,7 +155,7 @@ export function concurrencyGuard<Req>(
     return limiter.acquire(k);
   };
   return HttpGuard.build(
-    { kind: 'concurrency', name: limiter.name, holdsLeases: true, gate, engine: { limiter } },
+    { kind: 'concurrencyLimit', name: limiter.name, holdsLeases: true, gate, engine: { limiter } },
     options,
     reporter,
   );
@@ -178,7 +179,7 @@ export function fleetGuard<Req>(
       ? () => shedder.acquire(priority)
       : (req: Req) => shedder.acquire(priority(req));
   return HttpGuard.build(
-    { kind: 'fleet', name: shedder.name, holdsLeases: true, gate, engine: { shedder } },
+    { kind: 'fleetShed', name: shedder.name, holdsLeases: true, gate, engine: { shedder } },
     options,
     new Reporter(options, defaults),
   );
@@ -213,7 +214,7 @@ export function utilizationGuard<Req>(
       ? () => verdict(shedder.check(priority))
       : (req: Req) => verdict(shedder.check(priority(req)));
   return HttpGuard.build(
-    { kind: 'utilization', name: shedder.name, holdsLeases: false, gate, engine: { shedder } },
+    { kind: 'utilizationShed', name: shedder.name, holdsLeases: false, gate, engine: { shedder } },
     options,
     new Reporter(options, defaults),
   );
