@@ -1,6 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -49,16 +49,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   ) => {
     const resetAfter = ceilMs(start + window - now);
     if (cost > limit)
-      return decide(
-        false,
-        limit,
-        Math.max(0, limit - count),
-        count > 0 ? resetAfter : 0,
-        -1,
-        0,
-        policy,
-        'cost-exceeds-limit',
-      );
+      return costExceedsLimit(limit, Math.max(0, limit - count), count > 0 ? resetAfter : 0, policy);
     if (count + cost <= limit)
       return decide(
         true,

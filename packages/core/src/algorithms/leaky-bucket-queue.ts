@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
 import { assertUnit } from '../time-range.js';
@@ -129,16 +129,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     if (cost > capacity) {
       return {
         drainAt: state,
-        decision: decide(
-          false,
-          capacity,
-          remaining,
-          ceilMs(drainAt - now, slack),
-          -1,
-          0,
-          policy,
-          'cost-exceeds-limit',
-        ),
+        decision: costExceedsLimit(capacity, remaining, ceilMs(drainAt - now, slack), policy),
       };
     }
     // Wait until the queue has drained enough for this cost to fit under both bounds.

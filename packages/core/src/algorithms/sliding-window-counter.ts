@@ -1,6 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -115,15 +115,11 @@ export function slidingWindowCounter(
     const elapsed = now - index * size;
     const used = estimate(counts, elapsed);
     if (cost > limit) {
-      return decide(
-        false,
+      return costExceedsLimit(
         limit,
         Math.max(0, Math.floor(limit - used)),
         resetAfter(counts, index, now),
-        -1,
-        0,
         policy,
-        'cost-exceeds-limit',
       );
     }
     if (used + cost <= limit) {

@@ -1,6 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -53,15 +53,11 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   ) => {
     const newest = log.length > first ? log[log.length - 2]! : undefined;
     if (cost > limit) {
-      return decide(
-        false,
+      return costExceedsLimit(
         limit,
         Math.max(0, limit - used),
         newest === undefined ? 0 : ceilMs(newest + window - now),
-        -1,
-        0,
         policy,
-        'cost-exceeds-limit',
       );
     }
     if (used + cost <= limit) {

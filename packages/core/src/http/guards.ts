@@ -16,7 +16,6 @@ import {
   type HttpGuardOptions,
   type HttpUtilizationShedOptions,
   type Priority,
-  UTILIZATION_ENGINE,
   UTILIZATION_OPTIONS,
 } from './guard-options.js';
 import { byIp, type KeyFunction } from './keys.js';
