@@ -1,5 +1,6 @@
 // The consumer apps' checks, given the packages as app.mjs (import) or app.cjs (require) loaded
-// them: the core Limiter, Express and Fastify on a RedisStore, as installed from the tarballs.
+// them: the core Limiter, Express and Fastify on a RedisStore (on ioredis, or on node-redis for
+// app-node-redis.mjs), as installed from the tarballs.
 import { once } from 'node:events';
 
 export async function run({
@@ -11,6 +12,7 @@ export async function run({
   Express,
   Fastify,
   Redis,
+  createClient,
 }) {
   const prefix = `sluice:consumer:${process.pid}:${Date.now()}:`;
   const result = {};
@@ -31,20 +33,27 @@ export async function run({
   }
   const shedder = new core.UtilizationShedder({ timer: false });
   result.subpath.push(
-    coreAdapter.utilizationGuard(
+    coreAdapter.buildGuard(
       'utilizationShed',
       { shedder, priority: 'low' },
-      coreAdapter.CONSOLE_DEFAULTS,
-    ).name,
+      {
+        access: {},
+        defaults: coreAdapter.CONSOLE_DEFAULTS,
+      },
+    ).kind,
   );
   shedder.close();
 
-  const client = new Redis({
-    host: '127.0.0.1',
-    port: Number(process.env.REDIS_PORT),
-    enableOfflineQueue: false,
-    lazyConnect: true,
-  });
+  // ioredis (`Redis`) or node-redis (`createClient`), as each app brings.
+  const client =
+    createClient === undefined
+      ? new Redis({
+          host: '127.0.0.1',
+          port: Number(process.env.REDIS_PORT),
+          enableOfflineQueue: false,
+          lazyConnect: true,
+        })
+      : createClient({ socket: { host: '127.0.0.1', port: Number(process.env.REDIS_PORT) } });
   await client.connect();
   const store = new redis.RedisStore({ client, prefix });
   try {
@@ -89,7 +98,7 @@ export async function run({
     await fastify.close();
   } finally {
     await store.shutdown();
-    await client.quit();
+    await (createClient === undefined ? client.quit() : client.close());
   }
   return result;
 }
