@@ -36,6 +36,7 @@ const clientProject = (client: string, include: string[]) => ({
 export default defineConfig({
   resolve: {
     alias: {
+      '@sluice/core/adapter': fileURLToPath(new URL('./packages/core/src/adapter.ts', import.meta.url)),
       '@sluice/core': source('core'),
       '@sluice/redis': source('redis'),
       '@sluice/express': source('express'),

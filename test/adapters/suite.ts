@@ -1,21 +1,18 @@
 import { createHash } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
 import {
-  bindName,
   byIp,
   byRoute,
   byToken,
   compose,
   type Decision,
   fixedWindow,
-  type LimitCall,
   leakyBucketQueue,
-  QUOTA_EXCEEDED,
   type SluiceWarning,
   type Store,
-  TEMPORARY_REDUCED_CAPACITY,
   tokenBucket,
 } from '@sluice/core';
+import { bindName, type LimitCall, QUOTA_EXCEEDED, TEMPORARY_REDUCED_CAPACITY } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { guardSuite } from './guard-suite.js';
 import {

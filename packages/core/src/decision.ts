@@ -58,6 +58,16 @@ export function decide(
   return { allowed, limit, remaining, resetAfter, retryAfter, delay, policy, reason, limits: NO_LIMITS };
 }
 
+/** The refusal of a cost larger than the limit could ever admit: `retryAfter` -1, never retry. */
+export function costExceedsLimit(
+  limit: number,
+  remaining: number,
+  resetAfter: number,
+  policy: string,
+): Decision {
+  return decide(false, limit, remaining, resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+}
+
 /**
  * Combines the per-limit decisions of one layered check. The combined decision copies the limit
  * that matters most: when refused, the refused limit the caller must wait longest for; when

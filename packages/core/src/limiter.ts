@@ -1,6 +1,7 @@
 import { type Algorithm, bindName } from './algorithm.js';
+import { factoryList } from './algorithm-kinds.js';
 import { combine, type Decision, decide } from './decision.js';
-import { describeValue, ErrorCode, SluiceError } from './errors.js';
+import { describeValue, ErrorCode, SluiceError, storeFailure } from './errors.js';
 import { MemoryStore } from './memory-store.js';
 import type { LimitCall, MaybePromise, Store } from './store.js';
 import { assertCost, assertKey, assertKnownOptions, assertTime } from './validate.js';
@@ -248,17 +249,8 @@ export function assertAlgorithm(option: string, value: unknown): asserts value i
   ) {
     throw new SluiceError(
       ErrorCode.UNKNOWN_ALGORITHM,
-      `${option} must be an algorithm made by tokenBucket(), gcra(), fixedWindow(), slidingWindowLog(), slidingWindowCounter() or leakyBucketQueue(); got ${describeValue(value)}`,
+      `${option} must be an algorithm made by ${factoryList()}; got ${describeValue(value)}`,
       { option, value },
     );
   }
-}
-
-function storeFailure(error: unknown): SluiceError {
-  if (error instanceof SluiceError) return error;
-  return new SluiceError(
-    ErrorCode.STORE_FAILURE,
-    `the store failed: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
 }

@@ -1,4 +1,4 @@
-import { type HttpLimit, httpLimits } from '@sluice/core';
+import { type HttpLimit, httpLimits } from '@sluice/core/adapter';
 import type { FastifyRequest } from 'fastify';
 import type { SluiceOptions } from './options.js';
 

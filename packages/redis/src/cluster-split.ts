@@ -1,4 +1,5 @@
-import type { Decision, LimitCall } from '@sluice/core';
+import type { Decision } from '@sluice/core';
+import type { LimitCall } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
 import type { ScriptCommand } from './script-command.js';
 import { hashSlot } from './slot.js';

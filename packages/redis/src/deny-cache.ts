@@ -1,4 +1,5 @@
-import { ceilMs, type Decision, decide, type LimitCall } from '@sluice/core';
+import type { Decision } from '@sluice/core';
+import { ceilMs, decide, type LimitCall } from '@sluice/core/adapter';
 
 interface Entry {
   /** Local time until which the limit refuses `cost` or more. */

@@ -1,4 +1,5 @@
-import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
+import type { Algorithm, Decision, Store } from '@sluice/core';
+import type { LimitCall } from '@sluice/core/adapter';
 import type { BreakerState } from './breaker.js';
 import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';

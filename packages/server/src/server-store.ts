@@ -1,14 +1,11 @@
+import { type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
 import {
   assertKnownOptions,
-  type Decision,
-  ErrorCode,
   type LeaseAcquire,
   type LeaseStore,
   type LimitCall,
   requireOption,
-  SluiceError,
-  type Store,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Redis } from 'ioredis';
 import { HashRing } from './hash-ring.js';
 import { compactDecisions, decisionOf, encodeCalls, keyArg, type Wire } from './store-wire.js';

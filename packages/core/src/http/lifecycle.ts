@@ -2,9 +2,9 @@ import type { Lease } from '../concurrency/lease.js';
 import type { Decision } from '../decision.js';
 import type { MaybePromise } from '../store.js';
 import { type ClientResponse, clientLeft } from './client.js';
-import type { HttpGuard } from './http-guard.js';
-import type { HttpLimiter } from './http-limiter.js';
+import type { HttpGuard } from './guards.js';
 import type { Refusal } from './problem.js';
+import type { HttpLimiter } from './rate-limit.js';
 
 /**
  * What an adapter does for a request's lifecycle: its framework's glue, written once per adapter

@@ -10,17 +10,9 @@ import { type ClientResponse, clientLeft, watchClient } from './client.js';
 import { HEADER_FORMATS, RateLimitHeaders } from './headers.js';
 import { type AddressList, addressList } from './ip.js';
 import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
-import { HTTP_OPTIONS, type HttpLimit, type HttpLimitOptions, type SluiceWarning } from './options.js';
+import { HTTP_OPTIONS, type HttpLimit, type HttpLimitOptions } from './options.js';
 import { type Refusal, refusal } from './problem.js';
-
-/** What an adapter supplies about its request type; `warn` is added from the options. */
-export type RequestAccessBase<Req> = Omit<RequestAccess<Req>, 'warn'>;
-
-/** The adapter's defaults for the hooks the user left out. */
-export interface AdapterDefaults<Req> {
-  onError(error: Error, req: Req): void;
-  onWarning(warning: SluiceWarning): void;
-}
+import { type AdapterDefaults, Reporter, type RequestAccessBase } from './reporter.js';
 
 /** The decision when the store failed and the policy is `'deny'`: 503, `Retry-After: 1`. */
 const STORE_DOWN: Decision = decide(false, 0, 0, 0, 1000, 0, '', 'store-unavailable');
@@ -49,8 +41,7 @@ export class HttpLimiter<Req> {
   private readonly cost: number;
   private readonly costOf: ((req: Req) => number) | undefined;
   private readonly failOpen: boolean;
-  private readonly onLimited: ((req: Req, decision: Decision) => void) | undefined;
-  private readonly onError: (error: Error, req: Req) => void;
+  private readonly reporter: Reporter<Req>;
   private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
 
   constructor(
@@ -118,18 +109,9 @@ export class HttpLimiter<Req> {
     }
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
-    this.onLimited = functionOption('onLimited', options.onLimited);
-    this.onError = functionOption('onError', options.onError) ?? defaults.onError;
+    this.reporter = new Reporter(options, defaults);
     this.hold = functionOption('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
-    const onWarning = functionOption('onWarning', options.onWarning) ?? defaults.onWarning;
-    this.access = {
-      ip: access.ip,
-      method: access.method,
-      route: access.route,
-      header: access.header,
-      proxyTrust: access.proxyTrust,
-      warn: (code, message) => onWarning({ code, message: `sluice: ${message}` }),
-    };
+    this.access = this.reporter.access(access);
   }
 
   /**
@@ -242,12 +224,7 @@ export class HttpLimiter<Req> {
 
   /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
   limited(req: Req, decision: Decision): void {
-    if (this.onLimited === undefined) return;
-    try {
-      this.onLimited(req, decision);
-    } catch (error) {
-      this.report(error, req);
-    }
+    this.reporter.limited(req, decision);
   }
 
   private check(req: Req, cost: number): MaybePromise<Decision> {
@@ -285,7 +262,7 @@ export class HttpLimiter<Req> {
       return !signal.aborted;
     } catch (error) {
       if (signal.aborted) return false;
-      this.report(error, req);
+      this.reporter.error(error, req);
       return true;
     }
   }
@@ -305,22 +282,14 @@ export class HttpLimiter<Req> {
       await store.refund(calls, undefined);
       return cost;
     } catch (error) {
-      this.report(error, req);
+      this.reporter.error(error, req);
       return 0;
     }
   }
 
   private failed(error: unknown, req: Req): Decision | undefined {
-    this.report(error, req);
+    this.reporter.error(error, req);
     return this.failOpen ? undefined : STORE_DOWN;
-  }
-
-  private report(error: unknown, req: Req): void {
-    try {
-      this.onError(error instanceof Error ? error : new Error(String(error)), req);
-    } catch {
-      // A failing error hook has nowhere left to report to; the request must still be answered.
-    }
   }
 }
 
