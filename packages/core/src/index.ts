@@ -15,6 +15,8 @@ export type { SlidingWindowLogOptions, SlidingWindowLogState } from './algorithm
 export { slidingWindowLog } from './algorithms/sliding-window-log.js';
 export type { TokenBucketOptions, TokenBucketState } from './algorithms/token-bucket.js';
 export { tokenBucket } from './algorithms/token-bucket.js';
+export type { BlockOptions, BlockPolicy, BlockState } from './block.js';
+export { blockedDecision, blockingDecision, blockLeft, resolveBlock, startBlock } from './block.js';
 export type { AcquireOptions, ConcurrencyLimiterOptions } from './concurrency/concurrency-limiter.js';
 export { ConcurrencyLimiter } from './concurrency/concurrency-limiter.js';
 export type { Lease } from './concurrency/lease.js';
@@ -23,13 +25,13 @@ export { leaseId } from './concurrency/lease-id.js';
 export type { LeaseAcquire, LeaseCall, LeaseStore } from './concurrency/lease-store.js';
 export { MemoryLeases } from './concurrency/memory-leases.js';
 export type { Decision, RefusalReason } from './decision.js';
-export { ceilMs, combine, decide } from './decision.js';
+export { ceilMs, combine, decide, retryMs, shadowed } from './decision.js';
 export type { Duration } from './duration.js';
 export { MAX_DURATION, parseDuration } from './duration.js';
 export { describeValue, ErrorCode, SluiceError } from './errors.js';
 export * from './http/index.js';
 export type { CheckOptions, LimitDefinition, LimiterOptions, LimitKeys, ResolvedLimit } from './limiter.js';
-export { assertAlgorithm, Limiter } from './limiter.js';
+export { assertAlgorithm, Limiter, limitCall } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { MemoryStore } from './memory-store.js';
 export type { FleetShedderOptions } from './shedding/fleet-shedder.js';
@@ -48,7 +50,7 @@ export {
 } from './shedding/utilization-controller.js';
 export type { UtilizationShedderOptions } from './shedding/utilization-shedder.js';
 export { UtilizationShedder } from './shedding/utilization-shedder.js';
-export type { LimitCall, MaybePromise, StateWrite, Store } from './store.js';
+export type { BlockWrite, LimitCall, MaybePromise, StateWrite, Store } from './store.js';
 export { settleBatch, UNCHANGED } from './store.js';
 export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';
 export {

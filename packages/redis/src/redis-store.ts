@@ -80,6 +80,8 @@ interface SingleWire {
 interface LeanBatchNode {
   command?: ScriptCommand | null;
   readonly next: WeakMap<AlgorithmWire, LeanBatchNode>;
+  /** The same trie for a limit in shadow mode (its script is another: shadow is written in). */
+  shadow?: WeakMap<AlgorithmWire, LeanBatchNode>;
 }
 
 type Mode = 'consume' | 'peek';
@@ -185,7 +187,11 @@ export class RedisStore implements Store {
     const policy = this.options.failurePolicy;
     if (typeof policy === 'object') await policy.reset(calls);
     if (calls.length === 0) return;
-    const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
+    // Each limit's block record too (same slot): a reset client starts with no block and no streak.
+    const keys = calls.flatMap((call) => {
+      const key = this.keyFor(call.algorithm, call.key);
+      return [key, blockKey(key)];
+    });
     const groups = this.isCluster ? [...groupBySlot(keys).values()].map((g) => g.keys) : [keys];
     await this.guard.strict('reset', calls.length, () =>
       Promise.all(groups.map((group) => deleteKeys(this.options.client, group))),
@@ -245,7 +251,7 @@ export class RedisStore implements Store {
    */
   private decide(calls: readonly LimitCall[], now: number | undefined, mode: Mode): Promise<Decision[]> {
     const fail = mode === 'consume' ? () => this.failConsume(calls, now) : () => this.failPeek(calls, now);
-    if (calls.length === 1) {
+    if (calls.length === 1 && calls[0]!.block === undefined) {
       const call = calls[0]!;
       const wire = this.wire(call.algorithm);
       const single = wire.single ?? this.singleFor(wire);
@@ -267,7 +273,12 @@ export class RedisStore implements Store {
     const keys = calls.map((call) => {
       const wire = this.wire(call.algorithm);
       kinds |= wire.bit;
-      if (lean !== undefined) lean = wire.lean === undefined ? undefined : leanChild(lean, wire);
+      // Blocks run in the generic batch script only.
+      if (lean !== undefined)
+        lean =
+          wire.lean === undefined || call.block !== undefined
+            ? undefined
+            : leanChild(lean, wire, call.shadow === true);
       return `${wire.base}${escapeKey(call.key)}}`;
     });
     const groups = this.isCluster ? groupBySlot(keys) : undefined;
@@ -286,8 +297,9 @@ export class RedisStore implements Store {
       run = () => leanBatch(keys.length, ...keys, ...args);
     } else {
       const batch = this.batchFor(kinds);
+      const all = withBlockKeys(keys, calls);
       const args = this.callArgs(calls, now, mode);
-      run = () => batch(keys.length, ...keys, ...args);
+      run = () => batch(all.length, ...all, ...args);
     }
     return this.guard.map(
       mode,
@@ -308,7 +320,8 @@ export class RedisStore implements Store {
     if (this.denied !== undefined && mode === 'consume') {
       let at: number | undefined;
       for (let i = 0; i < calls.length; i++) {
-        if (decisions[i]!.allowed) continue;
+        // A shadow limit's refusal refuses nothing: it must not be answered locally.
+        if (decisions[i]!.allowed || calls[i]!.shadow === true) continue;
         at ??= now ?? this.options.clock();
         this.denied.remember(calls[i]!, at, decisions[i]!);
       }
@@ -365,7 +378,12 @@ export class RedisStore implements Store {
    */
   private leanBatch(node: LeanBatchNode, calls: readonly LimitCall[]): ScriptCommand | null {
     if (node.command === undefined) {
-      const lua = leanBatchScript(calls.map((call) => this.wire(call.algorithm).lean!));
+      const lua = leanBatchScript(
+        calls.map((call) => {
+          const lean = this.wire(call.algorithm).lean!;
+          return call.shadow === true ? { ...lean, shadow: true } : lean;
+        }),
+      );
       node.command = this.bake(LEAN_BATCH_COMMAND, lua) ?? null;
     }
     return node.command;
@@ -395,9 +413,20 @@ export class RedisStore implements Store {
     return batch;
   }
 
-  /** ARGV after the keys: now ('' = Redis TIME), mode, then each call's group. */
+  /**
+   * ARGV of the batch script after the keys: now ('' = Redis TIME), mode, the calls' options (shadow,
+   * block: see `batchScript`), then each call's group.
+   */
   private callArgs(calls: readonly LimitCall[], now: number | undefined, mode: string): (string | number)[] {
-    const args: (string | number)[] = [this.nowArg(now), mode];
+    const args: (string | number)[] = [this.nowArg(now), mode, 0];
+    for (let i = 0; i < calls.length; i++) {
+      const { shadow, block } = calls[i]!;
+      if (shadow !== true && block === undefined) continue;
+      args[2] = (args[2] as number) + 1;
+      args.push(i + 1, shadow === true ? 1 : 0);
+      if (block === undefined) args.push(0, 0, 0, 0);
+      else args.push(String(block.duration), String(block.factor), String(block.max), String(block.decay));
+    }
     for (const call of calls) pushCallArgs(args, call);
     return args;
   }
@@ -416,12 +445,9 @@ export class RedisStore implements Store {
     const decisions = new Array<Decision>(calls.length);
     await Promise.all(
       slots.map(async (group) => {
-        const args = this.callArgs(
-          group.indices.map((i) => calls[i]!),
-          now,
-          'peek',
-        );
-        const reply = await batch(group.keys.length, ...group.keys, ...args);
+        const groupCalls = group.indices.map((i) => calls[i]!);
+        const keys = withBlockKeys(group.keys, groupCalls);
+        const reply = await batch(keys.length, ...keys, ...this.callArgs(groupCalls, now, 'peek'));
         group.indices.forEach((index, j) => {
           decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
         });
@@ -475,16 +501,13 @@ export class RedisStore implements Store {
     const runs = await Promise.allSettled(
       slots.map(async (group): Promise<AdmittedSlot | undefined> => {
         const groupCalls = group.indices.map((i) => calls[i]!);
-        const reply = await batch(
-          group.keys.length,
-          ...group.keys,
-          ...this.callArgs(groupCalls, now, 'split'),
-        );
+        const keys = withBlockKeys(group.keys, groupCalls);
+        const reply = await batch(keys.length, ...keys, ...this.callArgs(groupCalls, now, 'split'));
         let admitted = true;
         group.indices.forEach((index, j) => {
           const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
           decisions[index] = decision;
-          if (!decision.allowed) admitted = false;
+          if (!decision.allowed && calls[index]!.shadow !== true) admitted = false;
         });
         return admitted ? { group, calls: groupCalls, reply } : undefined;
       }),
@@ -606,13 +629,31 @@ export class RedisStore implements Store {
   }
 }
 
-function leanChild(node: LeanBatchNode, wire: AlgorithmWire): LeanBatchNode {
-  let child = node.next.get(wire);
+function leanChild(node: LeanBatchNode, wire: AlgorithmWire, shadow: boolean): LeanBatchNode {
+  if (shadow && node.shadow === undefined) node.shadow = new WeakMap();
+  const next = shadow ? node.shadow! : node.next;
+  let child = next.get(wire);
   if (child === undefined) {
     child = { next: new WeakMap() };
-    node.next.set(wire, child);
+    next.set(wire, child);
   }
   return child;
+}
+
+/** The key of a limit's block record: its state key and `:b`, in the same hash slot (same tag). */
+function blockKey(stateKey: string): string {
+  return `${stateKey}:b`;
+}
+
+/** The batch script's KEYS: the state keys, then the block record key of each call with a block. */
+function withBlockKeys(keys: readonly string[], calls: readonly LimitCall[]): readonly string[] {
+  let all: string[] | undefined;
+  for (let i = 0; i < calls.length; i++) {
+    if (calls[i]!.block === undefined) continue;
+    all ??= [...keys];
+    all.push(blockKey(keys[i]!));
+  }
+  return all ?? keys;
 }
 
 function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {

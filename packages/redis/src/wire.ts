@@ -12,13 +12,18 @@ import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 const ARGS = new WeakMap<Algorithm, readonly string[]>();
 
 /**
- * Per-decision reply width: reason (0 allowed, 1 rate-limited, 2 cost-exceeds-limit), remaining,
+ * Per-decision reply width: reason (0 allowed, 1 rate-limited, 2 cost-exceeds-limit, 3 blocked), remaining,
  * resetAfter, retryAfter, delay. `allowed` is `reason === 0` and `limit` is the algorithm's own
  * (every Lua twin decides with it): every element of a reply costs Redis time to write.
  */
 export const DECISION_WIDTH = 5;
 
-const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'rate-limited', 'cost-exceeds-limit'];
+const REASONS: readonly (RefusalReason | undefined)[] = [
+  undefined,
+  'rate-limited',
+  'cost-exceeds-limit',
+  'blocked',
+];
 
 /**
  * An algorithm's ARGV group without the cost: `[code, ...params]`, params as exact decimal

@@ -111,8 +111,8 @@ end
  * The prelude, the fragments of `algorithms` (by default every one), and the shared call
  * machinery of the batch scripts:
  *
- * - `read_calls(first)`: parses KEYS[i] with its ARGV group `kind code, cost, params…` starting at
- *   ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
+ * - `read_calls(first, n)`: parses KEYS[i], i = 1…n (default every key), with its ARGV group
+ *   `kind code, cost, params…` starting at ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
  *   the index of the first ARGV after them. A code whose fragment is not in the script is an error.
  * - `write(key, algorithm, c, state, now, grace, exact)`: see {@link WRITE_LUA}.
  * - `push_decision(out, d)`: appends a decision as 5 integers (reason, remaining, resetAfter,
@@ -129,9 +129,9 @@ export function libraryLua(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS)
     `
 local ALGORITHMS = { ${table} }
 
-local function read_calls(first)
+local function read_calls(first, n)
   local calls, a = {}, first
-  for i = 1, #KEYS do
+  for i = 1, n or #KEYS do
     local algorithm = ALGORITHMS[tonumber(ARGV[a])]
     local params = {}
     for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 1 + j]) end

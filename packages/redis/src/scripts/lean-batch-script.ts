@@ -7,6 +7,8 @@ export interface LeanLimit {
   readonly lean: LeanLua;
   /** In the order of `lean.locals` (`String` of a double round-trips; Lua reads the literal back). */
   readonly params: readonly string[];
+  /** Shadow mode: the limit's refusal does not veto the batch (written into the script). */
+  readonly shadow?: boolean;
 }
 
 /**
@@ -86,8 +88,8 @@ end`;
  * integers (`{ p1…, pN }`: a reply of N elements rather than 1 + 5N, ~1 µs less of Redis time for
  * three limits; see `readBatchDecisions` in wire.ts).
  *
- * All-or-nothing, as `settleBatch` in `@sluice/core`: when every limit admits, every changed state
- * is written; when one refuses, a refusing limit writes what it changed (a strict token bucket
+ * All-or-nothing, as `settleBatch` in `@sluice/core`: when every limit admits (limits in shadow
+ * mode left out of the test: they never veto), every changed state is written; when one refuses, a refusing limit writes what it changed (a strict token bucket
  * restarts its clock) and every admitting limit reports its current state (peek), consuming nothing.
  */
 export function leanBatchScript(limits: readonly LeanLimit[]): string {
@@ -95,6 +97,8 @@ export function leanBatchScript(limits: readonly LeanLimit[]): string {
   const decisions = indices
     .map((i) => `reason_${i}, remaining_${i}, reset_after_${i}, retry_after_${i}, delay_${i}`)
     .join(', ');
+  const enforced = indices.filter((i) => limits[i - 1]!.shadow !== true);
+  const admitted = enforced.length === 0 ? 'true' : enforced.map((i) => `reason_${i} == NONE`).join(' and ');
   return `${CONSTANTS_LUA}
 ${READ_NOW_INLINE_LUA}
 local ${indices.map((i) => `cost_${i}`).join(', ')} = ${indices.map((i) => `tonumber(ARGV[${2 + i}])`).join(', ')}
@@ -106,7 +110,7 @@ ${limits.map((limit, j) => run(limit, j + 1, limit.lean.peek, `state_${j + 1}`))
   return { 0, ${decisions} }
 end
 ${limits.map((limit, j) => run(limit, j + 1, limit.lean.consume, `state_${j + 1}`, true)).join('\n')}
-if ${indices.map((i) => `reason_${i} == NONE`).join(' and ')} then
+if ${admitted} then
 ${limits.map((limit, j) => write(limit, j + 1)).join('\n')}
   if ${indices.map((i) => `packed_${i}`).join(' and ')} then return { ${indices.map((i) => `packed_${i}`).join(', ')} } end
 else

@@ -1,0 +1,52 @@
+/**
+ * The Lua twin of `@sluice/core`'s `block.ts` (blocks after a refusal), for the batch script: the
+ * same doubles in the same order, so a block ends at the same millisecond on every store. Needs
+ * the prelude (`decide`, `ceil_ms`, `fmt`, `decode`).
+ *
+ * A block record is stored at the limit's state key with `:b` appended (same hash tag, same
+ * Cluster slot) as `'until,strikes'`, with `PX` = the block plus its decay: the streak is
+ * forgotten when the record expires.
+ *
+ * - `block_left(rec, now)`: ms left of the block (0: not blocked). `rec`: a decoded record or nil.
+ * - `blocked_decision(left)`: the refusal of a blocked key (reason `BLOCKED`, nothing left).
+ * - `start_block(key, rec, b, now, grace)`: writes the next block of the streak for policy `b`
+ *   (`duration`, `factor`, `max`, `decay`); returns its duration.
+ * - `blocking(d, duration)`: a refusal's retry and reset pushed to the block's end.
+ */
+export const BLOCK_LUA = `
+local BLOCKED = 3
+
+local function retry_ms(ms)
+  return math.max(1, ceil_ms(ms))
+end
+
+local function block_left(rec, now)
+  if rec ~= nil and now < rec[1] then return rec[1] - now end
+  return 0
+end
+
+local function blocked_decision(left)
+  return decide(false, 0, 0, ceil_ms(left), retry_ms(left), 0, BLOCKED)
+end
+
+-- core's startBlock: the streak goes on while the record lives; each block is factor times the
+-- one before, up to max (multiplied step by step, as the TypeScript does, for the same doubles).
+local function start_block(key, rec, b, now, grace)
+  local strikes = 1
+  if rec ~= nil and now < rec[1] + b.decay then strikes = rec[2] + 1 end
+  local duration = b.duration
+  for _ = 2, strikes do
+    if duration >= b.max or b.factor == 1 then break end
+    duration = duration * b.factor
+  end
+  duration = math.min(b.max, duration)
+  redis.call('SET', key, fmt(now + duration) .. ',' .. strikes, 'PX', math.ceil(duration + b.decay) + grace)
+  return duration
+end
+
+local function blocking(d, duration)
+  d[4] = math.max(d[4], ceil_ms(duration))
+  d[5] = math.max(d[5], retry_ms(duration))
+  return d
+end
+`;
