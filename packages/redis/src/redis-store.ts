@@ -136,6 +136,7 @@ export class RedisStore implements Store {
   private readonly guard: Guard;
   private readonly denied: DenyCache | undefined;
   private readonly keyBases = new WeakMap<Algorithm, string>();
+  private localRefusals = 0;
 
   constructor(options: RedisStoreOptions) {
     this.options = resolveOptions(options);
@@ -155,6 +156,11 @@ export class RedisStore implements Store {
     return this.guard.state;
   }
 
+  /** Requests the deny cache refused without a round trip since the store was made (for metrics). */
+  get denyCacheHits(): number {
+    return this.localRefusals;
+  }
+
   /** The Redis key holding the state of `key` under `algorithm` (what `redis-cli` shows). */
   keyFor(algorithm: Algorithm, key: string): string {
     return `${this.keyBase(algorithm)}${escapeKey(key)}}`;
@@ -172,7 +178,10 @@ export class RedisStore implements Store {
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     if (this.denied !== undefined) {
       const local = this.refuseLocally(calls, now ?? this.options.clock());
-      if (local !== undefined) return Promise.resolve(local);
+      if (local !== undefined) {
+        this.localRefusals++;
+        return Promise.resolve(local);
+      }
     }
     return this.decide(calls, now, 'consume');
   }
