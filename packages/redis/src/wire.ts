@@ -126,3 +126,21 @@ export function readBatchDecisions(reply: readonly unknown[], calls: readonly Li
   }
   return decisions;
 }
+
+/**
+ * ARGV of the batch script after the keys: `time` (see `nowArg`), mode, the calls' options
+ * (shadow, block: see `batchScript`), then each call's group.
+ */
+export function callArgs(calls: readonly LimitCall[], time: string, mode: string): (string | number)[] {
+  const args: (string | number)[] = [time, mode, 0];
+  for (let i = 0; i < calls.length; i++) {
+    const { shadow, block } = calls[i]!;
+    if (shadow !== true && block === undefined) continue;
+    args[2] = (args[2] as number) + 1;
+    args.push(i + 1, shadow === true ? 1 : 0);
+    if (block === undefined) args.push(0, 0, 0, 0);
+    else args.push(String(block.duration), String(block.factor), String(block.max), String(block.decay));
+  }
+  for (const call of calls) pushCallArgs(args, call);
+  return args;
+}
