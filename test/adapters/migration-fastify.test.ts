@@ -2,16 +2,34 @@
  * The traps measured when moving a Fastify app from @fastify/rate-limit (11.2.0) to sluice: the
  * same global and route limits through both, with `fastify.inject`.
  */
-import fastifyRateLimit from '@fastify/rate-limit';
 import { fixedWindow } from '@sluice/core';
 import { sluice } from '@sluice/fastify';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { describe, expect, it } from 'vitest';
+
+// Imported by a name the compiler does not follow: @fastify/rate-limit's declarations augment
+// FastifyInstance with its own `rateLimit`, which would clash with @sluice/fastify's in the
+// workspace's one type-checked program. No app loads both.
+const PEER = '@fastify/rate-limit';
+const fastifyRateLimit: FastifyPluginAsync<{ max: number; timeWindow: number }> = (await import(PEER))
+  .default;
 
 async function admitted(app: FastifyInstance, url: string, requests: number): Promise<number> {
   let ok = 0;
   for (let i = 0; i < requests; i++) if ((await app.inject({ url })).statusCode === 200) ok++;
   return ok;
+}
+
+/** sluice with a global limit of 2 named `global` and a /search limit of 5 named `route`. */
+async function sluiceApp(route: string): Promise<FastifyInstance> {
+  const app = Fastify();
+  await app.register(sluice, { name: 'global', algorithm: fixedWindow({ limit: 2, window: '1m' }) });
+  app.get(
+    '/search',
+    { config: { rateLimit: { name: route, algorithm: fixedWindow({ limit: 5, window: '1m' }) } } },
+    async () => 'ok',
+  );
+  return app;
 }
 
 describe('moving from @fastify/rate-limit', () => {
@@ -22,24 +40,12 @@ describe('moving from @fastify/rate-limit', () => {
     // Only the route's own 5: the global 2 does not apply to /search.
     expect(await admitted(theirs, '/search', 8)).toBe(5);
 
-    const ours = Fastify();
-    await ours.register(sluice, { name: 'global', algorithm: fixedWindow({ limit: 2, window: '1m' }) });
-    ours.get(
-      '/search',
-      { config: { rateLimit: { name: 'search', algorithm: fixedWindow({ limit: 5, window: '1m' }) } } },
-      async () => 'ok',
-    );
+    const ours = await sluiceApp('search');
     // Both limits, all-or-nothing: the global 2 still binds.
     expect(await admitted(ours, '/search', 8)).toBe(2);
 
     // To replace the global limit on a route, as @fastify/rate-limit does, give it the global's name.
-    const replaced = Fastify();
-    await replaced.register(sluice, { name: 'global', algorithm: fixedWindow({ limit: 2, window: '1m' }) });
-    replaced.get(
-      '/search',
-      { config: { rateLimit: { name: 'global', algorithm: fixedWindow({ limit: 5, window: '1m' }) } } },
-      async () => 'ok',
-    );
+    const replaced = await sluiceApp('global');
     expect(await admitted(replaced, '/search', 8)).toBe(5);
     await Promise.all([theirs.close(), ours.close(), replaced.close()]);
   });

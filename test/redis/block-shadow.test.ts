@@ -3,6 +3,7 @@ import { RedisStore } from '@sluice/redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeBlockAndShadow } from '../suites/block-shadow.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+import { watchScripts } from './script-monitor.js';
 
 const standalone = await connectRedis();
 const cluster = await connectCluster();
@@ -39,15 +40,7 @@ describe('deny cache and blocks', () => {
       clock: () => now,
     });
     const limiter = new Limiter({ limits: [{ name: 'login', algorithm, block: '1m' }], store });
-    const monitor = await connectRedis();
-    const commands = await monitor.monitor();
-    let scripts = 0;
-    let synced: () => void = () => {};
-    commands.on('monitor', (_time: string, args: string[]) => {
-      const name = (args[0] ?? '').toLowerCase();
-      if ((name === 'evalsha' || name === 'eval') && args.some((a) => a.includes(':{k}'))) scripts++;
-      if (name === 'echo' && args[1] === 'deny-block-sync') synced();
-    });
+    const scripts = await watchScripts(':{k}');
     try {
       expect(await limiter.check('k')).toMatchObject({ allowed: true });
       // Starts the block (not kept locally: its wait may be the algorithm's).
@@ -64,16 +57,10 @@ describe('deny cache and blocks', () => {
       }
       now += 8_000;
       expect(await limiter.check('k')).toMatchObject({ allowed: true });
-      const seen = new Promise<void>((resolve) => {
-        synced = resolve;
-      });
-      await standalone.echo('deny-block-sync');
-      await seen;
       // Admitted, started, learned the block, then nothing until it ended, then admitted.
-      expect(scripts).toBe(4);
+      expect(await scripts.count(standalone)).toBe(4);
     } finally {
-      commands.disconnect();
-      monitor.disconnect();
+      scripts.stop();
       await store.shutdown();
     }
   });
