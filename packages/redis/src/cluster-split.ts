@@ -1,5 +1,4 @@
 import type { Decision, LimitCall } from '@sluice/core';
-import { withBlockKeys } from './block-keys.js';
 import type { CallGate } from './call-gate.js';
 import type { ScriptCommand } from './script-command.js';
 import { hashSlot } from './slot.js';
@@ -92,8 +91,7 @@ export class ClusterSplit {
     await Promise.all(
       slots.map(async (group) => {
         const groupCalls = group.indices.map((i) => calls[i]!);
-        const keys = withBlockKeys(group.keys, groupCalls);
-        const reply = await batch(keys.length, ...keys, ...callArgs(groupCalls, time, 'peek'));
+        const reply = await batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'peek'));
         group.indices.forEach((index, j) => {
           decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
         });
@@ -121,8 +119,7 @@ export class ClusterSplit {
     const runs = await Promise.allSettled(
       slots.map(async (group): Promise<AdmittedSlot | undefined> => {
         const groupCalls = group.indices.map((i) => calls[i]!);
-        const keys = withBlockKeys(group.keys, groupCalls);
-        const reply = await batch(keys.length, ...keys, ...callArgs(groupCalls, time, 'split'));
+        const reply = await batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'split'));
         let admitted = true;
         group.indices.forEach((index, j) => {
           const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);

@@ -26,8 +26,9 @@ const REASONS: readonly (RefusalReason | undefined)[] = [
 ];
 
 /**
- * An algorithm's ARGV group without the cost: `[code, ...params]`, params as exact decimal
- * strings (`String` of a double round-trips). Cached per algorithm object.
+ * An algorithm's ARGV group without the cost: `[code, field, ...params]`, its field in the hash of
+ * a user key (its fingerprint), params as exact decimal strings (`String` of a double round-trips).
+ * Cached per algorithm object.
  */
 export function algorithmArgs(algorithm: Algorithm): readonly string[] {
   const cached = ARGS.get(algorithm);
@@ -43,7 +44,7 @@ export function algorithmArgs(algorithm: Algorithm): readonly string[] {
       { option: 'algorithm', value: algorithm.kind },
     );
   }
-  const args = [known.code];
+  const args = [known.code, algorithm.fingerprint];
   for (const name of known.entry.params) {
     const value = algorithm.params[name];
     if (typeof value !== 'number' || !Number.isFinite(value)) {
@@ -65,7 +66,7 @@ export function luaAlgorithm(algorithm: Algorithm): { readonly code: number; rea
   return { code, entry: LUA_ALGORITHMS[code - 1]! };
 }
 
-/** Appends one call's ARGV group: code, cost, params. */
+/** Appends one call's ARGV group: code, cost, field, params. */
 export function pushCallArgs(args: (string | number)[], call: LimitCall): void {
   const group = algorithmArgs(call.algorithm);
   args.push(group[0]!, call.cost);
@@ -143,4 +144,12 @@ export function callArgs(calls: readonly LimitCall[], time: string, mode: string
   }
   for (const call of calls) pushCallArgs(args, call);
   return args;
+}
+
+/**
+ * The field of a limit's block record (`LimitCall.block`) in the hash of its user key: the
+ * limit's own field and `:b` (the batch script makes the same name: `lua/block.ts`).
+ */
+export function blockField(field: string): string {
+  return `${field}:b`;
 }

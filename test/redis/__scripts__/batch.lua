@@ -792,34 +792,40 @@ end
 end
 
 
-local function write(key, algorithm, c, state, now, grace, exact)
+local function expire(key, px)
+  if redis.call('PEXPIRE', key, px, 'GT') == 0 then redis.call('PEXPIRE', key, px, 'NX') end
+end
+
+local function write(key, field, algorithm, c, state, now, grace, exact)
   if state ~= nil then
     local ttl = algorithm.ttl(state, now, c)
     if ttl > 0 then
       local raw = encode(state, exact)
+      redis.call('HSET', key, field, raw)
       -- Redis writes a number argument exactly (%.17g), so PX needs no formatting here.
-      redis.call('SET', key, raw, 'PX', math.ceil(ttl) + grace)
+      expire(key, math.ceil(ttl) + grace)
       return raw
     end
   end
-  redis.call('DEL', key)
+  redis.call('HDEL', key, field)
   return false
 end
 
 
 local ALGORITHMS = { [1] = token_bucket, [2] = stepped_token_bucket, [3] = gcra, [4] = fixed_window, [5] = sliding_window_log, [6] = sliding_window_counter, [7] = leaky_bucket_queue }
 
-local function read_calls(first, n)
+local function read_calls(first)
   local calls, a = {}, first
-  for i = 1, n or #KEYS do
+  for i = 1, #KEYS do
     local algorithm = ALGORITHMS[tonumber(ARGV[a])]
     local params = {}
-    for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 1 + j]) end
-    local raw = redis.call('GET', KEYS[i])
+    for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 2 + j]) end
+    local field = ARGV[a + 2]
+    local raw = redis.call('HGET', KEYS[i], field)
     local state = nil
     if raw then state = decode(raw) end
-    calls[i] = { algorithm = algorithm, cost = tonumber(ARGV[a + 1]), c = algorithm.prepare(params), raw = raw, state = state }
-    a = a + 2 + algorithm.nparams
+    calls[i] = { algorithm = algorithm, cost = tonumber(ARGV[a + 1]), field = field, c = algorithm.prepare(params), raw = raw, state = state }
+    a = a + 3 + algorithm.nparams
   end
   return calls, a
 end
@@ -836,6 +842,14 @@ local function retry_ms(ms)
   return math.max(1, ceil_ms(ms))
 end
 
+local function read_block(key, field, now)
+  local raw = redis.call('HGET', key, field)
+  if not raw then return nil end
+  local rec = decode(raw)
+  if now >= rec[3] then return nil end
+  return rec
+end
+
 local function block_left(rec, now)
   if rec ~= nil and now < rec[1] then return rec[1] - now end
   return 0
@@ -847,7 +861,7 @@ end
 
 -- core's startBlock: the streak goes on while the record lives; each block is factor times the
 -- one before, up to max (multiplied step by step, as the TypeScript does, for the same doubles).
-local function start_block(key, rec, b, now, grace)
+local function start_block(key, field, rec, b, now, grace)
   local strikes = 1
   if rec ~= nil and now < rec[1] + b.decay then strikes = rec[2] + 1 end
   local duration = b.duration
@@ -856,7 +870,8 @@ local function start_block(key, rec, b, now, grace)
     duration = duration * b.factor
   end
   duration = math.min(b.max, duration)
-  redis.call('SET', key, fmt(now + duration) .. ',' .. strikes, 'PX', math.ceil(duration + b.decay) + grace)
+  redis.call('HSET', key, field, fmt(now + duration) .. ',' .. strikes .. ',' .. fmt(now + duration + b.decay))
+  expire(key, math.ceil(duration + b.decay) + grace)
   return duration
 end
 
@@ -868,7 +883,7 @@ end
 
 local now, grace = read_now(ARGV[1])
 local mode = ARGV[2]
-local shadow, block, nblock = {}, {}, 0
+local shadow, block = {}, {}
 local noptions = tonumber(ARGV[3])
 for j = 0, noptions - 1 do
   local o = 4 + j * 6
@@ -876,16 +891,14 @@ for j = 0, noptions - 1 do
   shadow[i] = ARGV[o + 1] == '1'
   local duration = tonumber(ARGV[o + 2])
   if duration > 0 then
-    nblock = nblock + 1
-    block[i] = { n = nblock, duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]) }
+    block[i] = { duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]) }
   end
 end
-local calls = read_calls(4 + noptions * 6, #KEYS - nblock)
+local calls = read_calls(4 + noptions * 6)
 local left = {}
 for i, b in pairs(block) do
-  b.key = KEYS[#calls + b.n]
-  local raw = redis.call('GET', b.key)
-  if raw then b.rec = decode(raw) end
+  b.key, b.field = KEYS[i], calls[i].field .. ':b'
+  b.rec = read_block(b.key, b.field, now)
   left[i] = block_left(b.rec, now)
 end
 -- Undoing a split batch must run at the exact now it consumed at (Redis TIME differs per node),
@@ -923,14 +936,14 @@ local written = {}
 for i = 1, #calls do
   local call = calls[i]
   if all or not decisions[i][1] then
-    if changed[i] then written[i] = write(KEYS[i], call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
+    if changed[i] then written[i] = write(KEYS[i], call.field, call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
   end
   -- A limit with a block that refused by itself starts the next block.
   local b = block[i]
   if b and decisions[i][7] == RATE then
-    decisions[i] = blocking(decisions[i], start_block(b.key, b.rec, b, now, grace))
+    decisions[i] = blocking(decisions[i], start_block(b.key, b.field, b.rec, b, now, grace))
   end
   push_decision(out, decisions[i])
 end

@@ -1,15 +1,16 @@
 /**
  * The Lua twin of `@sluice/core`'s `block.ts` (blocks after a refusal), for the batch script: the
  * same doubles in the same order, so a block ends at the same millisecond on every store. Needs
- * the prelude (`decide`, `ceil_ms`, `fmt`, `decode`).
+ * the prelude (`decide`, `ceil_ms`, `fmt`, `decode`) and `expire` of `WRITE_LUA`.
  *
- * A block record is stored at the limit's state key with `:b` appended (same hash tag, same
- * Cluster slot) as `'until,strikes'`, with `PX` = the block plus its decay: the streak is
- * forgotten when the record expires.
+ * A block record is the field `<limit's field>:b` of the user key's hash (beside the limit's
+ * state), `'until,strikes,forget'`: the streak is forgotten at `forget` (the block's end plus its
+ * decay), read as no record from then on; the hash lives at least that long (`expire`, GT).
  *
+ * - `read_block(key, field, now)`: the record, or nil when there is none or it is forgotten.
  * - `block_left(rec, now)`: ms left of the block (0: not blocked). `rec`: a decoded record or nil.
  * - `blocked_decision(left)`: the refusal of a blocked key (reason `BLOCKED`, nothing left).
- * - `start_block(key, rec, b, now, grace)`: writes the next block of the streak for policy `b`
+ * - `start_block(key, field, rec, b, now, grace)`: writes the next block of the streak for policy `b`
  *   (`duration`, `factor`, `max`, `decay`); returns its duration.
  * - `blocking(d, duration)`: a refusal's retry and reset pushed to the block's end.
  */
@@ -18,6 +19,14 @@ local BLOCKED = 3
 
 local function retry_ms(ms)
   return math.max(1, ceil_ms(ms))
+end
+
+local function read_block(key, field, now)
+  local raw = redis.call('HGET', key, field)
+  if not raw then return nil end
+  local rec = decode(raw)
+  if now >= rec[3] then return nil end
+  return rec
 end
 
 local function block_left(rec, now)
@@ -31,7 +40,7 @@ end
 
 -- core's startBlock: the streak goes on while the record lives; each block is factor times the
 -- one before, up to max (multiplied step by step, as the TypeScript does, for the same doubles).
-local function start_block(key, rec, b, now, grace)
+local function start_block(key, field, rec, b, now, grace)
   local strikes = 1
   if rec ~= nil and now < rec[1] + b.decay then strikes = rec[2] + 1 end
   local duration = b.duration
@@ -40,7 +49,8 @@ local function start_block(key, rec, b, now, grace)
     duration = duration * b.factor
   end
   duration = math.min(b.max, duration)
-  redis.call('SET', key, fmt(now + duration) .. ',' .. strikes, 'PX', math.ceil(duration + b.decay) + grace)
+  redis.call('HSET', key, field, fmt(now + duration) .. ',' .. strikes .. ',' .. fmt(now + duration + b.decay))
+  expire(key, math.ceil(duration + b.decay) + grace)
   return duration
 end
 

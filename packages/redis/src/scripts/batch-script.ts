@@ -8,12 +8,12 @@ export const OPTION_WIDTH = 6;
  * Evaluates one batch of layered limits, all-or-nothing, as `settleBatch` in `@sluice/core`
  * does: if every limit admits, every new state is written; if any refuses, nothing is consumed,
  * limits that would have admitted report their current state (`peek`), and a limit that refused
- * by itself keeps its refusal state (a strict token bucket restarts its clock). A call in shadow mode never counts as a refusal of the batch; a
- * call with a block is refused while its block record says so (without running its algorithm), and
- * a refusal of its own starts the next block (`lua/block.ts`, the twin of core's `block.ts`).
+ * by itself keeps its refusal state (a strict token bucket restarts its clock). A call in shadow
+ * mode never counts as a refusal of the batch; a call with a block is refused while its block
+ * record (the field `<field>:b` of the same hash) says so, without running its algorithm, and a
+ * refusal of its own starts the next block (`lua/block.ts`, the twin of core's `block.ts`).
  *
- * KEYS[i]  state key of call i (all in one hash slot on a Cluster), for i = 1…N; then the block
- *          record key of each call with a block, in the order of the options below
+ * KEYS[i]  the hash of call i's user key (all in one hash slot on a Cluster)
  * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
  *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume', 'peek' (no writes), or 'split' (consume, and return what the
@@ -21,7 +21,8 @@ export const OPTION_WIDTH = 6;
  * ARGV[3]  E, the number of calls with options (0 for a batch of plain limits)
  * ARGV[4…] E entries of {@link OPTION_WIDTH}: call index, shadow 0/1, block duration ms (0: no
  *          block), factor, max ms, decay ms
- * then     per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
+ * then     per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, field (the
+ *          limit's, in the hash), the algorithm's params
  *
  * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string in 'split' mode, with
  * `,grace` when ARGV[1] had one (0 in the other modes, which have no use for it); each decision as 5 integers (reason 0 allowed / 1
@@ -37,7 +38,7 @@ export function batchScript(algorithms: readonly LuaAlgorithm[] = LUA_ALGORITHMS
 ${BLOCK_LUA}
 local now, grace = read_now(ARGV[1])
 local mode = ARGV[2]
-local shadow, block, nblock = {}, {}, 0
+local shadow, block = {}, {}
 local noptions = tonumber(ARGV[3])
 for j = 0, noptions - 1 do
   local o = 4 + j * ${OPTION_WIDTH}
@@ -45,16 +46,14 @@ for j = 0, noptions - 1 do
   shadow[i] = ARGV[o + 1] == '1'
   local duration = tonumber(ARGV[o + 2])
   if duration > 0 then
-    nblock = nblock + 1
-    block[i] = { n = nblock, duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]) }
+    block[i] = { duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]) }
   end
 end
-local calls = read_calls(4 + noptions * ${OPTION_WIDTH}, #KEYS - nblock)
+local calls = read_calls(4 + noptions * ${OPTION_WIDTH})
 local left = {}
 for i, b in pairs(block) do
-  b.key = KEYS[#calls + b.n]
-  local raw = redis.call('GET', b.key)
-  if raw then b.rec = decode(raw) end
+  b.key, b.field = KEYS[i], calls[i].field .. ':b'
+  b.rec = read_block(b.key, b.field, now)
   left[i] = block_left(b.rec, now)
 end
 -- Undoing a split batch must run at the exact now it consumed at (Redis TIME differs per node),
@@ -92,14 +91,14 @@ local written = {}
 for i = 1, #calls do
   local call = calls[i]
   if all or not decisions[i][1] then
-    if changed[i] then written[i] = write(KEYS[i], call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
+    if changed[i] then written[i] = write(KEYS[i], call.field, call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
   end
   -- A limit with a block that refused by itself starts the next block.
   local b = block[i]
   if b and decisions[i][7] == RATE then
-    decisions[i] = blocking(decisions[i], start_block(b.key, b.rec, b, now, grace))
+    decisions[i] = blocking(decisions[i], start_block(b.key, b.field, b.rec, b, now, grace))
   end
   push_decision(out, decisions[i])
 end
