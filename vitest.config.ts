@@ -45,6 +45,7 @@ export default defineConfig({
       '@sluice/hono': source('hono'),
       '@sluice/koa': source('koa'),
       '@sluice/nestjs': source('nestjs'),
+      '@sluice/otel': source('otel'),
     },
   },
   test: {

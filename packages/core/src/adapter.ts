@@ -13,13 +13,16 @@ export type { LeakyBucketQueueState } from './algorithms/leaky-bucket-queue.js';
 export type { SlidingWindowCounterState } from './algorithms/sliding-window-counter.js';
 export type { SlidingWindowLogState } from './algorithms/sliding-window-log.js';
 export type { TokenBucketState } from './algorithms/token-bucket.js';
+// Blocks: what a store keeps beside a limit's state while its key is blocked.
+export type { BlockPolicy, BlockState } from './block.js';
+export { blockedDecision, blockingDecision, blockLeft, resolveBlock, startBlock } from './block.js';
 // Leases: the store contract of the concurrency limiter and the fleet shedder.
 export { leaseDecision } from './concurrency/lease-decision.js';
 export { leaseId } from './concurrency/lease-id.js';
 export type { LeaseAcquire, LeaseCall, LeaseStore } from './concurrency/lease-store.js';
 export { MemoryLeases } from './concurrency/memory-leases.js';
 // Decisions, durations, errors.
-export { ceilMs, combine, decide } from './decision.js';
+export { ceilMs, combine, decide, retryMs, shadowed } from './decision.js';
 export { MAX_DURATION, parseDuration } from './duration.js';
 export { describeValue } from './errors.js';
 // HTTP: the request lifecycle every adapter runs, and what it is compiled from.
@@ -67,7 +70,7 @@ export { HttpLimiter, httpLimits } from './http/rate-limit.js';
 export type { AdapterDefaults, RequestAccessBase } from './http/reporter.js';
 export { CONSOLE_DEFAULTS, Reporter } from './http/reporter.js';
 // Limiter and stores.
-export { assertAlgorithm } from './limiter.js';
+export { assertAlgorithm, limitCall } from './limiter.js';
 export type { ResolvedRetryRange } from './shedding/retry-hint.js';
 export { retryHint } from './shedding/retry-hint.js';
 export type { ControllerParams, ControllerState } from './shedding/utilization-controller.js';
@@ -77,7 +80,7 @@ export {
   restingState,
   shedLevel,
 } from './shedding/utilization-controller.js';
-export type { LimitCall, StateWrite } from './store.js';
+export type { BlockWrite, LimitCall, StateWrite } from './store.js';
 export { settleBatch, UNCHANGED } from './store.js';
 export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';
 export {

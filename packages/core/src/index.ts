@@ -15,6 +15,7 @@ export type { SlidingWindowLogOptions } from './algorithms/sliding-window-log.js
 export { slidingWindowLog } from './algorithms/sliding-window-log.js';
 export type { TokenBucketOptions } from './algorithms/token-bucket.js';
 export { tokenBucket } from './algorithms/token-bucket.js';
+export type { BlockOptions } from './block.js';
 export type { AcquireOptions, ConcurrencyLimiterOptions } from './concurrency/concurrency-limiter.js';
 export { ConcurrencyLimiter } from './concurrency/concurrency-limiter.js';
 export type { Lease } from './concurrency/lease.js';

@@ -4,6 +4,8 @@ import './types.js';
 export * from '@sluice/core';
 // How sluice reads an Express request: for adapters of frameworks built on Express (@sluice/nestjs).
 export { expressAccess } from './access.js';
+export type { ExpressRateLimitOptions } from './from-express-rate-limit.js';
+export { fromExpressRateLimit } from './from-express-rate-limit.js';
 export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
 export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
 export type { RateLimitOptions } from './rate-limit.js';

@@ -2,11 +2,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Decision, decide } from '../decision.js';
 import { parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { Limiter } from '../limiter.js';
+import { type LimitDefinition, Limiter, limitCall } from '../limiter.js';
 import { MemoryStore } from '../memory-store.js';
 import type { LimitCall, MaybePromise } from '../store.js';
-import { assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
+import {
+  assertKnownOptions,
+  booleanOption,
+  functionOption,
+  integerOption,
+  oneOfOption,
+} from '../validate.js';
 import { type ClientResponse, clientLeft, watchClient } from './client.js';
+import { DecisionHooks } from './decision-hooks.js';
 import { HEADER_FORMATS, RateLimitHeaders } from './headers.js';
 import { type AddressList, addressList } from './ip.js';
 import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
@@ -42,6 +49,7 @@ export class HttpLimiter<Req> {
   private readonly costOf: ((req: Req) => number) | undefined;
   private readonly failOpen: boolean;
   private readonly reporter: Reporter<Req>;
+  private readonly hooks: DecisionHooks<Req>;
   private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
 
   constructor(
@@ -56,7 +64,13 @@ export class HttpLimiter<Req> {
     const limits = httpLimits(options);
     // Limiter binds each limit's name into its algorithm's fingerprint (not into the key).
     this.limiter = new Limiter({
-      limits: limits.map(({ name, algorithm }) => (name === undefined ? { algorithm } : { name, algorithm })),
+      limits: limits.map(({ name, algorithm, enforce, block }) => {
+        const limit: LimitDefinition = { algorithm };
+        if (name !== undefined) limit.name = name;
+        if (enforce !== undefined) limit.enforce = enforce;
+        if (block !== undefined) limit.block = block;
+        return limit;
+      }),
       store: options.store ?? new MemoryStore(),
     });
     for (const [i, limit] of this.limiter.limits.entries()) {
@@ -82,6 +96,7 @@ export class HttpLimiter<Req> {
     this.headers = new RateLimitHeaders(
       format === false ? false : oneOfOption('headers', format, HEADER_FORMATS),
       this.limiter.limits,
+      booleanOption('shadowHeaders', options.shadowHeaders ?? false),
     );
     this.skip = functionOption('skip', options.skip);
     this.allow =
@@ -110,6 +125,9 @@ export class HttpLimiter<Req> {
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
     this.reporter = new Reporter(options, defaults);
+    this.hooks = new DecisionHooks(options, this.limiter.limits, (error, req) =>
+      this.reporter.error(error, req),
+    );
     this.hold = functionOption('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
     this.access = this.reporter.access(access);
   }
@@ -222,9 +240,13 @@ export class HttpLimiter<Req> {
     return refusal(decision);
   }
 
-  /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
-  limited(req: Req, decision: Decision): void {
-    this.reporter.limited(req, decision);
+  /**
+   * Runs the hooks of a decision about to be answered: `onDecision`, `onBlocked` when a limit's
+   * refusal started a block, `onLimited` when refused. A throwing hook is reported to `onError`,
+   * never to the client.
+   */
+  decided(req: Req, decision: Decision): void {
+    this.hooks.run(req, decision);
   }
 
   private check(req: Req, cost: number): MaybePromise<Decision> {
@@ -276,8 +298,7 @@ export class HttpLimiter<Req> {
       const calls: LimitCall[] = [];
       for (let i = 0; i < this.keys.length; i++) {
         const key = this.key(i, req);
-        const limit = this.limiter.limits[i]!;
-        if (key !== undefined) calls.push({ algorithm: limit.algorithm, key, cost, policy: limit.name });
+        if (key !== undefined) calls.push(limitCall(this.limiter.limits[i]!, key, cost));
       }
       await store.refund(calls, undefined);
       return cost;
@@ -342,13 +363,21 @@ export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLi
     }
     if (Array.isArray(options.limits)) {
       options.limits.forEach((limit, i) => {
-        assertKnownOptions(`limits[${i}]`, limit, ['name', 'key', 'algorithm']);
+        assertKnownOptions(`limits[${i}]`, limit, [
+          'name',
+          'key',
+          'algorithm',
+          'enforce',
+          'block',
+        ] satisfies (keyof HttpLimit<Req>)[]);
       });
     }
     return options.limits!;
   }
   const limit: HttpLimit<Req> = { algorithm: options.algorithm! };
   if (options.key !== undefined) limit.key = options.key;
+  if (options.enforce !== undefined) limit.enforce = options.enforce;
+  if (options.block !== undefined) limit.block = options.block;
   if (options.name !== undefined) limit.name = options.name;
   return [limit];
 }
