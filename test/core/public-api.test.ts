@@ -19,6 +19,7 @@ const ROOT = [
   'Algorithm',
   'AlgorithmKind',
   'AnyKey',
+  'BlockOptions',
   'ByIpOptions',
   'ByTokenOptions',
   'CheckOptions',
