@@ -1,13 +1,5 @@
-import {
-  type Decision,
-  fixedWindow,
-  HttpLimiter,
-  type HttpLimitOptions,
-  MemoryStore,
-  type RequestAccessBase,
-  type Store,
-  tokenBucket,
-} from '@sluice/core';
+import { type Decision, fixedWindow, MemoryStore, type Store, tokenBucket } from '@sluice/core';
+import { HttpLimiter, type HttpLimitOptions, type RequestAccessBase } from '@sluice/core/adapter';
 import { describe, expect, it } from 'vitest';
 
 // Issue 14 at the core's level (HttpLimiter, below every adapter): option validation, plans asked
@@ -29,6 +21,7 @@ function limiter(options: HttpLimitOptions<Req>, errors: Error[] = []): HttpLimi
   return new HttpLimiter<Req>('test', options, access, {
     onError: (error) => errors.push(error),
     onWarning: () => undefined,
+    onReleaseError: () => undefined,
   });
 }
 
@@ -200,5 +193,37 @@ describe('app-code calls never reject on store failures', () => {
     await http.settle(refused, 0);
     http.outcome(refused, 200, true);
     expect(((await http.peek({ user: 'ann' })) as Decision).remaining).toBe(0);
+  });
+});
+
+// The merge of issue 14's plans per request with features-b's blocks and shadow mode: a limit whose
+// plan is per request takes `enforce` and `block` as a fixed limit does.
+describe('plans per request with shadow mode and blocks', () => {
+  const plan = () => fixedWindow({ limit: 1, window: '10s' });
+
+  it('a planned limit in shadow mode never refuses, and reports its refusal as shadow', async () => {
+    const http = limiter({ name: 'plan', key: byUser, algorithm: plan, enforce: false });
+    await http.evaluate({ user: 'ann' });
+    const second = (await http.evaluate({ user: 'ann' }))!;
+    expect(second.allowed).toBe(true);
+    const own = second.limits.length === 0 ? second : second.limits[0]!;
+    expect(own.shadow).toBe(true);
+  });
+
+  it('a planned limit with a block refuses with reason blocked after its refusal', async () => {
+    const http = limiter({ name: 'plan', key: byUser, algorithm: plan, block: '1m' });
+    expect((await http.evaluate({ user: 'bob' }))!.allowed).toBe(true);
+    expect((await http.evaluate({ user: 'bob' }))!.reason).toBe('rate-limited');
+    const third = (await http.evaluate({ user: 'bob' }))!;
+    expect(third.allowed).toBe(false);
+    expect(third.reason).toBe('blocked');
+  });
+
+  it.each([
+    [{ name: 'plan', algorithm: plan, enforce: 'no' }, 'ERR_SLUICE_INVALID_OPTION'],
+    [{ name: 'plan', algorithm: plan, block: 'soon' }, 'ERR_SLUICE_INVALID_DURATION'],
+    [{ limits: [{ name: 'plan', algorithm: plan, enforce: false, block: '1m' }] }, 'created'],
+  ] as [HttpLimitOptions<Req>, string][])('%o: %s', (options, expected) => {
+    expect(code(() => limiter(options))).toBe(expected);
   });
 });

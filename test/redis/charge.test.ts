@@ -2,7 +2,6 @@ import {
   type Algorithm,
   fixedWindow,
   gcra,
-  type LimitCall,
   leakyBucketQueue,
   MemoryStore,
   type Store,
@@ -10,6 +9,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import type { LimitCall } from '@sluice/core/adapter';
 import { RedisStore } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';

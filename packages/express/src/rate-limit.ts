@@ -1,14 +1,14 @@
+import type { RateLimitControl } from '@sluice/core';
 import {
+  CONSOLE_DEFAULTS,
   HttpLimiter,
   type HttpLimitOptions,
-  type RateLimitControl,
   rateLimitLifecycle,
   withControl,
-} from '@sluice/core';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+} from '@sluice/core/adapter';
+import type { Request, RequestHandler } from 'express';
 import { expressAccess } from './access.js';
-import { expressDefaults } from './defaults.js';
-import { expressExchange } from './exchange.js';
+import { expressMiddleware } from './exchange.js';
 import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** Options of `rateLimit()`: the shared options plus the Express response hook. */
@@ -34,11 +34,13 @@ export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, expressDefaults, ['handler']);
-  const run = rateLimitLifecycle(limiter, expressExchange(handlerOption(options.handler)));
-  const middleware = function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
-    const result = run({ req, res, next });
-    if (result instanceof Promise) result.catch(next);
-  };
+  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, CONSOLE_DEFAULTS, [
+    'handler',
+  ]);
+  const middleware = expressMiddleware(
+    (exchange) => rateLimitLifecycle(limiter, exchange),
+    handlerOption(options.handler),
+    'sluiceRateLimit',
+  );
   return withControl(middleware, limiter);
 }

@@ -1,10 +1,5 @@
-import {
-  HttpLimiter,
-  type HttpLimitOptions,
-  type RateLimitControl,
-  rateLimitLifecycle,
-  withControl,
-} from '@sluice/core';
+import type { RateLimitControl } from '@sluice/core';
+import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle, withControl } from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
 import { honoDefaults } from './defaults.js';

@@ -1,13 +1,13 @@
+import type { RateLimitControl } from '@sluice/core';
 import {
+  CONSOLE_DEFAULTS,
   HttpLimiter,
   type HttpLimitOptions,
-  type RateLimitControl,
   rateLimitLifecycle,
   withControl,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 import { koaAccess } from './access.js';
-import { koaDefaults } from './defaults.js';
 import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';
 
 /** Options of `rateLimit()`: the shared options and the refusal answer. */
@@ -32,7 +32,7 @@ export interface RateLimitOptions extends HttpLimitOptions<Context> {
 export type RateLimitMiddleware = Middleware & RateLimitControl<Context>;
 
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const limiter = new HttpLimiter<Context>('rateLimit', options, koaAccess, koaDefaults, ['handler']);
+  const limiter = new HttpLimiter<Context>('rateLimit', options, koaAccess, CONSOLE_DEFAULTS, ['handler']);
   const middleware = koaMiddleware(
     (exchange) => rateLimitLifecycle(limiter, exchange),
     handlerOption(options.handler),

@@ -1,15 +1,7 @@
 import { type CanActivate, type CustomDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import {
-  type Decision,
-  ErrorCode,
-  HttpLimiter,
-  type HttpLimitOptions,
-  type Lifecycle,
-  type RateLimitControl,
-  rateLimitLifecycle,
-  SluiceError,
-} from '@sluice/core';
+import { type Decision, ErrorCode, type RateLimitControl, SluiceError } from '@sluice/core';
+import { HttpLimiter, type HttpLimitOptions, type Lifecycle, rateLimitLifecycle } from '@sluice/core/adapter';
 import { expressAccess } from '@sluice/express';
 import type { Request } from 'express';
 import { nestDefaults } from './defaults.js';

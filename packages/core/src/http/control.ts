@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import type { HttpLimiter } from './http-limiter.js';
+import type { HttpLimiter } from './rate-limit.js';
 
 /**
  * What the app can do with a rate-limit middleware from its own code: read a request's limits,

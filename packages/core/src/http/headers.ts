@@ -5,6 +5,8 @@ import type { Decision } from '../decision.js';
 export interface HeaderLimit {
   readonly name: string;
   readonly algorithm: Algorithm | undefined;
+  /** `false`: the limit is in shadow mode (its headers are sent only with `shadowHeaders`). */
+  readonly enforce: boolean;
 }
 
 /** The plan a request was checked against on the limit of this name (limits chosen per request). */
@@ -85,11 +87,15 @@ export class RateLimitHeaders {
   private readonly byName = new Map<string, LimitHeader>();
   private readonly fullPolicy: string;
   private readonly count: number;
+  /** Whether some limit is in shadow mode and `shadowHeaders` is off: its decisions are filtered out. */
+  private readonly hidesShadows: boolean;
 
   private readonly planned: boolean;
 
-  constructor(format: HeaderFormat | false, limits: readonly HeaderLimit[]) {
+  constructor(format: HeaderFormat | false, all: readonly HeaderLimit[], shadows = false) {
     this.format = format;
+    const limits = shadows ? all : all.filter((limit) => limit.enforce);
+    this.hidesShadows = limits.length !== all.length;
     this.count = limits.length;
     this.planned = limits.some((limit) => limit.algorithm === undefined);
     for (const limit of limits) {
@@ -120,7 +126,12 @@ export class RateLimitHeaders {
   write<Res>(decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>, plan?: PlanOf): void {
     if (this.format === false || decision.policy === '') return;
     if (plan !== undefined) this.resolve(decision, plan);
-    const limits = decision.limits.length === 0 ? [decision] : decision.limits;
+    let limits = decision.limits.length === 0 ? [decision] : decision.limits;
+    if (this.hidesShadows) {
+      limits = limits.filter((d) => d.shadow !== true);
+      // Every limit that applied is in shadow mode: nothing to tell the client.
+      if (limits.length === 0) return;
+    }
     switch (this.format) {
       case 'ietf': {
         let value = '';
@@ -175,7 +186,7 @@ export class RateLimitHeaders {
     }
   }
 
-  /** The policy list of the limits that applied (a limit whose key was `undefined` did not). */
+  /** The policy list of the limits that applied (a limit whose key was `undefined` did not) and are shown. */
   private policy(limits: readonly Decision[]): string {
     if (limits.length === this.count && !this.planned) return this.fullPolicy;
     let value = '';

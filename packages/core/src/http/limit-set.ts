@@ -1,6 +1,7 @@
 import { type Algorithm, bindName } from '../algorithm.js';
+import { type BlockPolicy, resolveBlock } from '../block.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { assertAlgorithm, Limiter } from '../limiter.js';
+import { assertAlgorithm, type LimitDefinition, Limiter, limitCall } from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
@@ -18,6 +19,10 @@ export interface CompiledLimit<Req> {
   readonly algorithm: Algorithm | undefined;
   /** The plans of a per-request limit. */
   readonly plans: PlanCache<Req> | undefined;
+  /** `false` for a limit in shadow mode (`enforce: false`). */
+  readonly enforce: boolean;
+  /** The limit's block after a refusal, resolved; `undefined` when it has none. */
+  readonly block: BlockPolicy | undefined;
 }
 
 /**
@@ -60,11 +65,13 @@ export class LimitSet<Req> {
     if (!planned) {
       // Limiter validates the algorithms and names, and binds each limit's name into its fingerprint.
       this.limiter = new Limiter({
-        limits: given.map(({ name, algorithm }) =>
-          name === undefined
-            ? { algorithm: algorithm as Algorithm }
-            : { name, algorithm: algorithm as Algorithm },
-        ),
+        limits: given.map(({ name, algorithm, enforce, block }) => {
+          const limit: LimitDefinition = { algorithm: algorithm as Algorithm };
+          if (name !== undefined) limit.name = name;
+          if (enforce !== undefined) limit.enforce = enforce;
+          if (block !== undefined) limit.block = block;
+          return limit;
+        }),
         store,
       });
       this.fixed = this.limiter.limits.map((limit) => limit.algorithm);
@@ -73,6 +80,8 @@ export class LimitSet<Req> {
         key: keyOption(i, given[i]!.key),
         algorithm: limit.algorithm,
         plans: undefined,
+        enforce: limit.enforce,
+        block: limit.block,
       }));
     } else {
       this.limiter = undefined;
@@ -106,6 +115,26 @@ export class LimitSet<Req> {
           );
         }
         names.add(name);
+        const enforce = limit.enforce ?? true;
+        if (typeof enforce !== 'boolean') {
+          throw new SluiceError(
+            ErrorCode.INVALID_OPTION,
+            `limits[${i}].enforce must be true or false; got ${describeValue(enforce)}`,
+            { option: `limits[${i}].enforce`, value: enforce },
+          );
+        }
+        // A limit in shadow mode never holds a request, so a queue would not describe the traffic.
+        const checkShadowPlan = (algorithm: Algorithm): void => {
+          if (!enforce && algorithm.kind === 'leaky-bucket-queue') {
+            throw new SluiceError(
+              ErrorCode.INVALID_OPTION,
+              `limits[${i}] uses leakyBucketQueue(), whose admission holds the request; a limit in shadow mode (enforce: false) never holds one, so its queue would not describe the traffic`,
+              { option: `limits[${i}].enforce`, value: enforce },
+            );
+          }
+        };
+        if (plan === undefined) checkShadowPlan(limit.algorithm as Algorithm);
+        const block = limit.block === undefined ? undefined : resolveBlock(`limits[${i}].block`, limit.block);
         return {
           name,
           key: keyOption(i, limit.key),
@@ -113,7 +142,19 @@ export class LimitSet<Req> {
           plans:
             plan === undefined
               ? undefined
-              : new PlanCache(`limits[${i}].algorithm`, name, plan, cache, checkPlan, changed(name)),
+              : new PlanCache(
+                  `limits[${i}].algorithm`,
+                  name,
+                  plan,
+                  cache,
+                  (algorithm) => {
+                    checkShadowPlan(algorithm);
+                    checkPlan(algorithm);
+                  },
+                  changed(name),
+                ),
+          enforce,
+          block,
         };
       });
       this.fixed = [];
@@ -172,7 +213,8 @@ export class LimitSet<Req> {
       const key = reservation.keys[i];
       const algorithm = reservation.algorithms[i];
       if (key !== undefined && algorithm !== undefined) {
-        calls.push({ algorithm, key, cost, policy: this.limits[i]!.name });
+        const { name, enforce, block } = this.limits[i]!;
+        calls.push(limitCall({ name, algorithm, enforce, block }, key, cost));
       }
     }
     return calls;
@@ -211,13 +253,21 @@ export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLi
     }
     if (Array.isArray(options.limits)) {
       options.limits.forEach((limit, i) => {
-        assertKnownOptions(`limits[${i}]`, limit, ['name', 'key', 'algorithm']);
+        assertKnownOptions(`limits[${i}]`, limit, [
+          'name',
+          'key',
+          'algorithm',
+          'enforce',
+          'block',
+        ] satisfies (keyof HttpLimit<Req>)[]);
       });
     }
     return options.limits!;
   }
   const limit: HttpLimit<Req> = { algorithm: options.algorithm! };
   if (options.key !== undefined) limit.key = options.key;
+  if (options.enforce !== undefined) limit.enforce = options.enforce;
+  if (options.block !== undefined) limit.block = options.block;
   if (options.name !== undefined) limit.name = options.name;
   return [limit];
 }

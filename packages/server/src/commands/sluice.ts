@@ -1,15 +1,12 @@
+import { type Algorithm, type Decision, type RefusalReason, SluiceError } from '@sluice/core';
 import {
-  type Algorithm,
   chargeStep,
   combine,
-  type Decision,
   fingerprint,
   type LimitCall,
-  type RefusalReason,
-  SluiceError,
   settleBatch,
   UNCHANGED,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
 import * as resp from '../resp.js';
 import type { Command, CommandContext, CommandResult } from './context.js';

@@ -1,38 +1,32 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Algorithm } from '../algorithm.js';
-import { combine, type Decision, decide } from '../decision.js';
+import { combine, type Decision, decide, shadowed } from '../decision.js';
 import { parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { andThen } from '../maybe.js';
 import { MemoryStore } from '../memory-store.js';
-import type { MaybePromise, Store } from '../store.js';
-import { assertCost, assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
+import type { LimitCall, MaybePromise, Store } from '../store.js';
+import {
+  assertCost,
+  assertKnownOptions,
+  booleanOption,
+  functionOption,
+  integerOption,
+  oneOfOption,
+} from '../validate.js';
 import { type ClientResponse, clientLeft, watchClient } from './client.js';
+import { DecisionHooks } from './decision-hooks.js';
 import { type GetHeader, HEADER_FORMATS, RateLimitHeaders, type SetHeader } from './headers.js';
 import { type AddressList, addressList } from './ip.js';
 import type { RequestAccess } from './keys.js';
 import { LimitSet, type Reservation } from './limit-set.js';
-import {
-  type CountWhen,
-  HTTP_OPTIONS,
-  type HttpLimitOptions,
-  type ResponseOutcome,
-  type SluiceWarning,
-} from './options.js';
+import { type CountWhen, HTTP_OPTIONS, type HttpLimitOptions, type ResponseOutcome } from './options.js';
 import { type Refusal, refusal } from './problem.js';
+import { type AdapterDefaults, Reporter, type RequestAccessBase } from './reporter.js';
 import { RequestSlot } from './request-slot.js';
 
 export { httpLimits } from './limit-set.js';
-
-/** What an adapter supplies about its request type; `warn` is added from the options. */
-export type RequestAccessBase<Req> = Omit<RequestAccess<Req>, 'warn'>;
-
-/** The adapter's defaults for the hooks the user left out. */
-export interface AdapterDefaults<Req> {
-  onError(error: Error, req: Req): void;
-  onWarning(warning: SluiceWarning): void;
-}
 
 /** The decision when the store failed and the policy is `'deny'`: 503, `Retry-After: 1`. */
 const STORE_DOWN: Decision = decide(false, 0, 0, 0, 1000, 0, '', 'store-unavailable');
@@ -70,8 +64,8 @@ export class HttpLimiter<Req> {
   private readonly costOf: ((req: Req) => number | Promise<number>) | undefined;
   private readonly counts: ((req: Req, outcome: ResponseOutcome) => boolean) | undefined;
   private readonly failOpen: boolean;
-  private readonly onLimited: ((req: Req, decision: Decision) => void) | undefined;
-  private readonly onError: (error: Error, req: Req) => void;
+  private readonly reporter: Reporter<Req>;
+  private readonly hooks: DecisionHooks<Req>;
   private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
   /** What each admitted request holds, until its response's outcome or the app settles it. */
   private readonly reservations = new RequestSlot<Reservation>();
@@ -97,6 +91,7 @@ export class HttpLimiter<Req> {
     this.headers = new RateLimitHeaders(
       options.headers === false ? false : oneOfOption('headers', options.headers ?? 'ietf', HEADER_FORMATS),
       this.set.limits,
+      booleanOption('shadowHeaders', options.shadowHeaders ?? false),
     );
     this.skip = functionOption('skip', options.skip);
     this.allow =
@@ -118,18 +113,10 @@ export class HttpLimiter<Req> {
     });
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
-    this.onLimited = functionOption('onLimited', options.onLimited);
-    this.onError = functionOption('onError', options.onError) ?? defaults.onError;
+    this.reporter = new Reporter(options, defaults);
+    this.hooks = new DecisionHooks(options, this.set.limits, (error, req) => this.reporter.error(error, req));
     this.hold = functionOption('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
-    const onWarning = functionOption('onWarning', options.onWarning) ?? defaults.onWarning;
-    this.access = {
-      ip: access.ip,
-      method: access.method,
-      route: access.route,
-      header: access.header,
-      proxyTrust: access.proxyTrust,
-      warn: (code, message) => onWarning({ code, message: `sluice: ${message}` }),
-    };
+    this.access = this.reporter.access(access);
   }
 
   /** A queue asks requests to wait: only the delay mode can hold them. */
@@ -256,14 +243,13 @@ export class HttpLimiter<Req> {
     return refusal(decision);
   }
 
-  /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
-  limited(req: Req, decision: Decision): void {
-    if (this.onLimited === undefined) return;
-    try {
-      this.onLimited(req, decision);
-    } catch (error) {
-      this.report(error, req);
-    }
+  /**
+   * Runs the hooks of a decision about to be answered: `onDecision`, `onBlocked` when a limit's
+   * refusal started a block, `onLimited` when refused. A throwing hook is reported to `onError`,
+   * never to the client.
+   */
+  decided(req: Req, decision: Decision): void {
+    this.hooks.run(req, decision);
   }
 
   /** One store call for every limit with a key; an admitted request's reservation is kept. */
@@ -288,14 +274,15 @@ export class HttpLimiter<Req> {
           return decision;
         });
       }
-      return andThen(set.algorithms(req, keys), (algorithms) =>
-        andThen(this.store.consume(set.calls({ keys, algorithms }, cost), undefined), (decisions) => {
-          const decision = combine(decisions);
+      return andThen(set.algorithms(req, keys), (algorithms) => {
+        const calls = set.calls({ keys, algorithms }, cost);
+        return andThen(this.store.consume(calls, undefined), (decisions) => {
+          const decision = combined(calls, decisions);
           // Kept refused too: its headers name the plans it was refused by.
           this.reserve(req, keys, algorithms, decision.allowed ? cost : 0);
           return decision;
-        }),
-      );
+        });
+      });
     });
   }
 
@@ -352,7 +339,7 @@ export class HttpLimiter<Req> {
     try {
       counted = this.counts(req, { statusCode, finished }) !== false;
     } catch (error) {
-      this.report(error, req);
+      this.reporter.error(error, req);
       return;
     }
     if (!counted) void this.refund(req);
@@ -388,7 +375,7 @@ export class HttpLimiter<Req> {
         if (delta < 0) await store.refund?.(this.set.calls(reservation, -delta), undefined);
         else await store.charge?.(this.set.calls(reservation, delta), undefined);
       } catch (error) {
-        this.report(error, req);
+        this.reporter.error(error, req);
       }
     })();
   }
@@ -407,7 +394,7 @@ export class HttpLimiter<Req> {
     const algorithms = await this.set.algorithms(req, keys);
     const calls = this.set.calls({ keys, algorithms }, cost);
     if (calls.length === 0) return undefined;
-    return combine(await this.store.peek(calls, undefined));
+    return combined(calls, await this.store.peek(calls, undefined));
   }
 
   /**
@@ -437,7 +424,7 @@ export class HttpLimiter<Req> {
       return !signal.aborted;
     } catch (error) {
       if (signal.aborted) return false;
-      this.report(error, req);
+      this.reporter.error(error, req);
       return true;
     }
   }
@@ -457,22 +444,14 @@ export class HttpLimiter<Req> {
       await store.refund(this.set.calls(reservation, cost), undefined);
       return cost;
     } catch (error) {
-      this.report(error, req);
+      this.reporter.error(error, req);
       return 0;
     }
   }
 
   private failed(error: unknown, req: Req): Decision | undefined {
-    this.report(error, req);
+    this.reporter.error(error, req);
     return this.failOpen ? undefined : STORE_DOWN;
-  }
-
-  private report(error: unknown, req: Req): void {
-    try {
-      this.onError(error instanceof Error ? error : new Error(String(error)), req);
-    } catch {
-      // A failing error hook has nowhere left to report to; the request must still be answered.
-    }
   }
 }
 
@@ -502,6 +481,11 @@ function overlong(decision: Decision, maxDelay: number, refunded: number): Decis
 /** `undefined` for "no limit applied"; a single limit's own decision (no `limits`) did apply. */
 function applied(decision: Decision | undefined): Decision | undefined {
   return decision === NOT_LIMITED ? undefined : decision;
+}
+
+/** The decision of a batch the store answered, its shadow limits' decisions marked (as `Limiter` does). */
+function combined(calls: readonly LimitCall[], decisions: readonly Decision[]): Decision {
+  return combine(decisions.map((decision, i) => (calls[i]!.shadow === true ? shadowed(decision) : decision)));
 }
 
 /** `count` as a predicate (`undefined`: every response counts). */
