@@ -7,7 +7,7 @@
  * Runs against the BUILT packages (packages/<name>/dist, resolved through node_modules as users
  * resolve them): run `pnpm build` first. A stale build is reported at the top of the results.
  *
- * usage: main.ts [--quick] [--only=in-process,memory,redis,http]
+ * usage: main.ts [--quick] [--only=in-process,memory,redis,http] [--http-subjects=id,id,…]
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +34,11 @@ const quick = args.includes('--quick');
 const only = args
   .find((a) => a.startsWith('--only='))
   ?.slice(7)
+  .split(',');
+/** `--http-subjects=fastify:bare,fastify:sluice:synced,…`: only those HTTP subjects. */
+const httpSubjects = args
+  .find((a) => a.startsWith('--http-subjects='))
+  ?.slice(16)
   .split(',');
 const wanted = (section: string) => only === undefined || only.includes(section);
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -244,6 +249,7 @@ async function main(): Promise<void> {
         rounds: MODE.httpRounds,
         warmupSeconds: MODE.httpWarmupSeconds,
         references: !quick,
+        ...(httpSubjects === undefined ? {} : { subjects: httpSubjects }),
       },
       log,
     ),

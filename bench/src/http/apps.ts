@@ -25,6 +25,8 @@ type RedisStoreCtor = new (options: {
   onError: () => void;
 }) => Store;
 
+type SyncedStoreCtor = new (options: { client: Redis; interval: string; onError: () => void }) => Store;
+
 /** Builds the subject's app (in the server child) and listens on a free loopback port. */
 export async function buildApp(subject: HttpSubject, redisPort: number | undefined): Promise<App> {
   let errors = 0;
@@ -36,6 +38,10 @@ export async function buildApp(subject: HttpSubject, redisPort: number | undefin
     return client;
   };
   const sluiceStore = async (): Promise<Store | undefined> => {
+    if (subject.store === 'synced') {
+      const { SyncedStore } = (await import('@sluice/redis')) as unknown as { SyncedStore: SyncedStoreCtor };
+      return new SyncedStore({ client: redis(), interval: '100ms', onError: () => errors++ });
+    }
     if (subject.store !== 'redis') return undefined;
     const { RedisStore } = (await import('@sluice/redis')) as unknown as { RedisStore: RedisStoreCtor };
     // No breaker and a long timeout, as in the Redis section: this measures Redis, not the failure

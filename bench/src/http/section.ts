@@ -13,12 +13,13 @@ import type { Chart } from '../report/svg.js';
 import { CONNECTIONS, load, PIPELINING, type Round } from './load.js';
 import { type ServerProcess, startServer } from './server-process.js';
 import {
+  ALL_HTTP_SUBJECTS,
   bareOf,
-  HTTP_SUBJECTS,
   type HttpSubject,
   httpSubject as httpSubjectOf,
   isReference,
   LIMIT,
+  usesRedis,
   WINDOW_MS,
 } from './subjects.js';
 
@@ -70,6 +71,8 @@ async function headersOf(port: number): Promise<Record<string, string>> {
 }
 
 export interface HttpSettings {
+  /** Only these subject ids (`--http-subjects=`); all when undefined. */
+  readonly subjects?: readonly string[];
   /** Length of a measured round, s. */
   readonly seconds: number;
   readonly rounds: number;
@@ -92,13 +95,16 @@ export async function http(
 ): Promise<Section<HttpResult>> {
   const haveRedis = spawnSync('redis-server', ['--version']).error === undefined;
   if (!haveRedis) log('  redis-server is not installed: Redis rows skipped');
-  const subjects = HTTP_SUBJECTS.filter(
-    (s) => (haveRedis || s.store !== 'redis') && (settings.references || !isReference(s)),
+  const subjects = ALL_HTTP_SUBJECTS.filter(
+    (s) =>
+      (haveRedis || !usesRedis(s)) &&
+      (settings.references || !isReference(s)) &&
+      (settings.subjects === undefined || settings.subjects.includes(s.id)),
   );
   const redis = haveRedis ? await startRedis() : undefined;
   const probe = redis === undefined ? undefined : new Redis({ host: '127.0.0.1', port: redis.port });
   const redisCpu = (s: HttpSubject) =>
-    s.store === 'redis' && probe !== undefined ? () => redisCpuMicros(probe) : undefined;
+    usesRedis(s) && probe !== undefined ? () => redisCpuMicros(probe) : undefined;
   const servers = new Map<string, ServerProcess>();
   const failures = new Map<string, number>(subjects.map((s) => [s.id, 0]));
   const rounds = new Map<string, Round[]>(subjects.map((s) => [s.id, []]));

@@ -18,7 +18,7 @@ export const BODY = { hello: 'world' } as const;
 
 export type Framework = 'fastify' | 'express' | 'node';
 export type Limiter = 'bare' | 'noop' | 'peer' | 'sluice';
-export type StoreKind = 'memory' | 'redis';
+export type StoreKind = 'memory' | 'redis' | 'synced';
 
 export interface HttpSubject {
   /** `framework:limiter[:store]`, also the server child's argument. */
@@ -140,8 +140,36 @@ export const HTTP_SUBJECTS: readonly HttpSubject[] = [
   },
 ];
 
+/**
+ * sluice on the local-first SyncedStore (issue 13): decisions in process, synced to Redis every
+ * 100 ms. Separate entries from the list above, compared with the same bare apps.
+ */
+const SYNCED_SUBJECTS: readonly HttpSubject[] = [
+  {
+    id: 'fastify:sluice:synced',
+    framework: 'fastify',
+    limiter: 'sluice',
+    store: 'synced',
+    label: 'Fastify + sluice, SyncedStore (Redis, 100 ms)',
+    config: `same, plus store: new SyncedStore({ client: ${redisClient}, interval: '100ms', onError: count })`,
+  },
+  {
+    id: 'express:sluice:synced',
+    framework: 'express',
+    limiter: 'sluice',
+    store: 'synced',
+    label: 'Express + sluice, SyncedStore (Redis, 100 ms)',
+    config: `same, plus store: new SyncedStore({ client: ${redisClient}, interval: '100ms', onError: count })`,
+  },
+];
+
+export const ALL_HTTP_SUBJECTS: readonly HttpSubject[] = [...HTTP_SUBJECTS, ...SYNCED_SUBJECTS];
+
+/** Subjects whose server needs the bench's redis-server. */
+export const usesRedis = (s: HttpSubject) => s.store === 'redis' || s.store === 'synced';
+
 export function httpSubject(id: string): HttpSubject {
-  const found = HTTP_SUBJECTS.find((s) => s.id === id);
+  const found = ALL_HTTP_SUBJECTS.find((s) => s.id === id);
   if (found === undefined) throw new Error(`unknown HTTP subject ${id}`);
   return found;
 }

@@ -281,6 +281,7 @@ export class SyncedStore implements Store {
         view: undefined,
         delta: undefined,
         queued: false,
+        pulls: 0,
         generation: 0,
       };
       this.table.add(entry);
@@ -291,13 +292,17 @@ export class SyncedStore implements Store {
     return entry;
   }
 
+  /** Puts a used entry in the next batch, and the one after (see `Entry.pulls`). */
   private queue(entry: Entry): void {
+    entry.pulls = 2;
+    this.requeue(entry);
+  }
+
+  private readonly requeue = (entry: Entry): void => {
     if (entry.queued) return;
     entry.queued = true;
     this.queued.push(entry);
-  }
-
-  private readonly requeue = (entry: Entry): void => this.queue(entry);
+  };
 
   private space(algorithm: Algorithm): Space {
     let space = this.spaces.get(algorithm.fingerprint);

@@ -23,6 +23,11 @@ export interface Entry {
   delta: Delta | undefined;
   /** In the next batch: consumed or decided on since the last send (a key in use is kept fresh). */
   queued: boolean;
+  /**
+   * Batches it is still pulled in: 2 after each use, so the view a node decides on next is at most
+   * two cycles old as long as the key is used at least once every two cycles.
+   */
+  pulls: number;
   /** The table generation in which it was last moved to the back of the eviction order. */
   generation: number;
 }

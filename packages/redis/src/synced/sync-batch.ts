@@ -42,12 +42,10 @@ export function buildBatch(
     const { rule } = entry.space;
     group.args.push(rule.code, ...rule.params);
     if (entry.delta === undefined) group.args.push('');
-    else {
-      for (const n of entry.delta) group.args.push(String(n));
-      // One more cycle after its last use: its view then holds what the others did meanwhile.
-      requeue(entry);
-    }
+    else for (const n of entry.delta) group.args.push(String(n));
     entry.delta = undefined;
+    // Pulled again next cycle after a use: the view then holds what the others did meanwhile.
+    if (--entry.pulls > 0) requeue(entry);
   }
   return [...groups.values()];
 }
