@@ -13,6 +13,19 @@ const REDIS_SUITES = [
   'test/reliability/faults.test.ts',
 ];
 
+/**
+ * The Redis suites node-redis runs: the store behaves the same on it (behaviour, differential,
+ * refunds, leases, concurrency). The rest test ioredis' own behaviour (Cluster first burst, the
+ * README's ioredis setup, client types) or drive the connection through the test's ioredis client.
+ */
+const NODE_REDIS_SUITES = [
+  'test/redis/store-behaviour.test.ts',
+  'test/redis/differential.test.ts',
+  'test/redis/refund.test.ts',
+  'test/redis/leases.test.ts',
+  'test/reliability/concurrency.test.ts',
+];
+
 /** One project per client family of test/redis/client-family.ts, chosen by SLUICE_REDIS_CLIENT. */
 const clientProject = (client: string, include: string[]) => ({
   extends: true as const,
@@ -44,6 +57,7 @@ export default defineConfig({
       clientProject('ioredis', ['test/**/*.test.ts']),
       clientProject('ioredis6', REDIS_SUITES),
       clientProject('iovalkey', REDIS_SUITES),
+      clientProject('node-redis', NODE_REDIS_SUITES),
     ],
   },
 });

@@ -1,8 +1,9 @@
 /**
  * The packages as a consumer installs them: each non-private package under packages/ is built,
  * packed with `pnpm pack` (workspace:^ becomes a version) and installed with npm into a project
- * outside the workspace, with the newest express, fastify and ioredis the peer ranges allow. There
- * an ES module app and a CommonJS app run against Redis, and every ```ts block of README.md and
+ * outside the workspace, with the newest express, fastify, ioredis and node-redis the peer ranges
+ * allow. There an ES module app and a CommonJS app run against Redis (and an ES module app on
+ * node-redis), and every ```ts block of README.md and
  * packages/ * /README.md compiles in a strict TypeScript build (moduleResolution node16 and
  * bundler), as does a program mixing ES modules and .cts files. The only network is the npm
  * registry.
@@ -242,7 +243,7 @@ describe('the packed packages, installed with npm outside the workspace', () => 
       [429, '"app";r=0;t=60'],
     ],
   };
-  it.each(['app.mjs', 'app.cjs'])(
+  it.each(['app.mjs', 'app.cjs', 'app-node-redis.mjs'])(
     '%s runs the core, Express and Fastify on Redis',
     async (app) => {
       const { stdout } = await run(process.execPath, [app], {

@@ -1,6 +1,7 @@
 import * as ioredis5 from 'ioredis';
 import * as ioredis6 from 'ioredis6';
 import * as iovalkey from 'iovalkey';
+import { createClient, createCluster } from 'redis';
 
 /**
  * The Redis clients sluice supports, as users install them: the newest ioredis 5.x (`ioredis`),
@@ -18,6 +19,9 @@ export const CLIENT_FAMILIES = {
     Redis: iovalkey.Redis as unknown as typeof ioredis5.Redis,
     Cluster: iovalkey.Cluster as unknown as typeof ioredis5.Cluster,
   },
+  // node-redis: the tests keep their ioredis client for their own reads and writes; the store gets
+  // a node-redis client to the same server(s) (see `storeClient`).
+  'node-redis': { Redis: ioredis5.Redis, Cluster: ioredis5.Cluster },
 } as const;
 
 export type ClientFamilyName = keyof typeof CLIENT_FAMILIES;
@@ -39,3 +43,60 @@ export const Redis = CLIENT_FAMILIES[clientFamilyName].Redis;
 export const Cluster = CLIENT_FAMILIES[clientFamilyName].Cluster;
 export type Redis = InstanceType<typeof Redis>;
 export type Cluster = InstanceType<typeof Cluster>;
+
+type NodeRedis = ReturnType<typeof createClient> | ReturnType<typeof createCluster>;
+const nodeClients = new WeakMap<object, NodeRedis>();
+
+/**
+ * The client a test hands to `RedisStore`: the test's own client, or under the node-redis family a
+ * node-redis client (`redis` 6, RESP3 as it defaults to) to the same server or Cluster, connected
+ * now (calls before it is ready wait, as users' do) and closed when the test's client ends.
+ */
+export function storeClient<C extends Redis | Cluster>(client: C): C {
+  if (clientFamilyName !== 'node-redis') return client;
+  let node = nodeClients.get(client);
+  if (node === undefined) {
+    const made = client instanceof ioredis5.Cluster ? nodeCluster(client) : nodeStandalone(client as Redis);
+    // The suites report Redis errors through the store; node-redis also emits them here.
+    made.on('error', () => {});
+    const connecting = made.connect().catch(() => {});
+    client.once('end', () => {
+      if (made.isOpen) made.destroy();
+    });
+    nodeClients.set(client, made);
+    connected.set(client, connecting);
+    node = made;
+  }
+  return node as unknown as C;
+}
+
+const connected = new WeakMap<object, Promise<unknown>>();
+
+/**
+ * Makes the store client of a connected test client ready too (the twin `storeClient` returns
+ * under node-redis), so that a store made on it starts as one made on the test's client would.
+ */
+export async function storeClientReady(client: Redis | Cluster): Promise<void> {
+  storeClient(client);
+  await connected.get(client);
+}
+
+function nodeStandalone(client: Redis): NodeRedis {
+  const { host, port, sentinels } = client.options;
+  // node-redis reaches Sentinel through its own createSentinel: not part of this family's suites.
+  if (sentinels) throw new Error('storeClient: a Sentinel client has no node-redis twin here');
+  // As the README sets it up (and as the tests' ioredis clients run, offline queue off).
+  return createClient({
+    socket: { host: host ?? '127.0.0.1', port: port ?? 6379 },
+    disableOfflineQueue: true,
+  });
+}
+
+function nodeCluster(client: Cluster): NodeRedis {
+  // ioredis keeps the nodes it was given as `startupNodes` (not in its public type).
+  const nodes = (client as unknown as { startupNodes: { host: string; port: number }[] }).startupNodes;
+  return createCluster({
+    rootNodes: nodes.map(({ host, port }) => ({ socket: { host, port } })),
+    defaults: { disableOfflineQueue: true },
+  });
+}

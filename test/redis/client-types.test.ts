@@ -7,6 +7,8 @@ import { RedisStore } from '@sluice/redis';
 import { Cluster as Cluster5, Redis as Redis5 } from 'ioredis';
 import { Cluster as Cluster6, Redis as Redis6 } from 'ioredis6';
 import { Redis as Valkey, Cluster as ValkeyCluster } from 'iovalkey';
+import { createClient as createClient6, createCluster as createCluster6 } from 'redis';
+import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import { expect, it } from 'vitest';
 
 it('takes Redis and Cluster instances of ioredis 5, ioredis 6 and iovalkey without casts', () => {
@@ -28,4 +30,22 @@ it('takes Redis and Cluster instances of ioredis 5, ioredis 6 and iovalkey witho
   ];
   expect(stores.map((store) => store.breakerState)).toEqual(stores.map(() => 'closed'));
   for (const client of [redis5, cluster5, redis6, cluster6, valkey, valkeyCluster]) client.disconnect();
+});
+
+it('takes clients and clusters of node-redis 6 and 5 without casts', () => {
+  // Never connected: only their types and shape matter here.
+  const rootNodes = [{ socket: { host: '127.0.0.1', port: 1 } }];
+  const clients = [
+    createClient6(),
+    createCluster6({ rootNodes }),
+    createClient5(),
+    createCluster5({ rootNodes }),
+  ];
+  const stores = [
+    new RedisStore({ client: clients[0]! }),
+    new RedisStore({ client: createCluster6({ rootNodes }) }),
+    new RedisStore({ client: createClient5() }),
+    new RedisStore({ client: createCluster5({ rootNodes }) }),
+  ];
+  expect(stores.map((store) => store.breakerState)).toEqual(stores.map(() => 'closed'));
 });

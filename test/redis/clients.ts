@@ -1,13 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
-import { Cluster, Redis } from './client-family.js';
+import { Cluster, Redis, storeClientReady } from './client-family.js';
 
-export { CLIENT_FAMILIES, type ClientFamilyName, Cluster, clientFamilyName, Redis } from './client-family.js';
+export {
+  CLIENT_FAMILIES,
+  type ClientFamilyName,
+  Cluster,
+  clientFamilyName,
+  Redis,
+  storeClient,
+} from './client-family.js';
 
 /** A connected client to the shared standalone server (or `port`), offline queue off. */
 export async function connectRedis(port = inject('redisPort')): Promise<Redis> {
   const client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false, lazyConnect: true });
   await client.connect();
+  await storeClientReady(client);
   return client;
 }
 
@@ -19,6 +27,7 @@ export async function connectCluster(): Promise<Cluster> {
     { enableOfflineQueue: false, lazyConnect: true },
   );
   await client.connect();
+  await storeClientReady(client);
   return client;
 }
 

@@ -14,7 +14,7 @@ import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Cluster, Redis } from './client-family.js';
-import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+import { connectCluster, connectRedis, storeClient, uniquePrefix } from './clients.js';
 
 // These traces run on their own clock, SCALE times faster than real time plus the drawn gaps, with
 // limits minutes long: each step moves the trace on. Replays at other speeds (frozen, slower than
@@ -145,7 +145,7 @@ afterAll(() => {
 
 function redisStore(client: Redis | Cluster): RedisStore {
   return new RedisStore({
-    client,
+    client: storeClient(client),
     prefix: uniquePrefix('diff'),
     timeout: 5_000,
     failurePolicy: 'deny',

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RedisProcess, startRedis } from '../setup/redis-server.js';
 import type { Cluster, Redis } from './client-family.js';
-import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+import { connectCluster, connectRedis, storeClient, uniquePrefix } from './clients.js';
 
 // Redis expires keys in real time while the traces run on their own clock: the trace clock runs
 // at least SCALE times faster than real time, so a set Redis has expired is one whose leases the
@@ -34,7 +34,7 @@ const DEFAULT_REPLAY_GRACE = 600_000;
 
 function redisStore(client: Redis | Cluster, options: Partial<RedisStoreOptions> = {}): RedisStore {
   return new RedisStore({
-    client,
+    client: storeClient(client),
     prefix: uniquePrefix('leases'),
     timeout: 5_000,
     failurePolicy: 'deny',
@@ -274,7 +274,7 @@ describe('RedisStore leases when Redis is unavailable', () => {
 
   function store(options: Partial<RedisStoreOptions> = {}): RedisStore {
     return new RedisStore({
-      client,
+      client: storeClient(client),
       timeout: 100,
       breaker: { failures: 3, cooldown: 5_000 },
       onError: (event) => failures.push(event),

@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RedisProcess, startRedis } from '../setup/redis-server.js';
 import type { Cluster, Redis } from './client-family.js';
-import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+import { connectCluster, connectRedis, storeClient, uniquePrefix } from './clients.js';
 
 const START = 1_700_000_000_000;
 const SCALE = 1000;
@@ -33,7 +33,7 @@ const DEFAULT_REPLAY_GRACE = 600_000;
 
 function redisStore(client: Redis | Cluster, options: Partial<RedisStoreOptions> = {}): RedisStore {
   return new RedisStore({
-    client,
+    client: storeClient(client),
     prefix: uniquePrefix('refund'),
     timeout: 5_000,
     failurePolicy: 'deny',
@@ -230,7 +230,12 @@ describe('RedisStore.refund when Redis is unavailable', () => {
   });
 
   const store = (failurePolicy: NonNullable<RedisStoreOptions['failurePolicy']>) =>
-    new RedisStore({ client, timeout: 100, failurePolicy, onError: (event) => failures.push(event) });
+    new RedisStore({
+      client: storeClient(client),
+      timeout: 100,
+      failurePolicy,
+      onError: (event) => failures.push(event),
+    });
 
   it('resolves, reports the failure, and refunds the fallback store that took the request', async () => {
     const fallback = new MemoryStore();

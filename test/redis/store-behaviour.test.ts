@@ -1,7 +1,7 @@
 import { RedisStore, SyncedStore } from '@sluice/redis';
 import { afterAll } from 'vitest';
 import { describeStoreBehaviour } from '../suites/store-behaviour.js';
-import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+import { connectCluster, connectRedis, storeClient, uniquePrefix } from './clients.js';
 
 const standalone = await connectRedis();
 const cluster = await connectCluster();
@@ -16,11 +16,11 @@ const options = { timeout: 5_000, failurePolicy: 'deny' as const, breaker: false
 
 describeStoreBehaviour(
   'RedisStore (standalone)',
-  () => new RedisStore({ client: standalone, prefix: uniquePrefix('suite'), ...options }),
+  () => new RedisStore({ client: storeClient(standalone), prefix: uniquePrefix('suite'), ...options }),
 );
 describeStoreBehaviour(
   'RedisStore (Cluster)',
-  () => new RedisStore({ client: cluster, prefix: uniquePrefix('suite'), ...options }),
+  () => new RedisStore({ client: storeClient(cluster), prefix: uniquePrefix('suite'), ...options }),
 );
 // The local-first store, one node: its decisions are the pure algorithm's on its local view. It
 // refuses the kinds it cannot sync (sliding window log, leaky bucket queue, stepped and strict

@@ -26,7 +26,7 @@ import { sluice } from '@sluice/fastify';
 import { type BreakerState, RedisStore } from '@sluice/redis';
 import express from 'express';
 import Fastify, { type FastifyHttpOptions } from 'fastify';
-import { Cluster, Redis } from '../redis/client-family.js';
+import { Cluster, Redis, storeClient, storeClientReady } from '../redis/client-family.js';
 import type { AlgorithmSpec, AppConfig, BackendSpec, ChildStats, RouteSpec } from './app-config.js';
 
 const config = JSON.parse(process.env.SLUICE_APP ?? '{}') as AppConfig;
@@ -71,6 +71,7 @@ async function connect(name: string, spec: BackendSpec): Promise<Client | undefi
   // A client's own 'error' events are expected while Redis is down; the store reports the calls.
   client.on('error', () => {});
   await client.connect();
+  if (spec.kind !== 'sentinel') await storeClientReady(client);
   clients.set(name, client);
   return client;
 }
@@ -82,7 +83,7 @@ function store(route: RouteSpec): Store {
   const policy = route.failurePolicy ?? 'allow';
   stats.storeErrors[route.path] = 0;
   return new RedisStore({
-    client,
+    client: storeClient(client),
     prefix: config.prefix,
     timeout: route.timeout ?? 100,
     failurePolicy: policy === 'fallback' ? new MemoryStore() : policy,

@@ -27,7 +27,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Cluster, Redis } from '../redis/client-family.js';
-import { connectCluster, connectRedis } from '../redis/clients.js';
+import { connectCluster, connectRedis, storeClient } from '../redis/clients.js';
 import type { AlgorithmSpec, AppConfig, RouteSpec } from './app-config.js';
 import {
   type AppProcess,
@@ -258,13 +258,13 @@ describe('three app processes (Express, Fastify, Express) on one Redis', () => {
   describe('standalone', () => {
     exactSuite('standalone', () => ({
       ports: apps.map((app) => app.port),
-      peek: peeker(new RedisStore({ client: redis, prefix })),
+      peek: peeker(new RedisStore({ client: storeClient(redis), prefix })),
     }));
   });
   describe('Cluster', () => {
     exactSuite('cluster', () => ({
       ports: apps.map((app) => app.port),
-      peek: peeker(new RedisStore({ client: cluster, prefix })),
+      peek: peeker(new RedisStore({ client: storeClient(cluster), prefix })),
     }));
 
     it('through Limiter, layered limits on one user key share a slot: exact, and nothing left behind', async () => {
@@ -275,7 +275,7 @@ describe('three app processes (Express, Fastify, Express) on one Redis', () => {
         { name: 'team', algorithm: build(TEAM) },
       ];
       const limiters = clients.map(
-        (client) => new Limiter({ limits, store: new RedisStore({ client, prefix }) }),
+        (client) => new Limiter({ limits, store: new RedisStore({ client: storeClient(client), prefix }) }),
       );
       const key = `direct-${randomUUID()}`;
       try {

@@ -14,6 +14,10 @@ declare module 'autocannon' {
     duration?: number;
     /** Sampling interval, ms; a run stops at a sample tick. @default 1000 */
     sampleInt?: number;
+    /** Requests sent in turn on each connection; one with `setupRequest` is rebuilt every time it is sent. */
+    requests?: readonly {
+      setupRequest?: (request: { headers?: Record<string, string> }) => { headers?: Record<string, string> };
+    }[];
   }
   interface Result {
     /** Seconds, measured. */

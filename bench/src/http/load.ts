@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import type { ServerProcess } from './server-process.js';
-import { ROUTE } from './subjects.js';
+import { CLIENT_HEADER, CLIENTS, ROUTE, type Shape } from './subjects.js';
 
 /** Concurrent keep-alive connections, one request in flight on each (no pipelining). */
 export const CONNECTIONS = 50;
@@ -27,14 +27,32 @@ export interface Round {
   readonly redisCpuPerRequest: number;
 }
 
+/** The next returning client, shared by every connection so that the ids go round in turn. */
+let nextClient = 0;
+/**
+ * Returning clients: every request carries the next id (autocannon rebuilds a request with a
+ * `setupRequest` each time it sends it). One counter for all connections: a counter per
+ * connection would have the 50 connections send the same id at once, a burst over its limit.
+ */
+const RETURNING = [
+  {
+    setupRequest: (request: { headers?: Record<string, string> }) => {
+      nextClient = (nextClient + 1) % CLIENTS;
+      return { ...request, headers: { ...request.headers, [CLIENT_HEADER]: `client-${nextClient}` } };
+    },
+  },
+];
+
 /**
  * Runs autocannon in this process against `server` for `seconds` (fractions allowed).
  * @param redisCpu redis-server's CPU time so far, µs, when the subject uses Redis
+ * @param shape the subject's shape: `'returning'` sends the returning clients' ids
  */
 export async function load(
   server: ServerProcess,
   seconds: number,
   redisCpu?: () => Promise<number>,
+  shape: Shape = 'one-limit',
 ): Promise<Round> {
   const redisBefore = redisCpu === undefined ? Number.NaN : await redisCpu();
   const serverBefore = await server.cpuMicros();
@@ -47,6 +65,7 @@ export async function load(
     duration: seconds,
     // autocannon stops at its next sample tick: sample every 100 ms so a run lasts what it was asked.
     sampleInt: 100,
+    ...(shape === 'returning' ? { requests: RETURNING } : {}),
   });
   const wallMicros = (performance.now() - started) * 1000;
   const loadUsed = process.cpuUsage(loadBefore);

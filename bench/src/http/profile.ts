@@ -47,8 +47,8 @@ const before = new Set(await readdir(dir));
 const redis = subject.store === 'redis' ? await startRedis() : undefined;
 try {
   const server = await startServer(id, redis?.port, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  await load(server, 2);
-  const round = await load(server, seconds);
+  await load(server, 2, undefined, subject.shape);
+  const round = await load(server, seconds, undefined, subject.shape);
   await server.stop();
   process.stdout.write(
     `${subject.label}: ${formatRate(round.rps)} req/s, p99 ${round.p99} ms, server CPU ${round.cpuPerRequest.toFixed(0)} µs per request (profiled)\n`,
@@ -94,7 +94,13 @@ const where = (n: ProfileNode) => {
   const path = file.replace(/^.*\/(packages|node_modules)\//, '$1/');
   return `${name} ${path}:${f.lineNumber + 1}:${f.columnNumber + 1}`;
 };
-const ours = (w: string) => /packages\/(core|express|fastify|redis)\//.test(w);
+/** The limiter's own frames: sluice's packages, or (to compare shares) the peer's modules. */
+const ours =
+  subject.limiter === 'peer'
+    ? (w: string) =>
+        /node_modules\/(@fastify\/rate-limit|toad-cache|express-rate-limit|rate-limit-redis)\//.test(w)
+    : (w: string) => /packages\/(core|express|fastify|redis)\//.test(w);
+const whose = subject.limiter === 'peer' ? "the peer's" : "sluice's";
 /**
  * Where the framework hands the request on (Express's `next`, Fastify's hook runner): a sample
  * below one of these, even when a sluice frame is further up the stack (middleware calls `next()`
@@ -146,13 +152,13 @@ const top = (m: Map<string, number>, filter: (w: string) => boolean, count: numb
 process.stdout.write(
   [
     `profile: ${dir}${file} (${total} busy samples of ${profile.samples.length}; shares of busy time)`,
-    `sluice's own work (sluice frames and what they call, up to the framework's next): ${share(sluiceTotal)}`,
+    `${whose} own work (its frames and what they call, up to the framework's next): ${share(sluiceTotal)}`,
     `anything under ioredis (commands, replies; any caller): ${share(redisClient)}`,
     'self time, all functions:',
     top(self, (w) => !w.startsWith('(idle)'), 25),
-    "sluice's own work by sluice function (inclusive, up to the framework's next; mapped to packages/*/src):",
+    `${whose} own work by its function (inclusive, up to the framework's next; sluice's mapped to packages/*/src):`,
     top(sluice, () => true, 25),
-    "sluice's own work by leaf function:",
+    `${whose} own work by leaf function:`,
     top(sluiceLeaves, () => true, 25),
     '',
   ].join('\n'),

@@ -108,8 +108,18 @@ function sluice(
   };
 }
 
-/** 90% of requests from one abusive key far over its limit, 10% spread over 10,000 keys. */
-const abusive = (i: number) => (i % 10 === 0 ? KEYS[i % KEYS.length]! : 'abuser');
+/** Abusive keys, each refused after its first 10 requests (all of them within the warm-up). */
+const ABUSERS = 100;
+/** Ordinary keys so far: each is new (a counter across rounds, so no round sees an earlier one's). */
+let ordinary = 0;
+/**
+ * Abusive traffic: 9 requests in 10 from `ABUSERS` keys far over their limit (in turn), 1 in 10
+ * from a key never seen before, which no local cache can answer.
+ */
+const abusive = (i: number) =>
+  i % 10 === 0 ? `fresh:${ordinary++}` : `abuser:${Math.floor(i / 10) % ABUSERS}`;
+/** The abusive rows' limit: 10 per hour (rate-limiter-flexible: 10 points per 3600 s). */
+const ABUSIVE_LIMIT = 10;
 
 export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[] {
   const list: RedisSubject[] = [
@@ -187,8 +197,9 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
         RedisStore,
         'sluice:abusive',
         'sluice, 90% abusive, deny cache off',
-        'tokenBucket({ capacity: 10, refillInterval: 3600000 }); 90% of requests on one key',
-        (store) => new Limiter({ algorithm: tokenBucket({ capacity: 10, refillInterval: HOUR }), store }),
+        `tokenBucket({ capacity: ${ABUSIVE_LIMIT}, refillInterval: 3600000 }); 90% of requests from ${ABUSERS} keys over their limit, 10% from keys never seen before`,
+        (store) =>
+          new Limiter({ algorithm: tokenBucket({ capacity: ABUSIVE_LIMIT, refillInterval: HOUR }), store }),
         abusive,
       ),
       sluice(
@@ -196,7 +207,8 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
         'sluice:abusive-deny-cache',
         'sluice, 90% abusive, deny cache on',
         'same, new RedisStore({ client, denyCache: 10000 })',
-        (store) => new Limiter({ algorithm: tokenBucket({ capacity: 10, refillInterval: HOUR }), store }),
+        (store) =>
+          new Limiter({ algorithm: tokenBucket({ capacity: ABUSIVE_LIMIT, refillInterval: HOUR }), store }),
         abusive,
         10_000,
       ),
@@ -221,6 +233,12 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
           );
       },
     },
+    rateLimiterFlexibleAbusive('rate-limiter-flexible:abusive', 'rate-limiter-flexible, 90% abusive', {}),
+    rateLimiterFlexibleAbusive(
+      'rate-limiter-flexible:abusive-in-memory-block',
+      'rate-limiter-flexible, 90% abusive, in-memory block',
+      { inMemoryBlockOnConsumed: ABUSIVE_LIMIT },
+    ),
     {
       id: 'rate-limit-redis',
       label: 'rate-limit-redis (express-rate-limit store)',
@@ -236,6 +254,37 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
     },
   );
   return list;
+}
+
+/**
+ * rate-limiter-flexible on the abusive traffic, awaited as its users await it (`consume` rejects
+ * when refused). `inMemoryBlockOnConsumed` is its local deny cache: a key that reached its points
+ * is refused in memory until its window ends, without a round trip.
+ */
+function rateLimiterFlexibleAbusive(
+  id: string,
+  label: string,
+  extra: { inMemoryBlockOnConsumed?: number },
+): RedisSubject {
+  return {
+    id,
+    label,
+    config: `new RateLimiterRedis({ storeClient: client, points: ${ABUSIVE_LIMIT}, duration: 3600${extra.inMemoryBlockOnConsumed === undefined ? '' : `, inMemoryBlockOnConsumed: ${extra.inMemoryBlockOnConsumed}`} }).consume(key), the same traffic`,
+    make(client) {
+      const limiter = new RateLimiterRedis({
+        storeClient: client,
+        points: ABUSIVE_LIMIT,
+        duration: 3600,
+        keyPrefix: id,
+        ...extra,
+      });
+      return (i) =>
+        limiter.consume(abusive(i)).then(
+          () => true,
+          () => false,
+        );
+    },
+  };
 }
 
 /** `CONCURRENCY` loops each awaiting one decision at a time, for `ms`. */

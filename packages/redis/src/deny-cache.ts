@@ -57,6 +57,34 @@ export class DenyCache {
     }
   }
 
+  /**
+   * The local answer to `calls` at `now` when any of them is remembered refused (limits not
+   * consulted are reported as allowed with nothing known left, remaining 0); else undefined.
+   */
+  refuse(calls: readonly LimitCall[], now: number): Decision[] | undefined {
+    let refused = false;
+    const decisions = calls.map((call) => {
+      const decision = this.lookup(call, now);
+      if (decision !== undefined) refused = true;
+      return decision;
+    });
+    if (!refused) return undefined;
+    return decisions.map(
+      (decision, i) =>
+        decision ?? decide(true, calls[i]!.algorithm.limit, 0, 0, 0, 0, calls[i]!.policy, undefined),
+    );
+  }
+
+  /** Remembers the refusals among `decisions` (Redis's answer to `calls`); `now` read only if any. */
+  rememberAll(calls: readonly LimitCall[], decisions: readonly Decision[], now: () => number): void {
+    let at: number | undefined;
+    for (let i = 0; i < calls.length; i++) {
+      if (decisions[i]!.allowed) continue;
+      at ??= now();
+      this.remember(calls[i]!, at, decisions[i]!);
+    }
+  }
+
   forget(call: Pick<LimitCall, 'algorithm' | 'key'>): void {
     this.entries.delete(idOf(call));
   }

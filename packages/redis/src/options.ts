@@ -11,6 +11,7 @@ import {
 } from '@sluice/core';
 import type { BreakerOptions, BreakerState } from './breaker.js';
 import type { RedisClient } from './client.js';
+import { fromNodeRedis, isNodeRedis, type NodeRedisClient } from './node-redis.js';
 
 /**
  * What a call gets when Redis fails (error, timeout, or the breaker is open):
@@ -52,12 +53,15 @@ export interface RedisStoreErrorEvent {
 
 export interface RedisStoreOptions {
   /**
-   * An ioredis (5 or 6) or iovalkey client: `new Redis(...)` (standalone or Sentinel) or
-   * `new Cluster(...)`. The store
-   * registers its scripts on it and does not own it: `shutdown()` leaves it connected. Create it
-   * with `enableOfflineQueue: false` so calls fail at once while Redis is unreachable.
+   * The Redis client, which the store does not own (`shutdown()` leaves it connected):
+   * - ioredis (5 or 6) or iovalkey: `new Redis(...)` (standalone or Sentinel) or `new Cluster(...)`.
+   *   The store registers its scripts on it. Create it with `enableOfflineQueue: false` so calls
+   *   fail at once while Redis is unreachable.
+   * - node-redis (`redis` 5 or 6): `createClient(...)` or `createCluster(...)`, connected by you
+   *   (`await client.connect()`); calls made before it is ready wait for it within `readyTimeout`.
+   *   Scripts run with `EVALSHA` (`EVAL` on `NOSCRIPT`).
    */
-  client: RedisClient;
+  client: RedisClient | NodeRedisClient;
   /** Prepended to every key. Must not contain `{` or `}` (they would move the hash slot). @default 'sluice:' */
   prefix?: string;
   /**
@@ -192,11 +196,12 @@ function replayGraceOption(value: Duration | 0): number {
 
 export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   assertKnownOptions('RedisStore', options, KNOWN);
-  const client = options.client as Partial<RedisClient> | undefined;
+  const given = options.client as Partial<RedisClient> | undefined;
+  const client = isNodeRedis(given) ? fromNodeRedis(given) : given;
   if (client === null || typeof client !== 'object' || typeof client.defineCommand !== 'function') {
     throw new SluiceError(
       client === undefined ? ErrorCode.MISSING_OPTION : ErrorCode.INVALID_OPTION,
-      'RedisStore: client must be an ioredis or iovalkey Redis or Cluster instance',
+      'RedisStore: client must be an ioredis or iovalkey Redis or Cluster instance, or a node-redis client or cluster',
       { option: 'client', value: client },
     );
   }
@@ -218,7 +223,7 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
     };
   }
   return {
-    client: options.client,
+    client: client as RedisClient,
     prefix,
     redisTime: oneOfOption('time', options.time ?? 'client', ['client', 'redis']) === 'redis',
     clock: functionOption('clock', options.clock) ?? Date.now,

@@ -8,8 +8,8 @@ import {
   leaseDecision,
   SluiceError,
 } from '@sluice/core';
-import type { Guard } from './guard.js';
-import { leaseKeys } from './keys.js';
+import type { CallGate } from './call-gate.js';
+import { leaseKeys } from './key-escape.js';
 import type { ResolvedOptions } from './options.js';
 import { PolicyLeases } from './policy-leases.js';
 import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
@@ -36,7 +36,7 @@ export class RedisLeases implements LeaseStore {
 
   constructor(
     private readonly options: ResolvedOptions,
-    private readonly guard: Guard,
+    private readonly gate: CallGate,
   ) {
     this.script = scriptCommand(options.client, LEASE_COMMAND, LEASE_SCRIPT);
   }
@@ -53,7 +53,7 @@ export class RedisLeases implements LeaseStore {
 
   acquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
     let sent: Promise<unknown[]> | undefined;
-    return this.guard.run(
+    return this.gate.run(
       'acquire',
       1,
       () => {
@@ -68,7 +68,7 @@ export class RedisLeases implements LeaseStore {
   }
 
   peek(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
-    return this.guard.run(
+    return this.gate.run(
       'peek',
       1,
       () =>
@@ -87,7 +87,7 @@ export class RedisLeases implements LeaseStore {
       try {
         return await policy.store.release(call, now);
       } catch (error) {
-        this.guard.report('fallback', 1, error);
+        this.gate.report('fallback', 1, error);
         return false;
       }
     }
@@ -101,7 +101,7 @@ export class RedisLeases implements LeaseStore {
   async reset(space: string, key: string): Promise<void> {
     const policy = this.options.failurePolicy;
     if (typeof policy === 'object') await policy.leases?.reset(space, key);
-    await this.guard.strict('reset', 1, () => deleteKeys(this.options.client, this.keysFor(space, key)));
+    await this.gate.strict('reset', 1, () => deleteKeys(this.options.client, this.keysFor(space, key)));
   }
 
   /** Forgets the leases the failure policy answered for (`RedisStore.shutdown`). */
@@ -125,7 +125,7 @@ export class RedisLeases implements LeaseStore {
   }
 
   private releaseInRedis(call: LeaseCall, now: number | undefined): Promise<boolean> {
-    return this.guard.run(
+    return this.gate.run(
       'release',
       1,
       () => this.run(call, now, 'release').then((reply) => reply[1] === 1),
@@ -137,9 +137,9 @@ export class RedisLeases implements LeaseStore {
   private releaseIfLate(sent: Promise<unknown[]>, call: LeaseAcquire): void {
     sent.then(
       (reply) => {
-        // Not through the breaker: it is open precisely when late replies come (see Guard.cleanup).
+        // Not through the breaker: it is open precisely when late replies come (see CallGate.cleanup).
         if (reply[1] === 1)
-          void this.guard.cleanup('release', 1, () =>
+          void this.gate.cleanup('release', 1, () =>
             this.run({ space: call.space, key: call.key, id: call.id }, undefined, 'release'),
           );
       },
@@ -181,19 +181,19 @@ export class RedisLeases implements LeaseStore {
     if (policy === 'allow' || policy === 'deny') return undefined;
     const leases = policy.leases;
     if (leases === undefined) {
-      this.guard.report('fallback', 1, noLeases());
+      this.gate.report('fallback', 1, noLeases());
       return undefined;
     }
     try {
       return { decision: await run(leases), leases };
     } catch (error) {
-      this.guard.report('fallback', 1, error);
+      this.gate.report('fallback', 1, error);
       return undefined;
     }
   }
 
   private unavailable(call: LeaseAcquire): Decision {
-    return decide(false, call.limit, 0, 0, this.guard.retryAfter(), 0, call.policy, 'store-unavailable');
+    return decide(false, call.limit, 0, 0, this.gate.retryAfter(), 0, call.policy, 'store-unavailable');
   }
 
   private remember(call: LeaseAcquire, store: LeaseStore | undefined): void {

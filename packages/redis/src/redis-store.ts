@@ -1,102 +1,18 @@
-import { createHash } from 'node:crypto';
-import { type Algorithm, type Decision, decide, type LimitCall, type Store } from '@sluice/core';
+import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
 import type { BreakerState } from './breaker.js';
+import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';
+import { ClusterSplit, groupBySlot } from './cluster-split.js';
 import { DenyCache } from './deny-cache.js';
-import { Guard } from './guard.js';
-import { escapeKey } from './keys.js';
-import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
-import {
-  type FailurePolicy,
-  type RedisStoreOptions,
-  type ResolvedOptions,
-  resolveOptions,
-} from './options.js';
+import { FailureAnswers } from './failure-policy.js';
+import { escapeKey } from './key-escape.js';
+import { type RedisStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { RedisLeases } from './redis-leases.js';
-import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
-import { batchScript } from './scripts/batch-script.js';
-import { type LeanLimit, leanBatchScript, MAX_LEAN_BATCH } from './scripts/lean-batch-script.js';
-import { REFUND_SCRIPT } from './scripts/refund-script.js';
-import { leanSingleScript, singleScript } from './scripts/single-script.js';
-import { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
-import { hashSlot } from './slot.js';
-import {
-  algorithmArgs,
-  DECISION_WIDTH,
-  luaAlgorithm,
-  pushCallArgs,
-  readBatchDecisions,
-  readDecision,
-  readSingleDecision,
-} from './wire.js';
-
-/**
- * ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL
- * fallback). A batch script is named for the set of algorithm kinds it holds (a bit mask of their
- * codes), a single-limit script for its kind; a script with params written in (a lean single-limit
- * or lean batch script) adds the sha1 of its text.
- */
-const BATCH_COMMAND = 'sluiceBatch';
-const LEAN_BATCH_COMMAND = 'sluiceLeanBatch_';
-const SINGLE_COMMAND = 'sluiceOne_';
-/**
- * Most scripts with params written in (single-limit and lean batch scripts alike) a store
- * registers: one Redis script each, and the script cache must not grow with ever new params.
- */
-const MAX_BAKED = 64;
-const REFUND_COMMAND = 'sluiceRefund';
-const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
-
-/** What the store sends for one algorithm object, computed once: its params never change. */
-interface AlgorithmWire {
-  /** `<prefix><fingerprint>:{`: the key of a user key is this, the escaped key, and `}`. */
-  readonly base: string;
-  /** 1 << (code - 1): its place in a batch script's set of kinds. */
-  readonly bit: number;
-  readonly entry: LuaAlgorithm;
-  /** Its params as exact decimal strings, in the order its Lua fragment reads them. */
-  readonly params: readonly string[];
-  /** Its lean twin with its params, for lean batch scripts; undefined for a kind without one. */
-  readonly lean: LeanLimit | undefined;
-  /**
-   * Its single-limit script, made when it first runs alone: an algorithm used only in layered
-   * limits takes none of the store's scripts with params written in.
-   */
-  single?: SingleWire;
-}
-
-/** A single-limit script (a list, or one integer for a packed admission: see `readSingleDecision`). */
-interface SingleWire {
-  readonly command: ScriptCommand<unknown[] | number>;
-  /** What it takes after the cost: the params, or nothing when the script holds them. */
-  readonly args: readonly string[];
-}
-
-/**
- * The lean batch scripts of a store, by the ordered algorithms of their limits: a trie over
- * `AlgorithmWire`s (weakly held: algorithms made and dropped take their scripts' entries along).
- * `command` null: past the cap of scripts with params written in, the generic batch runs.
- */
-interface LeanBatchNode {
-  command?: ScriptCommand | null;
-  readonly next: WeakMap<AlgorithmWire, LeanBatchNode>;
-}
+import { deleteKeys, nowArg } from './script-command.js';
+import { type LeanBatchNode, leanChild, ScriptRegistry } from './script-registry.js';
+import { callArgs, pushCallArgs, readBatchDecisions, readSingleDecision } from './wire.js';
 
 type Mode = 'consume' | 'peek';
-
-/** A batch's calls that share one hash slot, with their positions in the batch. */
-interface SlotGroup {
-  readonly indices: number[];
-  readonly keys: string[];
-}
-
-/** One slot of a split consume that admitted: what a refund needs to give it back. */
-interface AdmittedSlot {
-  readonly group: SlotGroup;
-  readonly calls: readonly LimitCall[];
-  /** The batch's reply: the `now` it consumed at (exact `%.17g`), decisions, then its journal. */
-  readonly reply: readonly unknown[];
-}
 
 /**
  * Limit state in Redis: every algorithm runs as a Lua twin of its TypeScript reference, one round
@@ -107,6 +23,10 @@ interface AdmittedSlot {
  * Every call is bounded by `timeout`; failures go to the failure policy, never to the caller.
  * Also implements the optional parts of the contract: `leases` (concurrency leases, see
  * {@link RedisLeases}) and `refund` (a held leaky-bucket-queue slot given back).
+ *
+ * The store coordinates: which script runs a call ({@link ScriptRegistry}), limits across Cluster
+ * slots ({@link ClusterSplit}), the breaker and deadline of every call ({@link CallGate}), what the
+ * failure policy answers ({@link FailureAnswers}), and local refusals ({@link DenyCache}).
  *
  * @example
  * const client = new Redis({ enableOfflineQueue: false });
@@ -124,16 +44,11 @@ export class RedisStore implements Store {
   readonly leases: RedisLeases;
   private readonly options: ResolvedOptions;
   private readonly isCluster: boolean;
-  private readonly batches = new Map<number, ScriptCommand>();
-  private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
-  /** Names of the scripts registered with their params written in (see `bake`). */
-  private readonly baked = new Set<string>();
-  private readonly leanBatches: LeanBatchNode = { next: new WeakMap() };
-  private readonly refunds: ScriptCommand;
-  private readonly splitRefunds: ScriptCommand;
-  private readonly guard: Guard;
+  private readonly scripts: ScriptRegistry;
+  private readonly gate: CallGate;
+  private readonly failure: FailureAnswers;
+  private readonly split: ClusterSplit;
   private readonly denied: DenyCache | undefined;
-  private readonly keyBases = new WeakMap<Algorithm, string>();
 
   constructor(options: RedisStoreOptions) {
     this.options = resolveOptions(options);
@@ -141,35 +56,27 @@ export class RedisStore implements Store {
     this.prefix = this.options.prefix;
     this.isCluster = client.isCluster;
     watchClusterNodes(client);
-    this.refunds = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
-    this.splitRefunds = scriptCommand(client, SPLIT_REFUND_COMMAND, SPLIT_REFUND_SCRIPT);
-    this.guard = new Guard(this.options);
-    this.leases = new RedisLeases(this.options, this.guard);
+    this.scripts = new ScriptRegistry(client, this.prefix);
+    this.gate = new CallGate(this.options);
+    this.failure = new FailureAnswers(this.options.failurePolicy, this.gate);
+    this.split = new ClusterSplit(this.gate, this.scripts.splitRefund);
+    this.leases = new RedisLeases(this.options, this.gate);
     this.denied = this.options.denyCache > 0 ? new DenyCache(this.options.denyCache) : undefined;
   }
 
   /** The circuit breaker's state (`'closed'` when there is no breaker). */
   get breakerState(): BreakerState {
-    return this.guard.state;
+    return this.gate.state;
   }
 
   /** The Redis key holding the state of `key` under `algorithm` (what `redis-cli` shows). */
   keyFor(algorithm: Algorithm, key: string): string {
-    return `${this.keyBase(algorithm)}${escapeKey(key)}}`;
-  }
-
-  private keyBase(algorithm: Algorithm): string {
-    let base = this.keyBases.get(algorithm);
-    if (base === undefined) {
-      base = `${this.prefix}${algorithm.fingerprint}:{`;
-      this.keyBases.set(algorithm, base);
-    }
-    return base;
+    return `${this.scripts.keyBase(algorithm)}${escapeKey(key)}}`;
   }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     if (this.denied !== undefined) {
-      const local = this.refuseLocally(calls, now ?? this.options.clock());
+      const local = this.denied.refuse(calls, now ?? this.options.clock());
       if (local !== undefined) return Promise.resolve(local);
     }
     return this.decide(calls, now, 'consume');
@@ -187,7 +94,7 @@ export class RedisStore implements Store {
     if (calls.length === 0) return;
     const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
     const groups = this.isCluster ? [...groupBySlot(keys).values()].map((g) => g.keys) : [keys];
-    await this.guard.strict('reset', calls.length, () =>
+    await this.gate.strict('reset', calls.length, () =>
       Promise.all(groups.map((group) => deleteKeys(this.options.client, group))),
     );
   }
@@ -213,19 +120,10 @@ export class RedisStore implements Store {
         groups.map((group) => {
           const args: (string | number)[] = [this.nowArg(now)];
           for (const i of group.indices) pushCallArgs(args, refundable[i]!);
-          return this.refunds(group.keys.length, ...group.keys, ...args);
+          return this.scripts.refund(group.keys.length, ...group.keys, ...args);
         }),
       ).then(() => undefined);
-    const policy = this.options.failurePolicy;
-    await this.guard.run('refund', refundable.length, attempt, async () => {
-      if (typeof policy !== 'object' || policy.refund === undefined) return undefined;
-      try {
-        await policy.refund(refundable, now);
-      } catch (error) {
-        this.guard.report('fallback', refundable.length, error);
-      }
-      return undefined;
-    });
+    await this.gate.run('refund', refundable.length, attempt, () => this.failure.refund(refundable, now));
   }
 
   /** Forgets local refusals and shuts down the fallback store. The ioredis client is the caller's to close. */
@@ -236,22 +134,22 @@ export class RedisStore implements Store {
     if (typeof policy === 'object') await policy.shutdown();
   }
 
-  // Redis ------------------------------------------------------------------------------------------
-
   /**
    * One round trip: a single limit runs its kind's own script; layered limits run the batch
    * script of their kinds, once, or once per hash slot on a Cluster when their keys span slots.
    * Throws (synchronously) for an algorithm without a Lua twin.
    */
   private decide(calls: readonly LimitCall[], now: number | undefined, mode: Mode): Promise<Decision[]> {
-    const fail = mode === 'consume' ? () => this.failConsume(calls, now) : () => this.failPeek(calls, now);
+    const fail =
+      mode === 'consume' ? () => this.failure.consume(calls, now) : () => this.failure.peek(calls, now);
+    const scripts = this.scripts;
     if (calls.length === 1) {
       const call = calls[0]!;
-      const wire = this.wire(call.algorithm);
-      const single = wire.single ?? this.singleFor(wire);
+      const wire = scripts.wire(call.algorithm);
+      const single = wire.single ?? scripts.single(wire);
       const key = `${wire.base}${escapeKey(call.key)}}`;
       const time = this.nowArg(now);
-      return this.guard.map(
+      return this.gate.map(
         mode,
         1,
         () => single.command(1, key, time, mode, call.cost, ...single.args),
@@ -261,35 +159,35 @@ export class RedisStore implements Store {
     }
     let kinds = 0;
     // The lean batch script of these limits, found along the trie while the keys are made.
-    // A batch of none (a store called directly) has no script to make: the generic batch answers it.
-    let lean: LeanBatchNode | undefined =
-      calls.length > 0 && calls.length <= MAX_LEAN_BATCH ? this.leanBatches : undefined;
+    let lean: LeanBatchNode | undefined = scripts.leanRoot(calls.length);
     const keys = calls.map((call) => {
-      const wire = this.wire(call.algorithm);
+      const wire = scripts.wire(call.algorithm);
       kinds |= wire.bit;
       if (lean !== undefined) lean = wire.lean === undefined ? undefined : leanChild(lean, wire);
       return `${wire.base}${escapeKey(call.key)}}`;
     });
     const groups = this.isCluster ? groupBySlot(keys) : undefined;
     if (groups !== undefined && groups.size > 1) {
-      const batch = this.batchFor(kinds);
+      const batch = scripts.batch(kinds);
       const slots = [...groups.values()];
-      if (mode === 'peek')
-        return this.guard.run(mode, calls.length, () => this.peekSlots(batch, calls, slots, now), fail);
-      return this.consumeSlots(batch, calls, slots, now, fail).then((d) => this.settled(calls, d, now, mode));
+      const time = this.nowArg(now);
+      if (mode === 'peek') return this.split.peek(batch, calls, slots, time, fail);
+      return this.split
+        .consume(batch, calls, slots, time, fail)
+        .then((d) => this.settled(calls, d, now, mode));
     }
-    const leanBatch = lean === undefined ? undefined : this.leanBatch(lean, calls);
+    const leanBatch = lean === undefined ? undefined : scripts.leanBatch(lean, calls);
     let run: () => Promise<unknown[]>;
     if (leanBatch != null) {
       const args: (string | number)[] = [this.nowArg(now), mode];
       for (const call of calls) args.push(call.cost);
       run = () => leanBatch(keys.length, ...keys, ...args);
     } else {
-      const batch = this.batchFor(kinds);
-      const args = this.callArgs(calls, now, mode);
+      const batch = scripts.batch(kinds);
+      const args = callArgs(calls, this.nowArg(now), mode);
       run = () => batch(keys.length, ...keys, ...args);
     }
-    return this.guard.map(
+    return this.gate.map(
       mode,
       calls.length,
       run,
@@ -306,326 +204,12 @@ export class RedisStore implements Store {
     mode: Mode,
   ): Decision[] {
     if (this.denied !== undefined && mode === 'consume') {
-      let at: number | undefined;
-      for (let i = 0; i < calls.length; i++) {
-        if (decisions[i]!.allowed) continue;
-        at ??= now ?? this.options.clock();
-        this.denied.remember(calls[i]!, at, decisions[i]!);
-      }
+      this.denied.rememberAll(calls, decisions, () => now ?? this.options.clock());
     }
     return decisions;
-  }
-
-  private wire(algorithm: Algorithm): AlgorithmWire {
-    let wire = this.wires.get(algorithm);
-    if (wire === undefined) {
-      const { code, entry } = luaAlgorithm(algorithm);
-      const params = algorithmArgs(algorithm).slice(1);
-      wire = {
-        base: this.keyBase(algorithm),
-        bit: 1 << (code - 1),
-        entry,
-        params,
-        lean: entry.lean === undefined ? undefined : { lean: entry.lean, params },
-      };
-      this.wires.set(algorithm, wire);
-    }
-    return wire;
-  }
-
-  /** Makes (once) the single-limit script of `wire`'s algorithm. */
-  private singleFor(wire: AlgorithmWire): SingleWire {
-    const { entry, params } = wire;
-    const client = this.options.client;
-    if (entry.lean === undefined) {
-      wire.single = {
-        command: scriptCommand(client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry)),
-        args: params,
-      };
-      return wire.single;
-    }
-    // One script per set of params (an application has few), else the script for any params.
-    const baked = this.bake<unknown[] | number>(
-      `${SINGLE_COMMAND}${entry.table}_`,
-      leanSingleScript(entry.lean, params),
-    );
-    wire.single =
-      baked === undefined
-        ? {
-            command: scriptCommand(client, `${SINGLE_COMMAND}${entry.table}`, leanSingleScript(entry.lean)),
-            args: params,
-          }
-        : { command: baked, args: [] };
-    return wire.single;
-  }
-
-  /**
-   * The lean batch script at `node` (the calls' algorithms, in order), registered on first use; null
-   * past the cap of scripts with params written in (the generic batch script runs then).
-   */
-  private leanBatch(node: LeanBatchNode, calls: readonly LimitCall[]): ScriptCommand | null {
-    if (node.command === undefined) {
-      const lua = leanBatchScript(calls.map((call) => this.wire(call.algorithm).lean!));
-      node.command = this.bake(LEAN_BATCH_COMMAND, lua) ?? null;
-    }
-    return node.command;
-  }
-
-  /**
-   * Registers `lua`, a script with params written in, under `<prefix><sha1 of its text>` (two
-   * stores on one client share it), unless the store already holds MAX_BAKED others: an
-   * application that makes algorithms with ever new params (per tenant, say) must not grow the
-   * Redis script cache without bound. Undefined past the cap: the params then travel as ARGV.
-   */
-  private bake<R>(prefix: string, lua: string): ScriptCommand<R> | undefined {
-    const name = `${prefix}${createHash('sha1').update(lua).digest('hex')}`;
-    if (!this.baked.has(name) && this.baked.size >= MAX_BAKED) return undefined;
-    this.baked.add(name);
-    return scriptCommand<R>(this.options.client, name, lua);
-  }
-
-  /** The batch script holding exactly the algorithm kinds in `kinds` (a bit mask of codes). */
-  private batchFor(kinds: number): ScriptCommand {
-    let batch = this.batches.get(kinds);
-    if (batch === undefined) {
-      const algorithms = LUA_ALGORITHMS.filter((_, i) => (kinds & (1 << i)) !== 0);
-      batch = scriptCommand(this.options.client, `${BATCH_COMMAND}${kinds}`, batchScript(algorithms));
-      this.batches.set(kinds, batch);
-    }
-    return batch;
-  }
-
-  /** ARGV after the keys: now ('' = Redis TIME), mode, then each call's group. */
-  private callArgs(calls: readonly LimitCall[], now: number | undefined, mode: string): (string | number)[] {
-    const args: (string | number)[] = [this.nowArg(now), mode];
-    for (const call of calls) pushCallArgs(args, call);
-    return args;
   }
 
   private nowArg(now: number | undefined): string {
     return nowArg(now, this.options.redisTime, this.options.clock, this.options.replayGrace);
   }
-
-  /** A peek whose keys span several Cluster slots: the batch script once per slot, in parallel. */
-  private async peekSlots(
-    batch: ScriptCommand,
-    calls: readonly LimitCall[],
-    slots: readonly SlotGroup[],
-    now: number | undefined,
-  ): Promise<Decision[]> {
-    const decisions = new Array<Decision>(calls.length);
-    await Promise.all(
-      slots.map(async (group) => {
-        const args = this.callArgs(
-          group.indices.map((i) => calls[i]!),
-          now,
-          'peek',
-        );
-        const reply = await batch(group.keys.length, ...group.keys, ...args);
-        group.indices.forEach((index, j) => {
-          decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
-        });
-      }),
-    );
-    return decisions;
-  }
-
-  /**
-   * A consume whose keys span several Cluster slots. The refunds run after the consume's deadline,
-   * under their own: a slow refund must not turn a refusal Redis already gave into the failure
-   * policy's answer (an admission, under `'allow'`). A slot that failed is answered by the policy
-   * once the others are refunded; after a timeout the policy answers at once and the refunds run
-   * in the background when the slots reply.
-   */
-  private async consumeSlots(
-    batch: ScriptCommand,
-    calls: readonly LimitCall[],
-    slots: readonly SlotGroup[],
-    now: number | undefined,
-    fail: () => Decision[] | Promise<Decision[]>,
-  ): Promise<Decision[]> {
-    // Settle (never reject) once each admitting slot is refunded or its failure reported.
-    const refunds: Promise<void>[] = [];
-    const decisions = await this.guard.run(
-      'consume',
-      calls.length,
-      () => this.splitConsume(batch, calls, slots, now, refunds),
-      fail,
-    );
-    if (refunds.length > 0) await Promise.all(refunds);
-    return decisions;
-  }
-
-  /**
-   * The batch script once per slot, in parallel, each all-or-nothing within its slot. When not
-   * every slot admitted (one refused, or failed), each slot that admitted gets back exactly what it
-   * consumed, at the `now` it consumed at ({@link SPLIT_REFUND_SCRIPT}: the previous value when
-   * nobody wrote the key since, else `Algorithm.refund`), one round trip per slot, in parallel
-   * (pushed to `refunds`); then its limits report as they stand (`peek`), as a one-slot batch
-   * reports the limits that would have admitted a refused request.
-   */
-  private async splitConsume(
-    batch: ScriptCommand,
-    calls: readonly LimitCall[],
-    slots: readonly SlotGroup[],
-    now: number | undefined,
-    refunds: Promise<void>[],
-  ): Promise<Decision[]> {
-    const decisions = new Array<Decision>(calls.length);
-    const runs = await Promise.allSettled(
-      slots.map(async (group): Promise<AdmittedSlot | undefined> => {
-        const groupCalls = group.indices.map((i) => calls[i]!);
-        const reply = await batch(
-          group.keys.length,
-          ...group.keys,
-          ...this.callArgs(groupCalls, now, 'split'),
-        );
-        let admitted = true;
-        group.indices.forEach((index, j) => {
-          const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
-          decisions[index] = decision;
-          if (!decision.allowed) admitted = false;
-        });
-        return admitted ? { group, calls: groupCalls, reply } : undefined;
-      }),
-    );
-    let failed: PromiseRejectedResult | undefined;
-    const admitted: AdmittedSlot[] = [];
-    for (const run of runs) {
-      if (run.status === 'rejected') failed ??= run;
-      else if (run.value !== undefined) admitted.push(run.value);
-    }
-    if (admitted.length === slots.length) return decisions;
-    for (const slot of admitted) refunds.push(this.refundSlot(slot, decisions));
-    // A failed slot is answered by the failure policy, which counts this request its own way.
-    if (failed !== undefined) throw failed.reason;
-    return decisions;
-  }
-
-  /**
-   * Gives back what one admitting slot consumed. Never rejects: a failure (or an open breaker) is
-   * reported as `operation: 'rollback'` and the slot keeps the units until they drain; its
-   * decisions then stay as consumed, which is how the slot stands.
-   */
-  private async refundSlot(slot: AdmittedSlot, decisions: Decision[]): Promise<void> {
-    const { group, calls, reply: consumed } = slot;
-    const args: (string | number)[] = [consumed[0] as string];
-    for (const call of calls) pushCallArgs(args, call);
-    const journal = 1 + calls.length * DECISION_WIDTH;
-    for (let j = 0; j < calls.length; j++) {
-      const at = journal + j * 3;
-      const previous = consumed[at + 1];
-      const next = consumed[at + 2];
-      args.push(consumed[at] === 1 ? 1 : 0);
-      args.push(typeof previous === 'string' ? 1 : 0, typeof previous === 'string' ? previous : '');
-      args.push(typeof next === 'string' ? 1 : 0, typeof next === 'string' ? next : '');
-    }
-    const reply = await this.guard.compensate('rollback', group.keys.length, () =>
-      this.splitRefunds(group.keys.length, ...group.keys, ...args),
-    );
-    if (reply === undefined) return;
-    group.indices.forEach((index, j) => {
-      decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[j]!);
-    });
-  }
-
-  // Failure ----------------------------------------------------------------------------------------
-
-  private failConsume(
-    calls: readonly LimitCall[],
-    now: number | undefined,
-  ): Decision[] | Promise<Decision[]> {
-    const policy = this.options.failurePolicy;
-    if (typeof policy === 'object') return this.fallback(calls, () => policy.consume(calls, now), true);
-    return this.policyDecisions(policy, calls, true);
-  }
-
-  private failPeek(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
-    const policy = this.options.failurePolicy;
-    if (typeof policy === 'object') return this.fallback(calls, () => policy.peek(calls, now), false);
-    return this.policyDecisions(policy, calls, false);
-  }
-
-  private async fallback(
-    calls: readonly LimitCall[],
-    run: () => Decision[] | Promise<Decision[]>,
-    consuming: boolean,
-  ): Promise<Decision[]> {
-    try {
-      return await run();
-    } catch (error) {
-      this.guard.report('fallback', calls.length, error);
-      return this.policyDecisions('allow', calls, consuming);
-    }
-  }
-
-  /**
-   * Fail open: allowed, reported as a fresh limit would be after (consume) or before (peek) this
-   * request; nothing is counted anywhere. Fail closed: refused with `'store-unavailable'`, to retry
-   * when the breaker next probes Redis.
-   */
-  private policyDecisions(
-    policy: Exclude<FailurePolicy, Store>,
-    calls: readonly LimitCall[],
-    consuming: boolean,
-  ): Decision[] {
-    if (policy === 'allow') {
-      return calls.map((call) => {
-        const limit = call.algorithm.limit;
-        return decide(
-          true,
-          limit,
-          Math.max(0, limit - (consuming ? call.cost : 0)),
-          0,
-          0,
-          0,
-          call.policy,
-          undefined,
-        );
-      });
-    }
-    const retryAfter = this.guard.retryAfter();
-    return calls.map((call) =>
-      decide(false, call.algorithm.limit, 0, 0, retryAfter, 0, call.policy, 'store-unavailable'),
-    );
-  }
-
-  private refuseLocally(calls: readonly LimitCall[], now: number): Decision[] | undefined {
-    let refused = false;
-    const decisions = calls.map((call) => {
-      const decision = this.denied!.lookup(call, now);
-      if (decision !== undefined) refused = true;
-      return decision;
-    });
-    if (!refused) return undefined;
-    // Limits not consulted are reported as allowed with nothing known left (remaining 0).
-    return decisions.map(
-      (decision, i) =>
-        decision ?? decide(true, calls[i]!.algorithm.limit, 0, 0, 0, 0, calls[i]!.policy, undefined),
-    );
-  }
-}
-
-function leanChild(node: LeanBatchNode, wire: AlgorithmWire): LeanBatchNode {
-  let child = node.next.get(wire);
-  if (child === undefined) {
-    child = { next: new WeakMap() };
-    node.next.set(wire, child);
-  }
-  return child;
-}
-
-function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {
-  const groups = new Map<number, SlotGroup>();
-  keys.forEach((key, i) => {
-    const slot = hashSlot(key);
-    let group = groups.get(slot);
-    if (group === undefined) {
-      group = { indices: [], keys: [] };
-      groups.set(slot, group);
-    }
-    group.indices.push(i);
-    group.keys.push(key);
-  });
-  return groups;
 }

@@ -8,9 +8,9 @@ import {
   UNCHANGED,
 } from '@sluice/core';
 import type { BreakerState } from './breaker.js';
+import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';
-import { Guard } from './guard.js';
-import { escapeKey } from './keys.js';
+import { escapeKey } from './key-escape.js';
 import { RedisStore } from './redis-store.js';
 import { deleteKeys, type ScriptCommand, scriptCommand } from './script-command.js';
 import { SYNC_SCRIPT } from './scripts/sync-script.js';
@@ -44,7 +44,7 @@ const SYNC_COMMAND = 'sluiceSync';
 export class SyncedStore implements Store {
   readonly prefix: string;
   private readonly options: ResolvedSyncedOptions;
-  private readonly guard: Guard;
+  private readonly guard: CallGate;
   private readonly command: ScriptCommand;
   private readonly table: LocalTable;
   private readonly spaces = new Map<string, Space>();
@@ -74,7 +74,7 @@ export class SyncedStore implements Store {
     this.prefix = prefix;
     this.cluster = client.isCluster;
     watchClusterNodes(client);
-    this.guard = new Guard(this.options.redis);
+    this.guard = new CallGate(this.options.redis);
     this.command = scriptCommand(client, SYNC_COMMAND, SYNC_SCRIPT);
     this.table = new LocalTable(this.options.maxKeys);
     this.ackBase = `${prefix}sync-ack:${randomBytes(8).toString('hex')}:`;

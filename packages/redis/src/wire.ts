@@ -121,3 +121,10 @@ export function readBatchDecisions(reply: readonly unknown[], calls: readonly Li
   }
   return decisions;
 }
+
+/** ARGV after the keys: `time` (see `nowArg`), mode, then each call's group. */
+export function callArgs(calls: readonly LimitCall[], time: string, mode: string): (string | number)[] {
+  const args: (string | number)[] = [time, mode];
+  for (const call of calls) pushCallArgs(args, call);
+  return args;
+}

@@ -1,8 +1,18 @@
 // The consumer apps' checks, given the packages as app.mjs (import) or app.cjs (require) loaded
-// them: the core Limiter, Express and Fastify on a RedisStore, as installed from the tarballs.
+// them: the core Limiter, Express and Fastify on a RedisStore (on ioredis, or on node-redis for
+// app-node-redis.mjs), as installed from the tarballs.
 import { once } from 'node:events';
 
-export async function run({ core, redis, express: adapter, fastify: plugin, Express, Fastify, Redis }) {
+export async function run({
+  core,
+  redis,
+  express: adapter,
+  fastify: plugin,
+  Express,
+  Fastify,
+  Redis,
+  createClient,
+}) {
   const prefix = `sluice:consumer:${process.pid}:${Date.now()}:`;
   const result = {};
 
@@ -13,12 +23,16 @@ export async function run({ core, redis, express: adapter, fastify: plugin, Expr
   for (let i = 0; i < 3; i++) decisions.push((await limiter.check('user:1', { now: 1_000 })).allowed);
   result.core = decisions;
 
-  const client = new Redis({
-    host: '127.0.0.1',
-    port: Number(process.env.REDIS_PORT),
-    enableOfflineQueue: false,
-    lazyConnect: true,
-  });
+  // ioredis (`Redis`) or node-redis (`createClient`), as each app brings.
+  const client =
+    createClient === undefined
+      ? new Redis({
+          host: '127.0.0.1',
+          port: Number(process.env.REDIS_PORT),
+          enableOfflineQueue: false,
+          lazyConnect: true,
+        })
+      : createClient({ socket: { host: '127.0.0.1', port: Number(process.env.REDIS_PORT) } });
   await client.connect();
   const store = new redis.RedisStore({ client, prefix });
   try {
@@ -63,7 +77,7 @@ export async function run({ core, redis, express: adapter, fastify: plugin, Expr
     await fastify.close();
   } finally {
     await store.shutdown();
-    await client.quit();
+    await (createClient === undefined ? client.quit() : client.close());
   }
   return result;
 }

@@ -1,7 +1,7 @@
 import type { Lease } from '../concurrency/lease.js';
 import type { Decision } from '../decision.js';
 import type { MaybePromise } from '../store.js';
-import { type ClientResponse, clientLeft, watchClient } from './client.js';
+import { type ClientResponse, clientLeft } from './client.js';
 import type { HttpGuard } from './http-guard.js';
 import type { HttpLimiter } from './http-limiter.js';
 import type { Refusal } from './problem.js';
@@ -100,11 +100,10 @@ export function guardLifecycle<Ctx, Req, R>(
     const req = exchange.request(ctx);
     const result = guard.enter(req);
     if (!(result instanceof Promise)) return admit(ctx, req, result);
-    // The client may leave while the store answers; its lease must not outlive it.
-    const watch = watchClient(client);
+    // The client may leave while the store answers; its lease must not outlive it. Read when the
+    // answer arrives: a watcher per request (an AbortSignal and a listener) would cost more.
     return result.then((lease) => {
-      watch.stop();
-      if (!watch.signal.aborted) return admit(ctx, req, lease);
+      if (!clientLeft(client)) return admit(ctx, req, lease);
       void lease?.release();
       return undefined;
     });

@@ -13,10 +13,10 @@ export type Operation = RedisStoreErrorEvent['operation'];
 const NO_WAIT = new Set(['ready', 'end', 'wait']);
 
 /**
- * What every call to Redis goes through, limits and leases alike: the circuit breaker, the
+ * The gate every call to Redis passes, limits and leases alike: the circuit breaker, the
  * timeout, and the `onError` report. Callers supply what to answer instead (the failure policy).
  */
-export class Guard {
+export class CallGate {
   private readonly breaker: CircuitBreaker | undefined;
   private readonly deadlines: Deadlines;
   /** The client has been ready once, or the start-up wait is over: calls no longer wait. */

@@ -1,0 +1,201 @@
+import { createHash } from 'node:crypto';
+import type { Algorithm, LimitCall } from '@sluice/core';
+import type { RedisClient } from './client.js';
+import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
+import { type ScriptCommand, scriptCommand } from './script-command.js';
+import { batchScript } from './scripts/batch-script.js';
+import { type LeanLimit, leanBatchScript, MAX_LEAN_BATCH } from './scripts/lean-batch-script.js';
+import { REFUND_SCRIPT } from './scripts/refund-script.js';
+import { leanSingleScript, singleScript } from './scripts/single-script.js';
+import { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
+import { algorithmArgs, luaAlgorithm } from './wire.js';
+
+/**
+ * ioredis command names the scripts are registered under (`defineCommand`, EVALSHA with EVAL
+ * fallback). A batch script is named for the set of algorithm kinds it holds (a bit mask of their
+ * codes), a single-limit script for its kind; a script with params written in (a lean single-limit
+ * or lean batch script) adds the sha1 of its text.
+ */
+const BATCH_COMMAND = 'sluiceBatch';
+const LEAN_BATCH_COMMAND = 'sluiceLeanBatch_';
+const SINGLE_COMMAND = 'sluiceOne_';
+const REFUND_COMMAND = 'sluiceRefund';
+const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
+/**
+ * Most scripts with params written in (single-limit and lean batch scripts alike) a store
+ * registers: one Redis script each, and the script cache must not grow with ever new params.
+ */
+export const MAX_BAKED = 64;
+
+/** What the store sends for one algorithm object, computed once: its params never change. */
+export interface AlgorithmWire {
+  /** `<prefix><fingerprint>:{`: the key of a user key is this, the escaped key, and `}`. */
+  readonly base: string;
+  /** 1 << (code - 1): its place in a batch script's set of kinds. */
+  readonly bit: number;
+  readonly entry: LuaAlgorithm;
+  /** Its params as exact decimal strings, in the order its Lua fragment reads them. */
+  readonly params: readonly string[];
+  /** Its lean twin with its params, for lean batch scripts; undefined for a kind without one. */
+  readonly lean: LeanLimit | undefined;
+  /**
+   * Its single-limit script, made when it first runs alone: an algorithm used only in layered
+   * limits takes none of the store's scripts with params written in.
+   */
+  single?: SingleWire;
+}
+
+/** A single-limit script (a list, or one integer for a packed admission: see `readSingleDecision`). */
+export interface SingleWire {
+  readonly command: ScriptCommand<unknown[] | number>;
+  /** What it takes after the cost: the params, or nothing when the script holds them. */
+  readonly args: readonly string[];
+}
+
+/**
+ * The lean batch scripts of a store, by the ordered algorithms of their limits: a trie over
+ * `AlgorithmWire`s (weakly held: algorithms made and dropped take their scripts' entries along).
+ * `command` null: past the cap of scripts with params written in, the generic batch runs.
+ */
+export interface LeanBatchNode {
+  command?: ScriptCommand | null;
+  readonly next: WeakMap<AlgorithmWire, LeanBatchNode>;
+}
+
+/**
+ * Which script runs a call, made and registered on first use: a single limit runs its kind's own
+ * script (lean, with its params written in, when it has a lean twin: `bake`); layered limits run
+ * the lean batch script of their ordered algorithms when all have a lean twin, else the batch
+ * script of their set of kinds.
+ */
+export class ScriptRegistry {
+  /** The refund script ({@link REFUND_SCRIPT}). */
+  readonly refund: ScriptCommand;
+  /** The split-refund script ({@link SPLIT_REFUND_SCRIPT}). */
+  readonly splitRefund: ScriptCommand;
+  private readonly batches = new Map<number, ScriptCommand>();
+  private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
+  /** Names of the scripts registered with their params written in (see `bake`). */
+  private readonly baked = new Set<string>();
+  private readonly leanBatches: LeanBatchNode = { next: new WeakMap() };
+  private readonly keyBases = new WeakMap<Algorithm, string>();
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly prefix: string,
+  ) {
+    this.refund = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
+    this.splitRefund = scriptCommand(client, SPLIT_REFUND_COMMAND, SPLIT_REFUND_SCRIPT);
+  }
+
+  /** `<prefix><fingerprint>:{`, the start of every key of `algorithm`. */
+  keyBase(algorithm: Algorithm): string {
+    let base = this.keyBases.get(algorithm);
+    if (base === undefined) {
+      base = `${this.prefix}${algorithm.fingerprint}:{`;
+      this.keyBases.set(algorithm, base);
+    }
+    return base;
+  }
+
+  wire(algorithm: Algorithm): AlgorithmWire {
+    let wire = this.wires.get(algorithm);
+    if (wire === undefined) {
+      const { code, entry } = luaAlgorithm(algorithm);
+      const params = algorithmArgs(algorithm).slice(1);
+      wire = {
+        base: this.keyBase(algorithm),
+        bit: 1 << (code - 1),
+        entry,
+        params,
+        lean: entry.lean === undefined ? undefined : { lean: entry.lean, params },
+      };
+      this.wires.set(algorithm, wire);
+    }
+    return wire;
+  }
+
+  /** The single-limit script of `wire`'s algorithm, made once. */
+  single(wire: AlgorithmWire): SingleWire {
+    if (wire.single !== undefined) return wire.single;
+    const { entry, params } = wire;
+    if (entry.lean === undefined) {
+      wire.single = {
+        command: scriptCommand(this.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry)),
+        args: params,
+      };
+      return wire.single;
+    }
+    // One script per set of params (an application has few), else the script for any params.
+    const baked = this.bake<unknown[] | number>(
+      `${SINGLE_COMMAND}${entry.table}_`,
+      leanSingleScript(entry.lean, params),
+    );
+    wire.single =
+      baked === undefined
+        ? {
+            command: scriptCommand(
+              this.client,
+              `${SINGLE_COMMAND}${entry.table}`,
+              leanSingleScript(entry.lean),
+            ),
+            args: params,
+          }
+        : { command: baked, args: [] };
+    return wire.single;
+  }
+
+  /**
+   * The root of the lean batch trie for a batch of `size` limits, or undefined when no lean batch
+   * can run it (none: a store called directly has no script to make; past MAX_LEAN_BATCH).
+   */
+  leanRoot(size: number): LeanBatchNode | undefined {
+    return size > 0 && size <= MAX_LEAN_BATCH ? this.leanBatches : undefined;
+  }
+
+  /**
+   * The lean batch script at `node` (the calls' algorithms, in order), registered on first use; null
+   * past the cap of scripts with params written in (the generic batch script runs then).
+   */
+  leanBatch(node: LeanBatchNode, calls: readonly LimitCall[]): ScriptCommand | null {
+    if (node.command === undefined) {
+      const lua = leanBatchScript(calls.map((call) => this.wire(call.algorithm).lean!));
+      node.command = this.bake(LEAN_BATCH_COMMAND, lua) ?? null;
+    }
+    return node.command;
+  }
+
+  /** The batch script holding exactly the algorithm kinds in `kinds` (a bit mask of codes). */
+  batch(kinds: number): ScriptCommand {
+    let batch = this.batches.get(kinds);
+    if (batch === undefined) {
+      const algorithms = LUA_ALGORITHMS.filter((_, i) => (kinds & (1 << i)) !== 0);
+      batch = scriptCommand(this.client, `${BATCH_COMMAND}${kinds}`, batchScript(algorithms));
+      this.batches.set(kinds, batch);
+    }
+    return batch;
+  }
+
+  /**
+   * Registers `lua`, a script with params written in, under `<prefix><sha1 of its text>` (two
+   * stores on one client share it), unless the store already holds MAX_BAKED others: an
+   * application that makes algorithms with ever new params (per tenant, say) must not grow the
+   * Redis script cache without bound. Undefined past the cap: the params then travel as ARGV.
+   */
+  private bake<R>(prefix: string, lua: string): ScriptCommand<R> | undefined {
+    const name = `${prefix}${createHash('sha1').update(lua).digest('hex')}`;
+    if (!this.baked.has(name) && this.baked.size >= MAX_BAKED) return undefined;
+    this.baked.add(name);
+    return scriptCommand<R>(this.client, name, lua);
+  }
+}
+
+/** The trie node below `node` for `wire`'s algorithm, made on first use. */
+export function leanChild(node: LeanBatchNode, wire: AlgorithmWire): LeanBatchNode {
+  let child = node.next.get(wire);
+  if (child === undefined) {
+    child = { next: new WeakMap() };
+    node.next.set(wire, child);
+  }
+  return child;
+}

@@ -1,0 +1,11 @@
+// An ES module app on node-redis (`redis`, the newest the peer range allows) instead of ioredis.
+import * as core from '@sluice/core';
+import * as express from '@sluice/express';
+import * as fastify from '@sluice/fastify';
+import * as redis from '@sluice/redis';
+import Express from 'express';
+import Fastify from 'fastify';
+import { createClient } from 'redis';
+import { run } from './run.mjs';
+
+console.log(JSON.stringify(await run({ core, redis, express, fastify, Express, Fastify, createClient })));

@@ -1,0 +1,93 @@
+
+local EPSILON = 1e-2
+local NONE, RATE, COST = 0, 1, 2
+
+local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
+
+-- read_now, inline: the caller's time, or Redis TIME; the replay grace.
+local now, grace = tonumber(ARGV[1]), 0
+if now == nil then
+  if ARGV[1] == '' then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  else
+    local comma = string.find(ARGV[1], ',', 1, true)
+    now, grace = tonumber(string.sub(ARGV[1], 1, comma - 1)), tonumber(string.sub(ARGV[1], comma + 1))
+  end
+end
+local cost = tonumber(ARGV[3])
+local state, state2
+do
+  local raw = redis.call('GET', KEYS[1])
+  if raw then
+  local comma = string.find(raw, ',', 1, true)
+  state, state2 = tonumber(string.sub(raw, 1, comma - 1)), tonumber(string.sub(raw, comma + 1))
+end
+end
+local reason, remaining, reset_after, retry_after, delay, changed, next, next2
+if ARGV[2] == 'peek' then
+do
+  local start = math.floor((now + EPSILON) / window) * window
+  if state ~= nil and state2 > start then start = state2 end
+  local count = 0
+  if state ~= nil and state2 == start then count = state end
+  local full_reset
+  do local ms = start + window - now; if ms <= EPSILON then full_reset = 0 else full_reset = math.ceil(ms - EPSILON) end end
+  delay = 0
+  if cost > limit then
+    reason, remaining, retry_after, reset_after = COST, math.max(0, limit - count), -1, 0
+    if count > 0 then reset_after = full_reset end
+  elseif count + cost <= limit then
+    reason, retry_after = NONE, 0
+    remaining, reset_after = limit - count - 0, 0
+    if count > 0 then reset_after = full_reset end
+  else
+    reason, remaining, reset_after = RATE, math.max(0, limit - count), full_reset
+    do local ms = start + window - now; if ms <= EPSILON then retry_after = 0 else retry_after = math.ceil(ms - EPSILON) end end; retry_after = math.max(1, retry_after)
+  end
+end
+else
+next, next2, changed = state, state2, false
+do
+  local start = math.floor((now + EPSILON) / window) * window
+  if state ~= nil and state2 > start then start = state2 end
+  local count = 0
+  if state ~= nil and state2 == start then count = state end
+  local full_reset
+  do local ms = start + window - now; if ms <= EPSILON then full_reset = 0 else full_reset = math.ceil(ms - EPSILON) end end
+  delay = 0
+  if cost > limit then
+    reason, remaining, retry_after, reset_after = COST, math.max(0, limit - count), -1, 0
+    if count > 0 then reset_after = full_reset end
+  elseif count + cost <= limit then
+    reason, retry_after = NONE, 0
+    remaining, reset_after = limit - count - cost, full_reset
+    next, next2, changed = count + cost, start, true
+  else
+    reason, remaining, reset_after = RATE, math.max(0, limit - count), full_reset
+    do local ms = start + window - now; if ms <= EPSILON then retry_after = 0 else retry_after = math.ceil(ms - EPSILON) end end; retry_after = math.max(1, retry_after)
+  end
+end
+  -- One call is the whole batch: it writes whatever it changed, admitted or not.
+if changed then
+  local ttl_ms = 0
+  if next ~= nil then
+
+    local state, state2 = next, next2
+    ttl_ms = state2 + window - now
+  end
+  if ttl_ms > 0 then
+    redis.call('SET', KEYS[1], string.format('%.17g,%.17g', next, next2), 'PX', math.ceil(ttl_ms) + grace)
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+end
+local packed
+if reason == NONE and delay == 0 and remaining <= limit and remaining % 1 == 0 then
+  local p = reset_after * (limit + 1) + remaining
+  if p <= 9007199254740991 then packed = p end
+end
+if packed then return packed end
+if delay ~= 0 then return { reason, remaining, reset_after, retry_after, delay } end
+return { reason, remaining, reset_after, retry_after }
