@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { Cluster, Redis } from './client-family.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -56,4 +57,16 @@ export class ChildNode {
   stop(): void {
     this.child.kill('SIGKILL');
   }
+}
+
+/** In a child process: a client to the test's Redis (a Cluster when `cluster`), connected, offline queue off. */
+export async function connectChild(config: { ports: readonly number[]; cluster: boolean }): Promise<Redis | Cluster> {
+  const client = config.cluster
+    ? new Cluster(
+        config.ports.map((port) => ({ host: '127.0.0.1', port })),
+        { enableOfflineQueue: false, lazyConnect: true },
+      )
+    : new Redis({ host: '127.0.0.1', port: config.ports[0]!, enableOfflineQueue: false, lazyConnect: true });
+  await client.connect();
+  return client;
 }

@@ -13,7 +13,7 @@
 import { createInterface } from 'node:readline';
 import { type Algorithm, fixedWindow, gcra, Limiter, slidingWindowCounter, tokenBucket } from '@sluice/core';
 import { SyncedStore } from '@sluice/redis';
-import { Cluster, Redis } from './client-family.js';
+import { connectChild } from './child-node.js';
 
 export type AlgorithmSpec =
   | { kind: 'fixed-window'; limit: number; window: number }
@@ -41,13 +41,7 @@ export function algorithmOf(spec: AlgorithmSpec): Algorithm {
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2]!) as NodeConfig;
-  const client = config.cluster
-    ? new Cluster(
-        config.ports.map((port) => ({ host: '127.0.0.1', port })),
-        { enableOfflineQueue: false, lazyConnect: true },
-      )
-    : new Redis({ host: '127.0.0.1', port: config.ports[0]!, enableOfflineQueue: false, lazyConnect: true });
-  await client.connect();
+  const client = await connectChild(config);
   const store = new SyncedStore({
     client,
     prefix: config.prefix,

@@ -37,20 +37,7 @@ for i = 2, #KEYS do
   local state = nil
   if raw then state = decode(raw) end
   local expiry = nil
-  if code == 1 then
-    local window = tonumber(ARGV[a + 1])
-    if ARGV[a + 2] == '' then
-      a = a + 3
-    else
-      local count, start = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-      a = a + 4
-      -- A delta of a window older than the state's is over: dropped.
-      if fresh and (state == nil or state[2] <= start) then
-        if state == nil or state[2] < start then state = { count, start } else state = { state[1] + count, start } end
-        expiry = start + window
-      end
-    end
-  elseif code == 2 then
+  if code == 2 then
     local precision, size = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
     if ARGV[a + 3] == '' then
       a = a + 4
@@ -75,17 +62,21 @@ for i = 2, #KEYS do
         expiry = (state[1] + precision + 1) * size
       end
     end
+  elseif ARGV[a + 2] == '' then
+    -- Counter or virtual clock, a pull: its param, then ''.
+    a = a + 3
   else
-    local offset = tonumber(ARGV[a + 1])
-    if ARGV[a + 2] == '' then
-      a = a + 3
-    else
-      local step, floor = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-      a = a + 4
-      if fresh then
-        if state == nil then state = { floor } else state = { math.max(state[1] + step, floor) } end
-        expiry = state[1] + offset
-      end
+    -- Counter: window, count, windowStart. Virtual clock: offset, step, floor.
+    local p, d1, d2 = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+    a = a + 4
+    if not fresh then
+    elseif code == 3 then
+      if state == nil then state = { d2 } else state = { math.max(state[1] + d1, d2) } end
+      expiry = state[1] + p
+    elseif state == nil or state[2] <= d2 then
+      -- A delta of a window older than the state's is over: dropped.
+      if state == nil or state[2] < d2 then state = { d1, d2 } else state = { state[1] + d1, d2 } end
+      expiry = d2 + p
     end
   end
   if expiry ~= nil then

@@ -6,7 +6,7 @@ import { type Algorithm, ErrorCode, SluiceError } from '@sluice/core';
  * Shapes by rule: counter `[count, windowStart]`, sub-windows `[index, c0, …, cP]`, virtual clock
  * `[step, floor]` (see each rule).
  */
-export type Delta = readonly number[];
+export type Delta = number[];
 
 /**
  * How the consumption of several nodes on one key adds up, for one algorithm: the TypeScript twin
@@ -20,7 +20,8 @@ export interface MergeRule {
   readonly params: readonly number[];
   /**
    * The delta after one more admission of `cost` at `now`; `view` is the algorithm's state after
-   * that admission (it holds the window or sub-window the units were counted in).
+   * that admission (it holds the window or sub-window the units were counted in). Updates `delta`
+   * in place when it can (no allocation per request); a delta is never shared.
    */
   add(delta: Delta | undefined, view: unknown, now: number, cost: number): Delta;
   /** `state` (the fleet's, from Redis; undefined when none) with `delta` added. */
@@ -37,11 +38,13 @@ function counterRule(window: number): MergeRule {
     params: [window],
     add(delta, view, _now, cost) {
       const start = (view as readonly number[])[1]!;
-      return delta !== undefined && delta[1] === start ? [delta[0]! + cost, start] : [cost, start];
+      if (delta === undefined || delta[1] !== start) return [cost, start];
+      delta[0]! += cost;
+      return delta;
     },
     merge(state, delta) {
       const s = state as readonly number[] | undefined;
-      if (s === undefined || s[1]! < delta[1]!) return delta;
+      if (s === undefined || s[1]! < delta[1]!) return delta.slice();
       return s[1] === delta[1] ? [s[0]! + delta[0]!, s[1]!] : s;
     },
   };
@@ -72,7 +75,9 @@ function subWindowRule(precision: number, size: number): MergeRule {
       return delta === undefined ? unit : addSubWindows(delta, unit, precision);
     },
     merge(state, delta) {
-      return state === undefined ? delta : addSubWindows(state as readonly number[], delta, precision);
+      return state === undefined
+        ? delta.slice()
+        : addSubWindows(state as readonly number[], delta, precision);
     },
   };
 }
@@ -93,7 +98,10 @@ function virtualClockRule(unit: number, offset: number): MergeRule {
     add(delta, _view, now, cost) {
       const step = cost * unit;
       const floor = now - offset + step;
-      return delta === undefined ? [step, floor] : [delta[0]! + step, Math.max(delta[1]! + step, floor)];
+      if (delta === undefined) return [step, floor];
+      delta[1] = Math.max(delta[1]! + step, floor);
+      delta[0]! += step;
+      return delta;
     },
     merge(state, delta) {
       return state === undefined ? delta[1]! : Math.max((state as number) + delta[0]!, delta[1]!);
