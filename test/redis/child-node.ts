@@ -60,7 +60,10 @@ export class ChildNode {
 }
 
 /** In a child process: a client to the test's Redis (a Cluster when `cluster`), connected, offline queue off. */
-export async function connectChild(config: { ports: readonly number[]; cluster: boolean }): Promise<Redis | Cluster> {
+export async function connectChild(config: {
+  ports: readonly number[];
+  cluster: boolean;
+}): Promise<Redis | Cluster> {
   const client = config.cluster
     ? new Cluster(
         config.ports.map((port) => ({ host: '127.0.0.1', port })),
