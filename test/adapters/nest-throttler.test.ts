@@ -40,7 +40,15 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
   it('a flood of 1000 requests against a limit of 100 on Redis admits exactly 100 (nestjs/throttler#1303)', async () => {
     // The issue: a get-then-set Redis storage let ~400 of 1000 flood requests through. Each
     // increment here is one atomic script, so concurrent requests never read the same count.
-    const store = new RedisStore({ client: redis, prefix: uniquePrefix('throttler'), breaker: false });
+    // Fail closed with a long timeout: on a loaded machine a slow answer must not pass as a
+    // fail-open admission (the default 'allow' after 100 ms), or be mistaken for a race.
+    const store = new RedisStore({
+      client: redis,
+      prefix: uniquePrefix('throttler'),
+      breaker: false,
+      timeout: 10_000,
+      failurePolicy: 'deny',
+    });
     class Hello {
       hello() {
         return { ok: true };
@@ -53,7 +61,9 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
     Module({
       imports: [
         ThrottlerModule.forRoot({
-          throttlers: [{ ttl: 60_000, limit: 100 }],
+          // An hour's window (aligned to the epoch): a flood of a second or two crossing a window's
+          // end would rightly admit 100 in each window; with a minute that happened 1 run in 30.
+          throttlers: [{ ttl: 3_600_000, limit: 100 }],
           storage: new SluiceThrottlerStorage({ store }),
         }),
       ],

@@ -102,6 +102,39 @@ describe('MemoryStore bounds', () => {
     expect(store.keyCount).toBe(100);
   });
 
+  it('regression: returning clients under their limit keep their state between visits (each visit was an insert)', () => {
+    // A bucket full again between two visits was reclaimed by the next new key, so each client
+    // came back to no state and was re-inserted, reclaiming the next client due back: every
+    // decision took the insert path (issue 16).
+    const store = new MemoryStore();
+    const algorithm = tokenBucket({ capacity: 20, refillInterval: '10s' }); // full again 500 ms after a visit
+    const limiter = new Limiter({ store, algorithm });
+    const clients = 1000;
+    let now = T0;
+    let missing = 0;
+    for (let pass = 0; pass < 5; pass++) {
+      for (let i = 0; i < clients; i++) {
+        if (pass > 0 && store.inspect(algorithm, `client:${i}`) === undefined) missing++;
+        expect(limiter.check(`client:${i}`, { now })).toMatchObject({ allowed: true, remaining: 19 });
+        now += 1000 / clients; // each client comes back every second
+      }
+    }
+    expect(missing).toBe(0);
+    expect(store.keyCount).toBe(clients);
+  });
+
+  it('reclaims a stale entry once it has been stale for a window of its limit, not before', () => {
+    const store = new MemoryStore();
+    const algorithm = tokenBucket({ capacity: 10, refillInterval: '10s' }); // window 10 s
+    const limiter = new Limiter({ store, algorithm });
+    limiter.check('idle', { now: T0 }); // full again at T0 + 1000
+    limiter.check('new:1', { now: T0 + 10_999 });
+    expect(store.inspect(algorithm, 'idle')).toBeDefined();
+    limiter.check('new:2', { now: T0 + 11_000 });
+    expect(store.inspect(algorithm, 'idle')).toBeUndefined();
+    expect(store.keyCount).toBe(2);
+  });
+
   it('uses its clock when a call gives no now', () => {
     let now = T0;
     const store = new MemoryStore({ clock: () => now });

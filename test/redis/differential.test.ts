@@ -130,7 +130,8 @@ async function canArriveLate(
     const state = memory.inspect(algorithm, key);
     if (state !== undefined) {
       if (algorithm.ttl(state, newest) <= 0) return false;
-    } else if ((await client.exists(redis.keyFor(algorithm, key))) === 1) return false;
+    } else if ((await client.hexists(redis.keyFor(algorithm, key), redis.fieldFor(algorithm))) === 1)
+      return false;
   }
   return true;
 }

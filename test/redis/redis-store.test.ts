@@ -65,10 +65,11 @@ describe('keys', () => {
     }
   });
 
-  it('lays keys out as <prefix><fingerprint>:{<escaped key>}', () => {
+  it('lays a user key out as the hash <prefix>{<escaped key>}, a field per limit (its fingerprint)', () => {
     const algorithm = gcra({ rate: 1, period: 1000 });
     const store = new RedisStore({ client, prefix: 'app:' });
-    expect(store.keyFor(algorithm, 'user:{42}')).toBe(`app:${algorithm.fingerprint}:{user:\\(42\\)}`);
+    expect(store.keyFor(algorithm, 'user:{42}')).toBe('app:{user:\\(42\\)}');
+    expect(store.fieldFor(algorithm)).toBe(algorithm.fingerprint);
   });
 
   it('computes the slot Redis Cluster computes (CLUSTER KEYSLOT), braces and unicode included', async () => {
@@ -98,14 +99,16 @@ describe.each([
   ['standalone', client],
   ['cluster', cluster],
 ] as [string, Redis | Cluster][])('TTL (%s)', (_name, redis) => {
-  // A call at the store's clock is live: the key lives exactly as long as its state. A call with
-  // its own `now` is a replay, which may run slower than wall time: the key lives replayGrace longer.
+  // A call at the store's clock is live: the hash lives at least as long as its state. A call with
+  // its own `now` is a replay, which may run slower than wall time: it lives replayGrace longer.
+  // The hash's life only ever lengthens (PEXPIRE GT: another limit's field may need more), so it is
+  // never shorter than the state's ttl and never longer than the longest a write asked for.
   const TIMES = ALGORITHMS.flatMap(([label, algorithm]) => [
     [`${label}, the store's clock`, algorithm, 0] as const,
     [`${label}, a replayed now`, algorithm, 60_000] as const,
   ]);
   it.each(TIMES)(
-    '%s: every key written has PTTL = the algorithm ttl, rounded up, plus the replay grace',
+    '%s: every hash written has PTTL ≥ the algorithm ttl, rounded up, plus the replay grace, and ≤ the longest written',
     async (_label, algorithm, grace) => {
       const prefix = uniquePrefix('ttl');
       let now = 0;
@@ -126,6 +129,7 @@ describe.each([
       // few ms of its window's end, where Redis could expire the key in real time before PTTL.
       now = Math.floor(Date.now() / 60_000) * 60_000 + 1_000;
       let writes = 0;
+      let longest = 0;
       for (const [gap, cost] of [
         [0, 1],
         [0, 2],
@@ -152,7 +156,8 @@ describe.each([
         if (state === previous) continue; // nothing written: the TTL of the last write runs on
         writes++;
         const expected = Math.ceil(algorithm.ttl(state, now)) + grace;
-        expect(pttl).toBeLessThanOrEqual(expected);
+        longest = Math.max(longest, expected);
+        expect(pttl).toBeLessThanOrEqual(longest);
         expect(pttl).toBeGreaterThanOrEqual(expected - elapsed - 1);
       }
       expect(writes).toBeGreaterThanOrEqual(3);
@@ -173,7 +178,38 @@ describe.each([
       allowed: false,
       retryAfter: -1,
     });
-    expect(await redis.exists(store.keyFor(strict, 's'))).toBe(0);
+    expect(await redis.hexists(store.keyFor(strict, 's'), store.fieldFor(strict))).toBe(0);
+  });
+
+  it('one hash per user key: limiters naming the same limit share its field, and a short-lived field never shortens a longer one', async () => {
+    const prefix = uniquePrefix('ttl-hash');
+    const store = new RedisStore({ client: redis, prefix, timeout: 5_000 });
+    const burst = tokenBucket({ capacity: 2, refillInterval: 1_000 });
+    const daily = gcra({ rate: 100, period: 86_400_000 }); // one request: 864 s to forget
+    const layered = new Limiter({
+      limits: [
+        { name: 'burst', algorithm: burst },
+        { name: 'daily', algorithm: daily },
+      ],
+      store,
+    });
+    const alone = new Limiter({ limits: [{ name: 'burst', algorithm: burst }], store });
+    await layered.check('u');
+    const key = store.keyFor(burst, 'u');
+    expect((await redis.hkeys(key)).sort()).toEqual(
+      layered.limits.map((limit) => store.fieldFor(limit.algorithm)).sort(),
+    );
+    const day = await redis.pttl(key);
+    // The daily field needs 864 s; the burst's a second.
+    expect(day).toBeGreaterThan(860_000);
+    // The same named limit in another limiter is the same field: its second token is the last.
+    expect(await alone.check('u')).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await layered.check('u')).toMatchObject({ allowed: false, policy: 'burst' });
+    // Writing the burst field alone (a second's ttl) left the hash's life for the daily field.
+    expect(await redis.pttl(key)).toBeGreaterThan(day - 5_000);
+    // A reset of one limiter forgets its fields only.
+    await alone.reset('u');
+    expect(await redis.hkeys(key)).toEqual([store.fieldFor(layered.limits[1]!.algorithm)]);
   });
 });
 
@@ -205,7 +241,12 @@ describe('Cluster: layered limits across slots', () => {
       expect(refused).toMatchObject({ allowed: false, policy: 'per-ip' });
       expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 2 });
     }
-    expect(await cluster.get(store.keyFor(limiter.limits[1]!.algorithm, token))).toBe('3,0');
+    expect(
+      await cluster.hget(
+        store.keyFor(limiter.limits[1]!.algorithm, token),
+        store.fieldFor(limiter.limits[1]!.algorithm),
+      ),
+    ).toBe('3,0');
     expect(await narrow.peek([token], { now: 1_000 })).toMatchObject({ remaining: 2 });
   });
 
@@ -226,7 +267,12 @@ describe('Cluster: layered limits across slots', () => {
     const allowed = decisions.filter((d) => d.allowed).length;
     expect(allowed).toBeLessThanOrEqual(5);
     const used = Number(
-      (await cluster.get(store.keyFor(limiter.limits[1]!.algorithm, token)))?.split(',')[0] ?? 0,
+      (
+        await cluster.hget(
+          store.keyFor(limiter.limits[1]!.algorithm, token),
+          store.fieldFor(limiter.limits[1]!.algorithm),
+        )
+      )?.split(',')[0] ?? 0,
     );
     // Never more consumed than admitted, and every admitted request is counted.
     expect(used).toBeGreaterThanOrEqual(allowed);
@@ -299,7 +345,10 @@ describe('Cluster: layered limits across slots', () => {
       expect(other).toMatchObject({ allowed: true });
       expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 6 - i });
     }
-    const entries = (await cluster.get(store.keyFor(limiter.limits[1]!.algorithm, token)))!
+    const entries = (await cluster.hget(
+      store.keyFor(limiter.limits[1]!.algorithm, token),
+      store.fieldFor(limiter.limits[1]!.algorithm),
+    ))!
       .split(',')
       .map(Number);
     // [at, count] pairs: the three admitted layered requests and the five others, nothing more.
@@ -321,7 +370,12 @@ describe('Cluster: layered limits across slots', () => {
       allowed: false,
       policy: 'per-ip',
     });
-    expect(await cluster.get(store.keyFor(limiter.limits[1]!.algorithm, token))).toBe('1,10000');
+    expect(
+      await cluster.hget(
+        store.keyFor(limiter.limits[1]!.algorithm, token),
+        store.fieldFor(limiter.limits[1]!.algorithm),
+      ),
+    ).toBe('1,10000');
   });
 
   it('a slot that fails: the failure policy answers and the slots that admitted are refunded', async () => {
@@ -336,15 +390,20 @@ describe('Cluster: layered limits across slots', () => {
     });
     const limiter = new Limiter({ limits, store });
     await limiter.check([ip, token], { now: 1_000 });
-    // A real Redis error in the per-IP slot: its key holds a hash (WRONGTYPE in the script).
+    // A real Redis error in the per-IP slot: its key holds a list (WRONGTYPE in the script).
     const ipKey = store.keyFor(limiter.limits[0]!.algorithm, ip);
     await cluster.del(ipKey);
-    await cluster.hset(ipKey, 'x', '1');
+    await cluster.rpush(ipKey, 'x');
     const decision = await limiter.check([ip, token], { now: 1_000 });
     expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
     expect(events.map((e) => e.operation)).toEqual(['consume']);
     // Per-token admitted in its slot, then got it back: only the first request is counted.
-    expect(await cluster.get(store.keyFor(limiter.limits[1]!.algorithm, token))).toBe('1,0');
+    expect(
+      await cluster.hget(
+        store.keyFor(limiter.limits[1]!.algorithm, token),
+        store.fieldFor(limiter.limits[1]!.algorithm),
+      ),
+    ).toBe('1,0');
   });
 
   it("a refund that cannot run is reported as 'rollback', and its units stay", async () => {
@@ -394,7 +453,12 @@ describe('Cluster: layered limits across slots', () => {
         ['rollback', 1],
       ]);
       expect(events[1]!.error).toMatchObject({ code: ErrorCode.STORE_FAILURE });
-      expect(await own.get(store.keyFor(limiter.limits[1]!.algorithm, token))).toBe('4,0');
+      expect(
+        await own.hget(
+          store.keyFor(limiter.limits[1]!.algorithm, token),
+          store.fieldFor(limiter.limits[1]!.algorithm),
+        ),
+      ).toBe('4,0');
     } finally {
       own.disconnect();
       await Promise.all(nodes.map((n) => n.stop()));
@@ -423,7 +487,7 @@ describe('time', () => {
     const limiter = new Limiter({ algorithm, store });
     const before = Date.now();
     expect(await limiter.check('k')).toMatchObject({ allowed: true, resetAfter: 60_000 });
-    const tat = Number(await client.get(store.keyFor(algorithm, 'k')));
+    const tat = Number(await client.hget(store.keyFor(algorithm, 'k'), store.fieldFor(algorithm)));
     const after = Date.now();
     expect(tat - 60_000).toBeGreaterThanOrEqual(before - 5);
     expect(tat - 60_000).toBeLessThanOrEqual(after + 5);
@@ -431,19 +495,19 @@ describe('time', () => {
     const tats = [tat];
     for (const key of ['k1', 'k2', 'k3', 'k4']) {
       await limiter.check(key);
-      tats.push(Number(await client.get(store.keyFor(algorithm, key))));
+      tats.push(Number(await client.hget(store.keyFor(algorithm, key), store.fieldFor(algorithm))));
     }
     expect(tats.some((t) => !Number.isInteger(t))).toBe(true);
     // An explicit now still wins (replays).
     expect(await limiter.check('r', { now: 5_000 })).toMatchObject({ allowed: true });
-    expect(await client.get(store.keyFor(algorithm, 'r'))).toBe('65000');
+    expect(await client.hget(store.keyFor(algorithm, 'r'), store.fieldFor(algorithm))).toBe('65000');
   });
 
   it("time: 'client' uses the injected clock when no now is passed", async () => {
     const algorithm = fixedWindow({ limit: 1, window: 1_000 });
     const store = new RedisStore({ client, prefix: uniquePrefix('clock'), clock: () => 123_456.25 });
     await new Limiter({ algorithm, store }).check('k');
-    expect(await client.get(store.keyFor(algorithm, 'k'))).toBe('1,123000');
+    expect(await client.hget(store.keyFor(algorithm, 'k'), store.fieldFor(algorithm))).toBe('1,123000');
   });
 });
 
@@ -583,12 +647,12 @@ describe('scripts', () => {
     const limiter = new Limiter({ limits, store });
     for (const limit of limiter.limits) {
       const foreign = store.keyFor(limit.algorithm, 'k');
-      await client.hset(foreign, 'someone', 'else');
+      await client.rpush(foreign, 'someone else');
       expect(await limiter.check('k', { now: 1_000 })).toMatchObject({
         allowed: false,
         reason: 'store-unavailable',
       });
-      expect(await client.type(foreign)).toBe('hash');
+      expect(await client.type(foreign)).toBe('list');
       await client.del(foreign);
     }
     expect(errors.map((event) => String(event.error))).toEqual([
@@ -698,8 +762,9 @@ describe('scripts', () => {
           const calls = set.map((algorithm) => ({ algorithm, key: 'k', cost, policy: algorithm.kind }));
           for (const [i, call] of calls.entries()) {
             const key = store.keyFor(call.algorithm, 'k');
-            if (states[i] === undefined) await client.del(key);
-            else await client.set(key, String(states[i]), 'PX', 60_000);
+            const field = store.fieldFor(call.algorithm);
+            if (states[i] === undefined) await client.hdel(key, field);
+            else await client.multi().hset(key, field, String(states[i])).pexpire(key, 60_000).exec();
           }
           // The memory store's batch rule, on the pure transitions.
           const transitions = calls.map((call, i) =>
@@ -714,7 +779,10 @@ describe('scripts', () => {
           expect(await store.consume(calls, now), `step ${step}`).toEqual(expected);
           for (const [i, call] of calls.entries()) {
             if (all || !transitions[i]!.decision.allowed) states[i] = transitions[i]!.state as number;
-            const stored = await client.get(store.keyFor(call.algorithm, 'k'));
+            const stored = await client.hget(
+              store.keyFor(call.algorithm, 'k'),
+              store.fieldFor(call.algorithm),
+            );
             const ttl = states[i] === undefined ? 0 : call.algorithm.ttl(states[i] as never, now);
             if (ttl <= 0) expect(stored).toBeNull();
             // A state written with a PX of a few ms may have expired in real time since.

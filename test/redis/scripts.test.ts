@@ -4,7 +4,7 @@
  * The scripts' behaviour is tested against Redis elsewhere (differential.test.ts); this pins their text.
  */
 import { type Algorithm, fixedWindow, gcra, leakyBucketQueue, tokenBucket } from '@sluice/core';
-import { BATCH_SCRIPT, LEASE_SCRIPT, REFUND_SCRIPT, SPLIT_REFUND_SCRIPT } from '@sluice/redis';
+import { BATCH_SCRIPT, LEASE_SCRIPT, REFUND_SCRIPT, RESET_SCRIPT, SPLIT_REFUND_SCRIPT } from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
 import { LUA_ALGORITHMS } from '../../packages/redis/src/lua/algorithms.js';
 import { batchScript } from '../../packages/redis/src/scripts/batch-script.js';
@@ -17,7 +17,7 @@ const file = (name: string) => `./__scripts__/${name}.lua`;
 /** An algorithm's lean twin with its params, as the store bakes it. */
 function leanLimit(algorithm: Algorithm): LeanLimit {
   const { entry } = luaAlgorithm(algorithm);
-  return { lean: entry.lean!, params: algorithmArgs(algorithm).slice(1) };
+  return { lean: entry.lean!, params: algorithmArgs(algorithm).slice(2), field: algorithm.fingerprint };
 }
 
 /** A representative layered set: per second, per minute, per hour on one user key. */
@@ -60,8 +60,16 @@ describe('generated Lua scripts', () => {
       await expect(batchScript(kinds)).toMatchFileSnapshot(file('batch-layered'));
     });
 
-    it('lean batch of a layered set', async () => {
-      await expect(leanBatchScript(LAYERED.map(leanLimit))).toMatchFileSnapshot(file('lean-batch-layered'));
+    it('lean batch of a layered set on one user key', async () => {
+      await expect(leanBatchScript(LAYERED.map(leanLimit), [1, 1, 1])).toMatchFileSnapshot(
+        file('lean-batch-layered'),
+      );
+    });
+
+    it('lean batch of a layered set on two user keys (per user, per team)', async () => {
+      await expect(leanBatchScript(LAYERED.map(leanLimit), [1, 2, 1])).toMatchFileSnapshot(
+        file('lean-batch-two-keys'),
+      );
     });
   });
 
@@ -72,6 +80,10 @@ describe('generated Lua scripts', () => {
 
     it('split refund', async () => {
       await expect(SPLIT_REFUND_SCRIPT).toMatchFileSnapshot(file('split-refund'));
+    });
+
+    it('reset', async () => {
+      await expect(RESET_SCRIPT).toMatchFileSnapshot(file('reset'));
     });
 
     it('lease', async () => {

@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { SluiceServer } from '@sluice/server';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { spawnServer, startServer, tempDir } from './harness.js';
@@ -23,6 +24,40 @@ describe('sluice-server persistence (LMDB)', () => {
     } finally {
       await second.stop();
     }
+  });
+
+  it('the in-memory cache in front of LMDB: keys pushed out of it, or never cached, read back as stored', async () => {
+    for (const cacheKeys of [0, 2]) {
+      const t = await startServer({ cacheKeys });
+      try {
+        const client = await t.client();
+        // Five keys through a cache of two (or none): each key is read back from LMDB at least once.
+        for (let round = 0; round < 3; round++) {
+          for (let k = 0; k < 5; k++) {
+            expect(
+              await client.call('RL.PREDUCE', `c${k}`, '10', NEVER, 'AT', '0'),
+              `cacheKeys ${cacheKeys}`,
+            ).toBe(10 - round);
+          }
+        }
+        expect(await client.call('RL.PGET', 'c4', '10', NEVER, 'AT', '0')).toBe(7);
+      } finally {
+        await t.stop();
+      }
+    }
+  });
+
+  it('refuses a cacheKeys that is not a whole number ≥ 0, at creation', async () => {
+    const dataDir = await tempDir();
+    for (const cacheKeys of [-1, 1.5, Number.NaN]) {
+      expect(() => new SluiceServer({ dataDir, cacheKeys })).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_INVALID_OPTION',
+          message: expect.stringMatching(/^cacheKeys must be an integer ≥ 0/),
+        }),
+      );
+    }
+    await rm(dataDir, { recursive: true, force: true });
   });
 
   for (const durability of ['commit', 'flush'] as const) {

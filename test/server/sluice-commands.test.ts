@@ -104,6 +104,48 @@ describe('sluice commands (SL.*) as users type them', () => {
     expect(peek.remaining).toBe(8);
   });
 
+  it('COMPACT: five numbers per limit (reason code, remaining, resetAfter, retryAfter, delay), the same decision', async () => {
+    const args = (compact: boolean, key: string) => [
+      'AT',
+      String(T0),
+      ...(compact ? ['COMPACT'] : []),
+      'LIMIT',
+      'token-bucket:capacity=10,refillInterval=1h',
+      `${key}:ip`,
+      'COST',
+      '4',
+      'LIMIT',
+      'fixed-window:limit=5,window=1s',
+      `${key}:user`,
+      'COST',
+      '4',
+      'POLICY',
+      'user',
+      'LIMIT',
+      'gcra:rate=1,period=1s',
+      `${key}:huge`,
+      'COST',
+      '7',
+    ];
+    for (const command of ['SL.PEEK', 'SL.CHECK']) {
+      const full = decision(await client.call(command, ...args(false, 'full')));
+      const compact = await client.call(command, ...args(true, 'compact'));
+      const codes = [undefined, 'rate-limited', 'cost-exceeds-limit', 'concurrency'];
+      const limits = full.limits as Record<string, unknown>[];
+      expect(compact).toEqual(
+        limits.flatMap((d) => [
+          codes.indexOf((d.reason ?? undefined) as string | undefined),
+          d.remaining,
+          d.resetAfter,
+          d.retryAfter,
+          d.delay,
+        ]),
+      );
+      // the refusal of the gcra limit (cost above what it can ever admit) is coded 2
+      expect((compact as number[])[10]).toBe(2);
+    }
+  });
+
   it('SL.RESET forgets a key; SL.REFUND gives units back', async () => {
     const spec = 'sliding-window-log:limit=2,window=1m';
     await client.call('SL.CHECK', 'AT', String(T0), 'LIMIT', spec, 'r');

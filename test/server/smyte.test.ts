@@ -50,6 +50,9 @@ const TABLE: Record<string, readonly Row[]> = {
     ['rl.reduce abc -1 60', INVALID],
     ['rl.reduce abc 1.5 60', INVALID],
     ['rl.get abc 10 2147483648', INVALID],
+    ['rl.get abc 10 -2147483649', INVALID],
+    ['rl.get abc 10 99999999999999', INVALID],
+    ['rl.reduce abc 10 60 take 9223372036854775807 at 9007199254740993', INVALID],
     ['rl.reduce abc 10 60 at 9223372036854775808', INVALID],
     ['rl.get abc 10', "Wrong number of arguments for 'rl.get' command"],
     ['rl.get abc 10 60 refill 1 at 1 strict x', "Wrong number of arguments for 'rl.get' command"],
@@ -70,6 +73,18 @@ const TABLE: Record<string, readonly Row[]> = {
     ['rl.preduce r 3 1000 at 0', 3],
     ['rl.pget r 3 1000 at 0', 2],
     ['rl.pget r 3 1000 at 0', 2],
+  ],
+  // folly::to reads a sign and leading zeros, at every length (short ones skip the BigInt).
+  'integers as folly::to reads them': [
+    ['rl.preduce i +3 0001000 at -0', 3],
+    ['rl.pget i 3 1000 at 000000000000000', 2],
+    ['rl.pget i 000000000000003 2147483647 at 0', 3],
+    ['rl.preduce i 3 1000 take +000000000000002 at 0', 2],
+    ['rl.pget i 3 1000 at 999', 0],
+    ['rl.pget i 3 1000 at 1000', 3],
+    ['rl.pget j 999999999999999 1 at 0', 999999999999999],
+    ['rl.pget j 9007199254740991 1 at 0', 9007199254740991],
+    ['rl.pget j 9007199254740992 1 at 0', INVALID],
   ],
   'a REDUCE that cannot be met still writes max(amount - take, 0)': [
     ['rl.preduce d 10 1000 take 4 at 0', 10],

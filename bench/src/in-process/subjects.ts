@@ -10,32 +10,46 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import { MemoryStore as ErlMemoryStore, type Options as ErlOptions } from 'express-rate-limit';
+import {
+  type ClientRateLimitInfo,
+  MemoryStore as ErlMemoryStore,
+  type Options as ErlOptions,
+} from 'express-rate-limit';
 import { RateLimiter } from 'limiter';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { inlineTokenBucket, inlineTokenBucketDecision } from './floor.js';
 
-/** One decision for `key`: true when allowed. Async for the peers whose API returns promises. */
-export type Op = (key: string) => boolean | Promise<boolean>;
+/**
+ * A subject as its users call it: `op(key)` is the library's own call, returned as is (a promise
+ * for the peers whose API returns one), and `allowed` reads the answer. The harness awaits `op`
+ * inline when `async` (its loop is the user's async function), so no subject gets an `async`
+ * wrapper, an extra promise or a tick the others do not.
+ */
+export interface Instance {
+  op(key: string): unknown;
+  allowed(result: unknown): boolean;
+  close?(): void;
+}
 
 export interface Subject {
   readonly id: string;
   readonly label: string;
   /** The exact configuration, printed in the report. */
   readonly config: string;
+  /** Awaited by its caller: its API returns a promise, or its README awaits it. */
   readonly async: boolean;
   /** Fresh state: a new limiter and store. `keys` is the most keys it will see. */
-  make(keys: number): { op: Op; close?: () => void };
+  make(keys: number): Instance;
 }
 
 /**
  * Limits high enough that no scenario is ever refused: a quota of 10⁹ (a whole run puts well under
  * 10⁸ decisions on the hot key), refilled slowly (1 unit per hour, or 10⁹ per hour for window
  * counters), so that every key's state lives for the whole run: the 10,000-key scenario measures a
- * returning key with live state, for every subject. (With a fast refill, sluice's memory store
- * rightly reclaims a bucket that is full again between two visits, and the scenario would measure
- * insertions instead.) Every subject reads the clock once per decision: the peers read it
- * themselves; sluice and the floor are handed `Date.now()`.
+ * returning key with live state, for every subject (returning clients whose state goes stale
+ * between visits are measured apart: `returning.ts`). Every subject reads the clock once per
+ * decision: the peers and sluice read it themselves (sluice's memory store calls `Date.now()`),
+ * the floor is handed `Date.now()`; the `-now` rows hand it to sluice too.
  */
 export const HIGH = 1_000_000_000;
 const HOUR = 3_600_000;
@@ -91,33 +105,55 @@ export const ALGORITHMS: Record<
   },
 };
 
-/** `new Limiter({ algorithm, store: new MemoryStore({ maxKeys }) })`, `check(key, { now })`. */
-function sluice(name: string, awaited: boolean, forMemory: boolean): Subject {
+/** How a sluice row calls `check`. */
+type Call = 'sync' | 'sync-now' | 'await' | 'await-now';
+
+const CALL_IDS: Record<Call, string> = {
+  sync: 'sluice',
+  'sync-now': 'sluice-now',
+  await: 'sluice-await',
+  'await-now': 'sluice-await-now',
+};
+
+const CALL_LABELS: Record<Call, string> = {
+  sync: '',
+  'sync-now': ', { now }',
+  await: ' (awaited)',
+  'await-now': ' (awaited), { now }',
+};
+
+const isDecision = (result: unknown) => (result as Decision).allowed;
+
+/**
+ * `new Limiter({ algorithm, store: new MemoryStore({ maxKeys }) })`, `check(key)` as the README
+ * shows it (the store reads `Date.now()`, as every peer does), or `check(key, { now: Date.now() })`
+ * (validated on every call: the `-now` rows show what that costs); awaited or not.
+ */
+function sluice(name: string, call: Call, forMemory: boolean): Subject {
   const entry = ALGORITHMS[name]!;
   const algorithm =
     forMemory && entry.memoryMake !== undefined
       ? { config: entry.memoryConfig!, make: entry.memoryMake }
       : entry;
+  const withNow = call.endsWith('now');
   return {
-    id: `${awaited ? 'sluice-await' : 'sluice'}:${name}`,
-    label: `sluice ${name}${awaited ? ' (awaited)' : ''}`,
-    config: `new Limiter({ algorithm: ${algorithm.config}, store: new MemoryStore({ maxKeys }) }).check(key, { now: Date.now() })${awaited ? ', awaited' : ''}`,
-    async: awaited,
+    id: `${CALL_IDS[call]}:${name}`,
+    label: `sluice ${name}${CALL_LABELS[call]}`,
+    config: `new Limiter({ algorithm: ${algorithm.config}, store: new MemoryStore({ maxKeys, maxBytes }) }).check(key${withNow ? ', { now: Date.now() }' : ''})${call.startsWith('await') ? ', awaited' : ''}`,
+    async: call.startsWith('await'),
     make(keys) {
-      const store = new MemoryStore({ maxKeys: Math.max(100_000, keys) });
+      // Room for every key: the memory table divides the heap by the keys it sent, so none may be
+      // evicted (at 1,000,000 keys the default maxBytes of 64 MiB held about a third of them).
+      const store = new MemoryStore({
+        maxKeys: Math.max(100_000, keys),
+        maxBytes: Math.max(2 ** 26, keys * 4096),
+      });
       const limiter = new Limiter({ algorithm: algorithm.make(), store });
-      // One options object, re-stamped per call, so the harness allocates nothing of its own.
-      const options = { now: 0 };
-      const op: Op = awaited
-        ? async (key) => {
-            options.now = Date.now();
-            return (await limiter.check(key, options)).allowed;
-          }
-        : (key) => {
-            options.now = Date.now();
-            return (limiter.check(key, options) as Decision).allowed;
-          };
-      return { op, close: () => store.shutdown() };
+      return {
+        op: withNow ? (key) => limiter.check(key, { now: Date.now() }) : (key) => limiter.check(key),
+        allowed: isDecision,
+        close: () => store.shutdown(),
+      };
     },
   };
 }
@@ -137,8 +173,9 @@ function raw(name: string): Subject {
         op: (key) => {
           const step = a.consume(map.get(key), Date.now(), 1, 'raw');
           map.set(key, step.state);
-          return step.decision.allowed;
+          return step.decision;
         },
+        allowed: isDecision,
       };
     },
   };
@@ -151,7 +188,7 @@ const floor: Subject = {
   async: false,
   make() {
     const take = inlineTokenBucket(HIGH, PER_HOUR / HOUR);
-    return { op: (key) => take(key, Date.now()) };
+    return { op: (key) => take(key, Date.now()), allowed: (result) => result as boolean };
   },
 };
 
@@ -162,37 +199,47 @@ const floorDecision: Subject = {
   async: false,
   make() {
     const take = inlineTokenBucketDecision(HIGH, PER_HOUR / HOUR);
-    return { op: (key) => take(key, Date.now()).allowed };
+    return { op: (key) => take(key, Date.now()), allowed: isDecision };
   },
+};
+
+/**
+ * The decision floor, awaited: what `await` alone costs any synchronous API that answers with a
+ * fresh object (V8 wraps it in a new promise and looks `then` up along its prototype chain, which
+ * costs more than awaiting the promise an `async` function returns). For diagnosis of the awaited
+ * rows: no synchronous limiter awaited can go faster than this.
+ */
+const floorDecisionAwaited: Subject = {
+  ...floorDecision,
+  id: 'floor-decision-await',
+  label: 'inline Map token bucket returning a decision object, awaited (diagnosis)',
+  config: 'the floor returning a decision object, awaited',
+  async: true,
 };
 
 const rlf: Subject = {
   id: 'rate-limiter-flexible',
   label: 'rate-limiter-flexible RateLimiterMemory',
-  config: `new RateLimiterMemory({ points: ${HIGH}, duration: 3600 }).consume(key) (promise; rejects when refused)`,
+  config: `await new RateLimiterMemory({ points: ${HIGH}, duration: 3600 }).consume(key) (rejects when refused)`,
   async: true,
   make() {
     const limiter = new RateLimiterMemory({ points: HIGH, duration: 3600 });
-    return {
-      op: (key) =>
-        limiter.consume(key).then(
-          () => true,
-          () => false,
-        ),
-    };
+    // A refusal rejects: the harness counts a rejection as refused.
+    return { op: (key) => limiter.consume(key), allowed: () => true };
   },
 };
 
 const erl: Subject = {
   id: 'express-rate-limit',
   label: 'express-rate-limit MemoryStore',
-  config: `new MemoryStore(), init({ windowMs: ${HOUR} }), (await increment(key)).totalHits <= ${HIGH}`,
+  config: `new MemoryStore(), init({ windowMs: ${HOUR} }), (await store.increment(key)).totalHits <= ${HIGH}`,
   async: true,
   make() {
     const store = new ErlMemoryStore();
     store.init({ windowMs: HOUR } as ErlOptions);
     return {
-      op: async (key) => (await store.increment(key)).totalHits <= HIGH,
+      op: (key) => store.increment(key),
+      allowed: (result) => (result as ClientRateLimitInfo).totalHits <= HIGH,
       close: () => store.shutdown(),
     };
   },
@@ -214,6 +261,7 @@ const limiterPeer: Subject = {
         }
         return limiter.tryRemoveTokens(1);
       },
+      allowed: (result) => result as boolean,
     };
   },
 };
@@ -224,12 +272,13 @@ export const PEERS: readonly Subject[] = [rlf, erl, limiterPeer];
 export function subject(id: string, forMemory = false): Subject {
   if (id === 'floor') return floor;
   if (id === 'floor-decision') return floorDecision;
+  if (id === 'floor-decision-await') return floorDecisionAwaited;
   const peer = PEERS.find((p) => p.id === id);
   if (peer !== undefined) return peer;
   const [kind, name] = id.split(':') as [string, string];
   if (!(name in ALGORITHMS)) throw new Error(`unknown subject ${id}`);
-  if (kind === 'sluice') return sluice(name, false, forMemory);
-  if (kind === 'sluice-await') return sluice(name, true, forMemory);
+  const call = (Object.keys(CALL_IDS) as Call[]).find((c) => CALL_IDS[c] === kind);
+  if (call !== undefined) return sluice(name, call, forMemory);
   if (kind === 'raw') return raw(name);
   throw new Error(`unknown subject ${id}`);
 }

@@ -22,11 +22,11 @@ async function main(): Promise<void> {
   const keys = Array.from({ length: count }, (_, i) => `user:${i}`);
   const s = subject(id, true);
   const before = settle();
-  const { op, close } = s.make(count);
+  const { op, allowed, close } = s.make(count);
   let refused = 0;
   for (let i = 0; i < count; i++) {
-    const allowed = s.async ? await op(keys[i]!) : (op(keys[i]!) as boolean);
-    if (!allowed) refused++;
+    const result = op(keys[i]!);
+    if (!allowed(s.async ? await result : result)) refused++;
   }
   const after = settle();
   // Keep the subject and the keys alive until after the measurement.

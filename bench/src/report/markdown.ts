@@ -23,8 +23,10 @@ export function machineLine(m: Machine): string {
 
 export function inProcessTable(r: InProcessResult): string {
   const header = ['subject'];
-  for (const s of r.scenarios) header.push(`${SCENARIO_TITLES[s] ?? s} ops/s`, '× floor');
-  header.push('sluice ÷ rate-limiter-flexible');
+  for (const s of r.scenarios) header.push(`${SCENARIO_TITLES[s] ?? s} per CPU-s`, '× floor');
+  header.push(
+    `sluice ÷ peer called the same way (${r.scenarios.map((s) => SCENARIO_TITLES[s] ?? s).join(' / ')})`,
+  );
   const rows = r.rows.map((row) => {
     const cells = [row.id === 'floor' || !row.id.includes(':') ? row.label : `**${row.label}**`];
     for (const s of r.scenarios) {
@@ -32,13 +34,30 @@ export function inProcessTable(r: InProcessResult): string {
       cells.push(formatRate(x.opsPerSecond), formatRatio(x.ratioToFloor));
     }
     cells.push(
-      row.ratioToRateLimiterFlexible === undefined
-        ? ''
-        : r.scenarios.map((s) => formatRatio(row.ratioToRateLimiterFlexible![s]!)).join(' / '),
+      Object.entries(row.versus ?? {})
+        .map(([peer, by]) => `${peer} ${r.scenarios.map((s) => formatRatio(by[s]!)).join(' / ')}`)
+        .join('; '),
     );
     return cells;
   });
   return table(header, rows);
+}
+
+export function returningTable(r: InProcessResult['returning']): string {
+  return table(
+    [
+      'subject',
+      'decisions per CPU-s',
+      '÷ state kept',
+      `decisions of one pass over ${r.clients.toLocaleString('en')} clients that found no state`,
+    ],
+    r.rows.map((row) => [
+      row.label,
+      formatRate(row.opsPerSecond),
+      formatRatio(row.ratioToKept),
+      row.inserts === undefined ? '' : `${row.inserts.toLocaleString('en')}`,
+    ]),
+  );
 }
 
 export function memoryTable(r: MemoryResult): string {

@@ -8,7 +8,7 @@ import { FailureAnswers } from './failure-policy.js';
 import { escapeKey } from './key-escape.js';
 import { type RedisStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { RedisLeases } from './redis-leases.js';
-import { deleteKeys, nowArg } from './script-command.js';
+import { nowArg } from './script-command.js';
 import { type LeanBatchNode, leanChild, ScriptRegistry } from './script-registry.js';
 import { callArgs, pushCallArgs, readBatchDecisions, readSingleDecision } from './wire.js';
 
@@ -56,7 +56,7 @@ export class RedisStore implements Store {
     this.prefix = this.options.prefix;
     this.isCluster = client.isCluster;
     watchClusterNodes(client);
-    this.scripts = new ScriptRegistry(client, this.prefix);
+    this.scripts = new ScriptRegistry(client);
     this.gate = new CallGate(this.options);
     this.failure = new FailureAnswers(this.options.failurePolicy, this.gate);
     this.split = new ClusterSplit(this.gate, this.scripts.splitRefund);
@@ -69,9 +69,18 @@ export class RedisStore implements Store {
     return this.gate.state;
   }
 
-  /** The Redis key holding the state of `key` under `algorithm` (what `redis-cli` shows). */
-  keyFor(algorithm: Algorithm, key: string): string {
-    return `${this.scripts.keyBase(algorithm)}${escapeKey(key)}}`;
+  /**
+   * The Redis key holding the state of `key`: a hash, `<prefix>{<key, escaped>}`, with one field
+   * per limit on that key ({@link fieldFor}): `redis-cli hgetall` shows them. `algorithm` is
+   * unused since 0.x's hash layout (kept so that callers need no change).
+   */
+  keyFor(_algorithm: Algorithm | undefined, key: string): string {
+    return `${this.prefix}{${escapeKey(key)}}`;
+  }
+
+  /** The field of `algorithm`'s state in the hash of a user key ({@link keyFor}): its fingerprint. */
+  fieldFor(algorithm: Algorithm): string {
+    return algorithm.fingerprint;
   }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
@@ -86,16 +95,22 @@ export class RedisStore implements Store {
     return this.decide(calls, now, 'peek');
   }
 
-  /** Deletes the keys (and forgets local refusals). Rejects with `ERR_SLUICE_STORE_FAILURE` when Redis fails. */
+  /** Deletes the limits' fields (and forgets local refusals). Rejects with `ERR_SLUICE_STORE_FAILURE` when Redis fails. */
   async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
     for (const call of calls) this.denied?.forget(call);
     const policy = this.options.failurePolicy;
     if (typeof policy === 'object') await policy.reset(calls);
     if (calls.length === 0) return;
-    const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
-    const groups = this.isCluster ? [...groupBySlot(keys).values()].map((g) => g.keys) : [keys];
+    // One script per user key (a Cluster routes each to its slot's node), deleting its limits' fields.
+    const fields = new Map<string, string[]>();
+    for (const call of calls) {
+      const key = this.keyFor(call.algorithm, call.key);
+      const list = fields.get(key);
+      if (list === undefined) fields.set(key, [call.algorithm.fingerprint]);
+      else list.push(call.algorithm.fingerprint);
+    }
     await this.gate.strict('reset', calls.length, () =>
-      Promise.all(groups.map((group) => deleteKeys(this.options.client, group))),
+      Promise.all([...fields].map(([key, list]) => this.scripts.reset(1, key, ...list))),
     );
   }
 
@@ -147,24 +162,31 @@ export class RedisStore implements Store {
       const call = calls[0]!;
       const wire = scripts.wire(call.algorithm);
       const single = wire.single ?? scripts.single(wire);
-      const key = `${wire.base}${escapeKey(call.key)}}`;
+      const key = this.keyFor(undefined, call.key);
       const time = this.nowArg(now);
       return this.gate.map(
         mode,
         1,
-        () => single.command(1, key, time, mode, call.cost, ...single.args),
+        () => single.command(1, key, time, mode, call.cost, wire.field, ...single.args),
         (reply) => this.settled(calls, [readSingleDecision(reply, call)], now, mode),
         fail,
       );
     }
     let kinds = 0;
-    // The lean batch script of these limits, found along the trie while the keys are made.
+    // The lean batch script of these limits, found along the trie while the keys are made: it
+    // takes each distinct user key once (`distinct`), limit i on KEYS[keyOf[i]].
     let lean: LeanBatchNode | undefined = scripts.leanRoot(calls.length);
+    const distinct: string[] = [];
+    const keyOf: number[] = [];
     const keys = calls.map((call) => {
       const wire = scripts.wire(call.algorithm);
       kinds |= wire.bit;
-      if (lean !== undefined) lean = wire.lean === undefined ? undefined : leanChild(lean, wire);
-      return `${wire.base}${escapeKey(call.key)}}`;
+      const key = this.keyFor(undefined, call.key);
+      let k = distinct.indexOf(key);
+      if (k < 0) k = distinct.push(key) - 1;
+      keyOf.push(k + 1);
+      if (lean !== undefined) lean = wire.lean === undefined ? undefined : leanChild(lean, wire, k);
+      return key;
     });
     const groups = this.isCluster ? groupBySlot(keys) : undefined;
     if (groups !== undefined && groups.size > 1) {
@@ -176,12 +198,12 @@ export class RedisStore implements Store {
         .consume(batch, calls, slots, time, fail)
         .then((d) => this.settled(calls, d, now, mode));
     }
-    const leanBatch = lean === undefined ? undefined : scripts.leanBatch(lean, calls);
+    const leanBatch = lean === undefined ? undefined : scripts.leanBatch(lean, calls, keyOf);
     let run: () => Promise<unknown[]>;
     if (leanBatch != null) {
       const args: (string | number)[] = [this.nowArg(now), mode];
       for (const call of calls) args.push(call.cost);
-      run = () => leanBatch(keys.length, ...keys, ...args);
+      run = () => leanBatch(distinct.length, ...distinct, ...args);
     } else {
       const batch = scripts.batch(kinds);
       const args = callArgs(calls, this.nowArg(now), mode);

@@ -6,6 +6,7 @@ import { type ScriptCommand, scriptCommand } from './script-command.js';
 import { batchScript } from './scripts/batch-script.js';
 import { type LeanLimit, leanBatchScript, MAX_LEAN_BATCH } from './scripts/lean-batch-script.js';
 import { REFUND_SCRIPT } from './scripts/refund-script.js';
+import { RESET_SCRIPT } from './scripts/reset-script.js';
 import { leanSingleScript, singleScript } from './scripts/single-script.js';
 import { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
 import { algorithmArgs, luaAlgorithm } from './wire.js';
@@ -21,6 +22,7 @@ const LEAN_BATCH_COMMAND = 'sluiceLeanBatch_';
 const SINGLE_COMMAND = 'sluiceOne_';
 const REFUND_COMMAND = 'sluiceRefund';
 const SPLIT_REFUND_COMMAND = 'sluiceSplitRefund';
+const RESET_COMMAND = 'sluiceReset';
 /**
  * Most scripts with params written in (single-limit and lean batch scripts alike) a store
  * registers: one Redis script each, and the script cache must not grow with ever new params.
@@ -29,8 +31,8 @@ export const MAX_BAKED = 64;
 
 /** What the store sends for one algorithm object, computed once: its params never change. */
 export interface AlgorithmWire {
-  /** `<prefix><fingerprint>:{`: the key of a user key is this, the escaped key, and `}`. */
-  readonly base: string;
+  /** Its field in the hash of a user key: the algorithm's fingerprint (the limit's name bound in). */
+  readonly field: string;
   /** 1 << (code - 1): its place in a batch script's set of kinds. */
   readonly bit: number;
   readonly entry: LuaAlgorithm;
@@ -53,13 +55,14 @@ export interface SingleWire {
 }
 
 /**
- * The lean batch scripts of a store, by the ordered algorithms of their limits: a trie over
- * `AlgorithmWire`s (weakly held: algorithms made and dropped take their scripts' entries along).
+ * The lean batch scripts of a store, by the ordered algorithms of their limits and the user key
+ * each is on (its index among the batch's distinct keys): a trie over `AlgorithmWire`s (weakly
+ * held: algorithms made and dropped take their scripts' entries along), then key indices.
  * `command` null: past the cap of scripts with params written in, the generic batch runs.
  */
 export interface LeanBatchNode {
   command?: ScriptCommand | null;
-  readonly next: WeakMap<AlgorithmWire, LeanBatchNode>;
+  readonly next: WeakMap<AlgorithmWire, LeanBatchNode[]>;
 }
 
 /**
@@ -73,42 +76,32 @@ export class ScriptRegistry {
   readonly refund: ScriptCommand;
   /** The split-refund script ({@link SPLIT_REFUND_SCRIPT}). */
   readonly splitRefund: ScriptCommand;
+  /** The reset script ({@link RESET_SCRIPT}). */
+  readonly reset: ScriptCommand<number>;
   private readonly batches = new Map<number, ScriptCommand>();
   private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
   /** Names of the scripts registered with their params written in (see `bake`). */
   private readonly baked = new Set<string>();
   private readonly leanBatches: LeanBatchNode = { next: new WeakMap() };
-  private readonly keyBases = new WeakMap<Algorithm, string>();
 
-  constructor(
-    private readonly client: RedisClient,
-    private readonly prefix: string,
-  ) {
+  constructor(private readonly client: RedisClient) {
     this.refund = scriptCommand(client, REFUND_COMMAND, REFUND_SCRIPT);
     this.splitRefund = scriptCommand(client, SPLIT_REFUND_COMMAND, SPLIT_REFUND_SCRIPT);
-  }
-
-  /** `<prefix><fingerprint>:{`, the start of every key of `algorithm`. */
-  keyBase(algorithm: Algorithm): string {
-    let base = this.keyBases.get(algorithm);
-    if (base === undefined) {
-      base = `${this.prefix}${algorithm.fingerprint}:{`;
-      this.keyBases.set(algorithm, base);
-    }
-    return base;
+    this.reset = scriptCommand(client, RESET_COMMAND, RESET_SCRIPT);
   }
 
   wire(algorithm: Algorithm): AlgorithmWire {
     let wire = this.wires.get(algorithm);
     if (wire === undefined) {
       const { code, entry } = luaAlgorithm(algorithm);
-      const params = algorithmArgs(algorithm).slice(1);
+      const params = algorithmArgs(algorithm).slice(2);
+      const field = algorithm.fingerprint;
       wire = {
-        base: this.keyBase(algorithm),
+        field,
         bit: 1 << (code - 1),
         entry,
         params,
-        lean: entry.lean === undefined ? undefined : { lean: entry.lean, params },
+        lean: entry.lean === undefined ? undefined : { lean: entry.lean, params, field },
       };
       this.wires.set(algorithm, wire);
     }
@@ -154,12 +147,20 @@ export class ScriptRegistry {
   }
 
   /**
-   * The lean batch script at `node` (the calls' algorithms, in order), registered on first use; null
-   * past the cap of scripts with params written in (the generic batch script runs then).
+   * The lean batch script at `node` (the calls' algorithms, in order, call i on KEYS[keyOf[i]]),
+   * registered on first use; null past the cap of scripts with params written in (the generic batch
+   * script runs then).
    */
-  leanBatch(node: LeanBatchNode, calls: readonly LimitCall[]): ScriptCommand | null {
+  leanBatch(
+    node: LeanBatchNode,
+    calls: readonly LimitCall[],
+    keyOf: readonly number[],
+  ): ScriptCommand | null {
     if (node.command === undefined) {
-      const lua = leanBatchScript(calls.map((call) => this.wire(call.algorithm).lean!));
+      const lua = leanBatchScript(
+        calls.map((call) => this.wire(call.algorithm).lean!),
+        keyOf,
+      );
       node.command = this.bake(LEAN_BATCH_COMMAND, lua) ?? null;
     }
     return node.command;
@@ -190,12 +191,17 @@ export class ScriptRegistry {
   }
 }
 
-/** The trie node below `node` for `wire`'s algorithm, made on first use. */
-export function leanChild(node: LeanBatchNode, wire: AlgorithmWire): LeanBatchNode {
-  let child = node.next.get(wire);
+/** The trie node below `node` for `wire`'s algorithm on the batch's `keyIndex`th user key, made on first use. */
+export function leanChild(node: LeanBatchNode, wire: AlgorithmWire, keyIndex: number): LeanBatchNode {
+  let children = node.next.get(wire);
+  if (children === undefined) {
+    children = [];
+    node.next.set(wire, children);
+  }
+  let child = children[keyIndex];
   if (child === undefined) {
     child = { next: new WeakMap() };
-    node.next.set(wire, child);
+    children[keyIndex] = child;
   }
   return child;
 }

@@ -21,8 +21,9 @@ export const DECISION_WIDTH = 5;
 const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'rate-limited', 'cost-exceeds-limit'];
 
 /**
- * An algorithm's ARGV group without the cost: `[code, ...params]`, params as exact decimal
- * strings (`String` of a double round-trips). Cached per algorithm object.
+ * An algorithm's ARGV group without the cost: `[code, field, ...params]`, its field in the hash of
+ * a user key (its fingerprint), params as exact decimal strings (`String` of a double round-trips).
+ * Cached per algorithm object.
  */
 export function algorithmArgs(algorithm: Algorithm): readonly string[] {
   const cached = ARGS.get(algorithm);
@@ -38,7 +39,7 @@ export function algorithmArgs(algorithm: Algorithm): readonly string[] {
       { option: 'algorithm', value: algorithm.kind },
     );
   }
-  const args = [known.code];
+  const args = [known.code, algorithm.fingerprint];
   for (const name of known.entry.params) {
     const value = algorithm.params[name];
     if (typeof value !== 'number' || !Number.isFinite(value)) {
@@ -60,7 +61,7 @@ export function luaAlgorithm(algorithm: Algorithm): { readonly code: number; rea
   return { code, entry: LUA_ALGORITHMS[code - 1]! };
 }
 
-/** Appends one call's ARGV group: code, cost, params. */
+/** Appends one call's ARGV group: code, cost, field, params. */
 export function pushCallArgs(args: (string | number)[], call: LimitCall): void {
   const group = algorithmArgs(call.algorithm);
   args.push(group[0]!, call.cost);

@@ -8,6 +8,7 @@ import { SluiceServer } from './server.js';
 const USAGE = `usage: sluice-server --data DIR [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
   [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
+  [--cache-keys 100000]
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
 
 function integer(flag: string, text: string | undefined): number | undefined {
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
       'max-frame-bytes': { type: 'string' },
       'max-args': { type: 'string' },
       durability: { type: 'string' },
+      'cache-keys': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -55,6 +57,7 @@ async function main(): Promise<void> {
   set('maxFrameBytes', integer('max-frame-bytes', values['max-frame-bytes']));
   set('maxArgs', integer('max-args', values['max-args']));
   set('durability', values.durability as ServerOptions['durability']);
+  set('cacheKeys', integer('cache-keys', values['cache-keys']));
   const server = new SluiceServer(options);
   await server.listen();
   const stop = () => {

@@ -139,6 +139,25 @@ export class Connection {
       this.write(batch.map((p) => p.reply));
       return;
     }
+    const only = this.tail === undefined ? onlyWait(batch) : undefined;
+    if (only !== undefined) {
+      // The common case ('commit': every reply of the read waits for the same turn's commit): one
+      // callback on that promise, not one async step per reply.
+      const mine: Promise<void> = only.then(
+        () =>
+          this.release(
+            mine,
+            batch.map((p) => p.reply),
+          ),
+        (err: unknown) =>
+          this.release(
+            mine,
+            batch.map((p) => failed(p, err, this.host)),
+          ),
+      );
+      this.tail = mine;
+      return;
+    }
     const previous = this.tail ?? Promise.resolve();
     const mine = previous
       .then(() => Promise.all(batch.map((p) => settle(p, this.host))))
@@ -147,6 +166,11 @@ export class Connection {
     void mine.then(() => {
       if (this.tail === mine) this.tail = undefined;
     });
+  }
+
+  private release(batch: Promise<void>, replies: resp.Reply[]): void {
+    if (this.tail === batch) this.tail = undefined;
+    this.write(replies);
   }
 
   private write(replies: resp.Reply[]): void {
@@ -195,7 +219,24 @@ async function settle(pending: Pending, host: ConnectionHost): Promise<resp.Repl
     await pending.durable;
     return pending.reply;
   } catch (err) {
-    host.log('persistence-error', { error: (err as Error).message });
-    return resp.error(`ERR persistence failed: ${(err as Error).message}`);
+    return failed(pending, err, host);
   }
+}
+
+/** A reply whose write failed to persist becomes an error; one that waited for nothing stands. */
+function failed(pending: Pending, err: unknown, host: ConnectionHost): resp.Reply {
+  if (pending.durable === undefined) return pending.reply;
+  host.log('persistence-error', { error: (err as Error).message });
+  return resp.error(`ERR persistence failed: ${(err as Error).message}`);
+}
+
+/** The one promise every waiting reply of `batch` waits for, if they all wait for the same. */
+function onlyWait(batch: readonly Pending[]): Promise<unknown> | undefined {
+  let only: Promise<unknown> | undefined;
+  for (const p of batch) {
+    if (p.durable === undefined) continue;
+    if (only !== undefined && p.durable !== only) return undefined;
+    only = p.durable;
+  }
+  return only;
 }

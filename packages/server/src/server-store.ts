@@ -1,7 +1,6 @@
 import {
   assertKnownOptions,
   type Decision,
-  decide,
   ErrorCode,
   type LeaseAcquire,
   type LeaseStore,
@@ -11,9 +10,8 @@ import {
   type Store,
 } from '@sluice/core';
 import type { Redis } from 'ioredis';
-import { specOf } from './algorithm-spec.js';
-import { idOf } from './commands/sluice.js';
 import { HashRing } from './hash-ring.js';
+import { compactDecisions, decisionOf, encodeCalls, keyArg, type Wire } from './store-wire.js';
 
 export interface ServerStoreOptions {
   /**
@@ -44,57 +42,6 @@ const KNOWN = [
   'prefix',
   'clock',
 ] as const satisfies readonly (keyof ServerStoreOptions)[];
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/**
- * A key's bytes: UTF-8 (what redis-cli users type, so both reach the same bucket), or, for a
- * string that is not valid UTF-16 text, 0xFF and its UTF-16 code units (0xFF never occurs in
- * UTF-8, so the two forms never collide).
- */
-function keyBytes(key: string): Buffer {
-  if (!LONE_SURROGATE.test(key)) return Buffer.from(key, 'utf8');
-  return Buffer.concat([Buffer.from([0xff]), Buffer.from(key, 'utf16le')]);
-}
-
-function encode(
-  calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[] | readonly LimitCall[],
-  now: number | undefined,
-  prefix: string,
-) {
-  const args: (string | Buffer)[] = now === undefined ? [] : ['AT', String(now)];
-  for (const call of calls) {
-    args.push('LIMIT', specOf(call.algorithm), keyBytes(prefix + call.key));
-    if ('cost' in call) args.push('COST', String(call.cost), 'POLICY', call.policy);
-    const id = idOf(call.algorithm);
-    if (id !== '') args.push('ID', id);
-  }
-  return args;
-}
-
-type Wire = readonly (string | number | null | Wire)[];
-
-function decisionOf(fields: Wire): Decision {
-  const map = new Map<string, string | number | null | Wire>();
-  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1]!);
-  const n = (name: string) => Number(map.get(name));
-  const reason = map.get('reason');
-  return decide(
-    n('allowed') === 1,
-    n('limit'),
-    n('remaining'),
-    n('resetAfter'),
-    n('retryAfter'),
-    n('delay'),
-    String(map.get('policy')),
-    reason === null || reason === undefined ? undefined : (reason as Decision['reason']),
-  );
-}
-
-function perLimit(reply: Wire): Decision[] {
-  const at = reply.indexOf('limits');
-  return (reply[at + 1] as Wire).map((fields) => decisionOf(fields as Wire));
-}
 
 /**
  * A `Store` on a sluice-server: each decision is one command (SL.CHECK with every layered limit),
@@ -161,8 +108,9 @@ export class ServerStore implements Store {
   private args(
     calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[] | readonly LimitCall[],
     now: number | undefined,
+    compact = false,
   ) {
-    return encode(calls, now ?? this.clock?.(), this.prefix);
+    return encodeCalls(calls, now ?? this.clock?.(), this.prefix, compact);
   }
 
   /** Concurrency leases, held in the server's memory (see SL.LEASE). */
@@ -174,15 +122,15 @@ export class ServerStore implements Store {
       const reply = await this.clientFor(call.key).call(
         'SL.LEASE',
         'RELEASE',
-        keyBytes(call.space),
-        keyBytes(this.prefix + call.key),
+        keyArg(call.space),
+        keyArg(this.prefix + call.key),
         call.id,
         ...(at === undefined ? [] : ['AT', String(at)]),
       );
       return reply === 1;
     },
     reset: async (space, key) => {
-      await this.clientFor(key).call('SL.LEASE', 'RESET', keyBytes(space), keyBytes(this.prefix + key));
+      await this.clientFor(key).call('SL.LEASE', 'RESET', keyArg(space), keyArg(this.prefix + key));
     },
   };
 
@@ -195,8 +143,8 @@ export class ServerStore implements Store {
     const reply = (await this.clientFor(call.key).call(
       'SL.LEASE',
       verb,
-      keyBytes(call.space),
-      keyBytes(this.prefix + call.key),
+      keyArg(call.space),
+      keyArg(this.prefix + call.key),
       call.id,
       String(call.limit),
       String(call.ttl),
@@ -218,12 +166,12 @@ export class ServerStore implements Store {
     const groups = [...this.groups(calls)];
     if (groups.length === 1) {
       const [client] = groups[0]!;
-      return perLimit((await client.call('SL.CHECK', ...this.args(calls, at))) as Wire);
+      return compactDecisions((await client.call('SL.CHECK', ...this.args(calls, at, true))) as Wire, calls);
     }
     const results = await Promise.allSettled(
       groups.map(async ([client, indices]) => {
         const mine = indices.map((i) => calls[i]!);
-        return perLimit((await client.call('SL.CHECK', ...this.args(mine, at))) as Wire);
+        return compactDecisions((await client.call('SL.CHECK', ...this.args(mine, at, true))) as Wire, mine);
       }),
     );
     const admitted = results.map((r) => r.status === 'fulfilled' && r.value.every((d) => d.allowed));
@@ -254,7 +202,10 @@ export class ServerStore implements Store {
     await Promise.all(
       [...this.groups(calls)].map(async ([client, indices]) => {
         const mine = indices.map((i) => calls[i]!);
-        const reply = perLimit((await client.call('SL.PEEK', ...this.args(mine, at))) as Wire);
+        const reply = compactDecisions(
+          (await client.call('SL.PEEK', ...this.args(mine, at, true))) as Wire,
+          mine,
+        );
         indices.forEach((i, j) => {
           decisions[i] = reply[j]!;
         });

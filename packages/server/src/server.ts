@@ -49,7 +49,7 @@ export class SluiceServer implements ConnectionHost {
     this.commands = new Map(
       Object.entries({ ...handshakeCommands, ...smyteCommands, ...sluiceCommands, ...leaseCommands }),
     );
-    this.db = new StateDb(this.options.dataDir, this.options.durability);
+    this.db = new StateDb(this.options.dataDir, this.options.durability, this.options.cacheKeys);
     const tls = this.options.tls;
     this.net =
       tls === undefined

@@ -28,13 +28,19 @@ type StoredValue = readonly [state: unknown, expiresAt: number];
 /**
  * Limit state in LMDB, keyed by `prefix \0 key` (the prefix names the algorithm and all its
  * parameters, as Smyte put them in the key). Every read and write runs on the one JS thread, so a
- * decision's read-modify-write never interleaves with another's; writes queue in lmdb-js's batch
- * (one transaction per event-loop turn, committed on its worker thread) and stay readable from
- * `pending` until they commit.
+ * decision's read-modify-write never interleaves with another's; writes wait in this turn's batch
+ * (`'commit'`) or lmdb-js's (`'flush'`) and stay readable from there until they commit.
+ *
+ * Committed values of recently used keys are also held decoded in `cache` (at most `cacheKeys`,
+ * first in, first out): this process is the environment's only writer, so the cache
+ * never goes stale, and a returning key's read costs a Map lookup instead of an LMDB read and a
+ * msgpack decode. The cache only ever holds what LMDB holds: a value enters it once committed,
+ * and a failed commit drops the keys it touched.
  */
 export class StateDb {
   private readonly db: RootDatabase<StoredValue, Buffer>;
   private readonly pending = new Map<string, PendingWrite>();
+  private readonly cache = new Map<string, StoredValue>();
   private readonly durability: Durability;
   private sweepCursor: Buffer | undefined;
   /** `'commit'` mode: this turn's writes, committed together by `commitTurn` (setImmediate). */
@@ -44,7 +50,11 @@ export class StateDb {
   /** `'commit'` mode: the once-a-second flush to disk. */
   private readonly syncTimer: NodeJS.Timeout | undefined;
 
-  constructor(path: string, durability: Durability) {
+  constructor(
+    path: string,
+    durability: Durability,
+    private readonly cacheKeys: number,
+  ) {
     this.durability = durability;
     this.db = open<StoredValue, Buffer>({
       path,
@@ -73,11 +83,36 @@ export class StateDb {
       waitFor = this.turnDone;
     } else {
       const pending = this.pending.get(id);
-      value = pending === undefined ? this.db.get(Buffer.from(id, 'latin1')) : pending.value;
-      waitFor = pending?.done;
+      if (pending === undefined) value = this.cache.get(id) ?? this.load(id);
+      else {
+        value = pending.value;
+        waitFor = pending.done;
+      }
     }
     const state = value === undefined || value[1] <= serverNow ? undefined : value[0];
     return { state, waitFor };
+  }
+
+  /** A committed value from LMDB, kept in the cache. */
+  private load(id: string): StoredValue | undefined {
+    const value = this.db.get(Buffer.from(id, 'latin1'));
+    if (value !== undefined) this.cached(id, value);
+    return value;
+  }
+
+  /**
+   * What LMDB now holds for `id` (`undefined`: nothing). A cached key is updated in place (no
+   * reordering: a Map delete and set per write costs more than it saves), so the oldest key to
+   * enter leaves first when the cache is full.
+   */
+  private cached(id: string, value: StoredValue | undefined): void {
+    if (value === undefined) {
+      this.cache.delete(id);
+      return;
+    }
+    if (this.cacheKeys === 0) return;
+    this.cache.set(id, value);
+    if (this.cache.size > this.cacheKeys) this.cache.delete(this.cache.keys().next().value!);
   }
 
   /**
@@ -93,10 +128,18 @@ export class StateDb {
     const done = this.durability === 'flush' ? committed.then(() => this.db.flushed) : committed;
     const entry: PendingWrite = { value, done };
     this.pending.set(id, entry);
-    const settle = () => {
-      if (this.pending.get(id) === entry) this.pending.delete(id);
+    // The cache learns the value once committed; a failed write leaves LMDB to say what is there.
+    const settle = (ok: boolean) => {
+      if (this.pending.get(id) === entry) {
+        this.pending.delete(id);
+        if (ok) this.cached(id, value);
+        else this.cache.delete(id);
+      }
     };
-    done.then(settle, settle);
+    done.then(
+      () => settle(true),
+      () => settle(false),
+    );
     return done;
   }
 
@@ -135,8 +178,11 @@ export class StateDb {
           else this.db.putSync(key, value);
         }
       });
+      for (const [id, value] of turn) this.cached(id, value);
       settle();
     } catch (err) {
+      // The transaction rolled back: LMDB holds what it held, which the next read loads.
+      for (const id of turn.keys()) this.cache.delete(id);
       settle(err as Error);
     }
   }

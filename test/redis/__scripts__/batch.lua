@@ -792,17 +792,22 @@ end
 end
 
 
-local function write(key, algorithm, c, state, now, grace, exact)
+local function expire(key, px)
+  if redis.call('PEXPIRE', key, px, 'GT') == 0 then redis.call('PEXPIRE', key, px, 'NX') end
+end
+
+local function write(key, field, algorithm, c, state, now, grace, exact)
   if state ~= nil then
     local ttl = algorithm.ttl(state, now, c)
     if ttl > 0 then
       local raw = encode(state, exact)
+      redis.call('HSET', key, field, raw)
       -- Redis writes a number argument exactly (%.17g), so PX needs no formatting here.
-      redis.call('SET', key, raw, 'PX', math.ceil(ttl) + grace)
+      expire(key, math.ceil(ttl) + grace)
       return raw
     end
   end
-  redis.call('DEL', key)
+  redis.call('HDEL', key, field)
   return false
 end
 
@@ -814,12 +819,13 @@ local function read_calls(first)
   for i = 1, #KEYS do
     local algorithm = ALGORITHMS[tonumber(ARGV[a])]
     local params = {}
-    for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 1 + j]) end
-    local raw = redis.call('GET', KEYS[i])
+    for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 2 + j]) end
+    local field = ARGV[a + 2]
+    local raw = redis.call('HGET', KEYS[i], field)
     local state = nil
     if raw then state = decode(raw) end
-    calls[i] = { algorithm = algorithm, cost = tonumber(ARGV[a + 1]), c = algorithm.prepare(params), raw = raw, state = state }
-    a = a + 2 + algorithm.nparams
+    calls[i] = { algorithm = algorithm, cost = tonumber(ARGV[a + 1]), field = field, c = algorithm.prepare(params), raw = raw, state = state }
+    a = a + 3 + algorithm.nparams
   end
   return calls, a
 end
@@ -859,7 +865,7 @@ local written = {}
 for i = 1, #calls do
   local call = calls[i]
   if all or not decisions[i][1] then
-    if changed[i] then written[i] = write(KEYS[i], call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
+    if changed[i] then written[i] = write(KEYS[i], call.field, call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
   end

@@ -13,20 +13,18 @@ if now == nil then
   end
 end
 local cost_1, cost_2, cost_3 = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local state_1 = tonumber(redis.call('GET', KEYS[1]))
+local raw_1 = redis.call('HMGET', KEYS[1], "v37oe4", "1ngzxmm", "2x43v1")
+local fresh_1 = not raw_1[1] and not raw_1[2] and not raw_1[3]
+local state_1 = tonumber(raw_1[1])
 local state_2, state_2b
-do
-  local raw = redis.call('GET', KEYS[2])
-  if raw then
-  local comma = string.find(raw, ',', 1, true)
-  state_2, state_2b = tonumber(string.sub(raw, 1, comma - 1)), tonumber(string.sub(raw, comma + 1))
+if raw_1[2] then
+  local comma = string.find(raw_1[2], ',', 1, true)
+  state_2, state_2b = tonumber(string.sub(raw_1[2], 1, comma - 1)), tonumber(string.sub(raw_1[2], comma + 1))
 end
-end
-local state_3 = tonumber(redis.call('GET', KEYS[3]))
-local reason_1, remaining_1, reset_after_1, retry_after_1, delay_1, changed_1, next_1, next_1b
-local reason_2, remaining_2, reset_after_2, retry_after_2, delay_2, changed_2, next_2, next_2b
-local reason_3, remaining_3, reset_after_3, retry_after_3, delay_3, changed_3, next_3, next_3b
-local packed_1, packed_2, packed_3
+local state_3 = tonumber(raw_1[3])
+local reason_1, remaining_1, reset_after_1, retry_after_1, delay_1
+local reason_2, remaining_2, reset_after_2, retry_after_2, delay_2
+local reason_3, remaining_3, reset_after_3, retry_after_3, delay_3
 if ARGV[2] == 'peek' then
 do
   local capacity, refill_amount, refill_interval, strict = 10, 10, 1000, 0
@@ -53,7 +51,7 @@ do
     do local ms = empty + cost * per_token - now; if ms <= slack then retry_after = 0 else retry_after = math.ceil(ms - slack) end end; retry_after = math.max(1, retry_after)
   end
 end
-  reason_1, remaining_1, reset_after_1, retry_after_1, delay_1, changed_1, next_1, next_1b = reason, remaining, reset_after, retry_after, delay, changed, next, nil
+  reason_1, remaining_1, reset_after_1, retry_after_1, delay_1 = reason, remaining, reset_after, retry_after, delay
 end
 do
   local limit, window = 300, 60000
@@ -80,7 +78,7 @@ do
     do local ms = start + window - now; if ms <= EPSILON then retry_after = 0 else retry_after = math.ceil(ms - EPSILON) end end; retry_after = math.max(1, retry_after)
   end
 end
-  reason_2, remaining_2, reset_after_2, retry_after_2, delay_2, changed_2, next_2, next_2b = reason, remaining, reset_after, retry_after, delay, changed, next, next2
+  reason_2, remaining_2, reset_after_2, retry_after_2, delay_2 = reason, remaining, reset_after, retry_after, delay
 end
 do
   local rate, period, burst = 5000, 3600000, 100
@@ -112,10 +110,13 @@ do
     do local ms = wait; if ms <= slack then retry_after = 0 else retry_after = math.ceil(ms - slack) end end; retry_after = math.max(1, retry_after)
   end
 end
-  reason_3, remaining_3, reset_after_3, retry_after_3, delay_3, changed_3, next_3, next_3b = reason, remaining, reset_after, retry_after, delay, changed, next, nil
+  reason_3, remaining_3, reset_after_3, retry_after_3, delay_3 = reason, remaining, reset_after, retry_after, delay
 end
   return { 0, reason_1, remaining_1, reset_after_1, retry_after_1, delay_1, reason_2, remaining_2, reset_after_2, retry_after_2, delay_2, reason_3, remaining_3, reset_after_3, retry_after_3, delay_3 }
 end
+local packed_1, packed_2, packed_3
+local value_1, value_2, value_3
+local px_1, px_2, px_3
 do
   local capacity, refill_amount, refill_interval, strict = 10, 10, 1000, 0
 local per_token = refill_interval / refill_amount
@@ -160,7 +161,15 @@ if reason == NONE and delay == 0 and remaining <= capacity and remaining % 1 == 
   local p = reset_after * (capacity + 1) + remaining
   if p <= 9007199254740991 then packed_1 = p end
 end
-  reason_1, remaining_1, reset_after_1, retry_after_1, delay_1, changed_1, next_1, next_1b = reason, remaining, reset_after, retry_after, delay, changed, next, nil
+if changed then
+  value_1 = false
+  if next ~= nil then
+    local state = next
+    local ttl_ms = state + full_span - now
+    if ttl_ms > 0 then value_1, px_1 = next, math.ceil(ttl_ms) + grace end
+  end
+end
+  reason_1, remaining_1, reset_after_1, retry_after_1, delay_1 = reason, remaining, reset_after, retry_after, delay
 end
 do
   local limit, window = 300, 60000
@@ -192,7 +201,15 @@ if reason == NONE and delay == 0 and remaining <= limit and remaining % 1 == 0 t
   local p = reset_after * (limit + 1) + remaining
   if p <= 9007199254740991 then packed_2 = p end
 end
-  reason_2, remaining_2, reset_after_2, retry_after_2, delay_2, changed_2, next_2, next_2b = reason, remaining, reset_after, retry_after, delay, changed, next, next2
+if changed then
+  value_2 = false
+  if next ~= nil then
+    local state, state2 = next, next2
+    local ttl_ms = state2 + window - now
+    if ttl_ms > 0 then value_2, px_2 = string.format('%.17g,%.17g', next, next2), math.ceil(ttl_ms) + grace end
+  end
+end
+  reason_2, remaining_2, reset_after_2, retry_after_2, delay_2 = reason, remaining, reset_after, retry_after, delay
 end
 do
   local rate, period, burst = 5000, 3600000, 100
@@ -229,74 +246,21 @@ if reason == NONE and delay == 0 and remaining <= burst and remaining % 1 == 0 t
   local p = reset_after * (burst + 1) + remaining
   if p <= 9007199254740991 then packed_3 = p end
 end
-  reason_3, remaining_3, reset_after_3, retry_after_3, delay_3, changed_3, next_3, next_3b = reason, remaining, reset_after, retry_after, delay, changed, next, nil
-end
-if reason_1 == NONE and reason_2 == NONE and reason_3 == NONE then
-if changed_1 then
-  local ttl_ms = 0
-  if next_1 ~= nil then
-    local capacity, refill_amount, refill_interval, strict = 10, 10, 1000, 0
-local per_token = refill_interval / refill_amount
-local full_span = capacity * per_token
-local slack = math.min(EPSILON, per_token / 2)
-    local state = next_1
-    ttl_ms = state + full_span - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[1], next_1, 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[1])
+if changed then
+  value_3 = false
+  if next ~= nil then
+    local state = next
+    local ttl_ms = state - now
+    if ttl_ms > 0 then value_3, px_3 = next, math.ceil(ttl_ms) + grace end
   end
 end
-if changed_2 then
-  local ttl_ms = 0
-  if next_2 ~= nil then
-    local limit, window = 300, 60000
-    local state, state2 = next_2, next_2b
-    ttl_ms = state2 + window - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[2], string.format('%.17g,%.17g', next_2, next_2b), 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[2])
-  end
+  reason_3, remaining_3, reset_after_3, retry_after_3, delay_3 = reason, remaining, reset_after, retry_after, delay
 end
-if changed_3 then
-  local ttl_ms = 0
-  if next_3 ~= nil then
-    local rate, period, burst = 5000, 3600000, 100
-local emission = period / rate
-local tolerance = emission * burst
-local slack = math.min(EPSILON, emission / 2)
-    local state = next_3
-    ttl_ms = state - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[3], next_3, 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[3])
-  end
-end
-  if packed_1 and packed_2 and packed_3 then return { packed_1, packed_2, packed_3 } end
-else
-if reason_1 ~= NONE then
-if changed_1 then
-  local ttl_ms = 0
-  if next_1 ~= nil then
-    local capacity, refill_amount, refill_interval, strict = 10, 10, 1000, 0
-local per_token = refill_interval / refill_amount
-local full_span = capacity * per_token
-local slack = math.min(EPSILON, per_token / 2)
-    local state = next_1
-    ttl_ms = state + full_span - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[1], next_1, 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[1])
-  end
-end
-else
+local all = reason_1 == NONE and reason_2 == NONE and reason_3 == NONE
+if not all then
+  -- A refusal: the refusing limits write what they changed, the others consume nothing.
+if reason_1 == NONE then
+  value_1 = nil
 do
   local capacity, refill_amount, refill_interval, strict = 10, 10, 1000, 0
 local per_token = refill_interval / refill_amount
@@ -322,24 +286,11 @@ do
     do local ms = empty + cost * per_token - now; if ms <= slack then retry_after = 0 else retry_after = math.ceil(ms - slack) end end; retry_after = math.max(1, retry_after)
   end
 end
-  reason_1, remaining_1, reset_after_1, retry_after_1, delay_1, changed_1, next_1, next_1b = reason, remaining, reset_after, retry_after, delay, changed, next, nil
+  reason_1, remaining_1, reset_after_1, retry_after_1, delay_1 = reason, remaining, reset_after, retry_after, delay
 end
 end
-if reason_2 ~= NONE then
-if changed_2 then
-  local ttl_ms = 0
-  if next_2 ~= nil then
-    local limit, window = 300, 60000
-    local state, state2 = next_2, next_2b
-    ttl_ms = state2 + window - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[2], string.format('%.17g,%.17g', next_2, next_2b), 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[2])
-  end
-end
-else
+if reason_2 == NONE then
+  value_2 = nil
 do
   local limit, window = 300, 60000
   local state, state2 = state_2, state_2b
@@ -365,27 +316,11 @@ do
     do local ms = start + window - now; if ms <= EPSILON then retry_after = 0 else retry_after = math.ceil(ms - EPSILON) end end; retry_after = math.max(1, retry_after)
   end
 end
-  reason_2, remaining_2, reset_after_2, retry_after_2, delay_2, changed_2, next_2, next_2b = reason, remaining, reset_after, retry_after, delay, changed, next, next2
+  reason_2, remaining_2, reset_after_2, retry_after_2, delay_2 = reason, remaining, reset_after, retry_after, delay
 end
 end
-if reason_3 ~= NONE then
-if changed_3 then
-  local ttl_ms = 0
-  if next_3 ~= nil then
-    local rate, period, burst = 5000, 3600000, 100
-local emission = period / rate
-local tolerance = emission * burst
-local slack = math.min(EPSILON, emission / 2)
-    local state = next_3
-    ttl_ms = state - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[3], next_3, 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[3])
-  end
-end
-else
+if reason_3 == NONE then
+  value_3 = nil
 do
   local rate, period, burst = 5000, 3600000, 100
 local emission = period / rate
@@ -416,8 +351,24 @@ do
     do local ms = wait; if ms <= slack then retry_after = 0 else retry_after = math.ceil(ms - slack) end end; retry_after = math.max(1, retry_after)
   end
 end
-  reason_3, remaining_3, reset_after_3, retry_after_3, delay_3, changed_3, next_3, next_3b = reason, remaining, reset_after, retry_after, delay, changed, next, nil
+  reason_3, remaining_3, reset_after_3, retry_after_3, delay_3 = reason, remaining, reset_after, retry_after, delay
 end
 end
 end
+do
+  local px = 0
+  if value_1 and value_2 and value_3 then
+    redis.call('HSET', KEYS[1], "v37oe4", value_1, "1ngzxmm", value_2, "2x43v1", value_3)
+    px = math.max(px_1, px_2, px_3)
+  else
+  if value_1 then redis.call('HSET', KEYS[1], "v37oe4", value_1); px = math.max(px, px_1) end
+  if value_2 then redis.call('HSET', KEYS[1], "1ngzxmm", value_2); px = math.max(px, px_2) end
+  if value_3 then redis.call('HSET', KEYS[1], "2x43v1", value_3); px = math.max(px, px_3) end
+  end
+  if px > 0 then if redis.call('PEXPIRE', KEYS[1], px, 'GT') == 0 and fresh_1 then redis.call('PEXPIRE', KEYS[1], px, 'NX') end end
+  if value_1 == false then redis.call('HDEL', KEYS[1], "v37oe4") end
+  if value_2 == false then redis.call('HDEL', KEYS[1], "1ngzxmm") end
+  if value_3 == false then redis.call('HDEL', KEYS[1], "2x43v1") end
+end
+if all and packed_1 and packed_2 and packed_3 then return { packed_1, packed_2, packed_3 } end
 return { 0, reason_1, remaining_1, reset_after_1, retry_after_1, delay_1, reason_2, remaining_2, reset_after_2, retry_after_2, delay_2, reason_3, remaining_3, reset_after_3, retry_after_3, delay_3 }

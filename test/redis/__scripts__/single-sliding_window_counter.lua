@@ -189,24 +189,29 @@ do
 end
 
 
-local function write(key, algorithm, c, state, now, grace, exact)
+local function expire(key, px)
+  if redis.call('PEXPIRE', key, px, 'GT') == 0 then redis.call('PEXPIRE', key, px, 'NX') end
+end
+
+local function write(key, field, algorithm, c, state, now, grace, exact)
   if state ~= nil then
     local ttl = algorithm.ttl(state, now, c)
     if ttl > 0 then
       local raw = encode(state, exact)
+      redis.call('HSET', key, field, raw)
       -- Redis writes a number argument exactly (%.17g), so PX needs no formatting here.
-      redis.call('SET', key, raw, 'PX', math.ceil(ttl) + grace)
+      expire(key, math.ceil(ttl) + grace)
       return raw
     end
   end
-  redis.call('DEL', key)
+  redis.call('HDEL', key, field)
   return false
 end
 
 local now, grace = read_now(ARGV[1])
 local algorithm = sliding_window_counter
-local c = algorithm.prepare({ tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]) })
-local raw = redis.call('GET', KEYS[1])
+local c = algorithm.prepare({ tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]) })
+local raw = redis.call('HGET', KEYS[1], ARGV[4])
 local state = nil
 if raw then state = decode(raw) end
 local cost = tonumber(ARGV[3])
@@ -217,7 +222,7 @@ else
   local next, changed
   d, next, changed = algorithm.consume(state, now, cost, c)
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
-  if changed then write(KEYS[1], algorithm, c, next, now, grace) end
+  if changed then write(KEYS[1], ARGV[4], algorithm, c, next, now, grace) end
 end
 local packed
 if d[7] == NONE and d[6] == 0 and d[3] <= d[2] and d[3] % 1 == 0 then

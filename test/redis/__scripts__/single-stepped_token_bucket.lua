@@ -2,7 +2,7 @@
 local EPSILON = 1e-2
 local NONE, RATE, COST = 0, 1, 2
 
-local capacity, refill_amount, refill_interval, strict = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local capacity, refill_amount, refill_interval, strict = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local slack = math.min(EPSILON, refill_interval / 2)
 local span = math.ceil(capacity / refill_amount) * refill_interval
 -- read_now, inline: the caller's time, or Redis TIME; the replay grace.
@@ -18,12 +18,10 @@ if now == nil then
 end
 local cost = tonumber(ARGV[3])
 local state, state2
-do
-  local raw = redis.call('GET', KEYS[1])
-  if raw then
+local raw = redis.call('HGET', KEYS[1], ARGV[4])
+if raw then
   local comma = string.find(raw, ',', 1, true)
   state, state2 = tonumber(string.sub(raw, 1, comma - 1)), tonumber(string.sub(raw, comma + 1))
-end
 end
 local reason, remaining, reset_after, retry_after, delay, changed, next, next2
 if ARGV[2] == 'peek' then
@@ -86,19 +84,21 @@ do
   end
 end
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
+  local value, px
 if changed then
-  local ttl_ms = 0
+  value = false
   if next ~= nil then
-
     local state, state2 = next, next2
-    ttl_ms = state2 + span - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[1], string.format('%.17g,%.17g', next, next2), 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[1])
+    local ttl_ms = state2 + span - now
+    if ttl_ms > 0 then value, px = string.format('%.17g,%.17g', next, next2), math.ceil(ttl_ms) + grace end
   end
 end
+  if value then
+    redis.call('HSET', KEYS[1], ARGV[4], value)
+    if redis.call('PEXPIRE', KEYS[1], px, 'GT') == 0 and not raw then redis.call('PEXPIRE', KEYS[1], px, 'NX') end
+  elseif value == false then
+    redis.call('HDEL', KEYS[1], ARGV[4])
+  end
 end
 local packed
 if reason == NONE and delay == 0 and remaining <= capacity and remaining % 1 == 0 then

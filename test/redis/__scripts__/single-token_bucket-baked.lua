@@ -20,7 +20,8 @@ if now == nil then
   end
 end
 local cost = tonumber(ARGV[3])
-local state = tonumber(redis.call('GET', KEYS[1]))
+local raw = redis.call('HGET', KEYS[1], ARGV[4])
+local state = tonumber(raw)
 local reason, remaining, reset_after, retry_after, delay, changed, next
 if ARGV[2] == 'peek' then
 do
@@ -74,19 +75,21 @@ end
   end
 end
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
+  local value, px
 if changed then
-  local ttl_ms = 0
+  value = false
   if next ~= nil then
-
     local state = next
-    ttl_ms = state + full_span - now
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', KEYS[1], next, 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', KEYS[1])
+    local ttl_ms = state + full_span - now
+    if ttl_ms > 0 then value, px = next, math.ceil(ttl_ms) + grace end
   end
 end
+  if value then
+    redis.call('HSET', KEYS[1], ARGV[4], value)
+    if redis.call('PEXPIRE', KEYS[1], px, 'GT') == 0 and not raw then redis.call('PEXPIRE', KEYS[1], px, 'NX') end
+  elseif value == false then
+    redis.call('HDEL', KEYS[1], ARGV[4])
+  end
 end
 local packed
 if reason == NONE and delay == 0 and remaining <= capacity and remaining % 1 == 0 then

@@ -84,25 +84,35 @@ export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
 ];
 
 /**
- * Storing a state, shared by every script that writes one: `write(key, algorithm, c, state, now,
- * grace, exact)` stores it with `PX` = the algorithm's ttl rounded up, plus `grace` (ms, from
- * `read_now`: a replayed `now`'s state may be needed longer in wall time than in its own), or
- * deletes the key when there is no state or its ttl is ≤ 0 (it is as good as fresh). `c` holds the
- * algorithm's prepared params. Returns what it stored (a string when `exact`, see `encode`), or
- * false when it deleted the key.
+ * Storing a state, shared by every script that writes one: `write(key, field, algorithm, c, state,
+ * now, grace, exact)` stores it in the hash `key` (the user key's) at `field` (the limit's), and
+ * makes the hash live at least the algorithm's ttl rounded up, plus `grace` (ms, from `read_now`: a
+ * replayed `now`'s state may be needed longer in wall time than in its own); or deletes the field
+ * when there is no state or its ttl is ≤ 0 (it is as good as fresh). `c` holds the algorithm's
+ * prepared params. Returns what it stored (a string when `exact`, see `encode`), or false when it
+ * deleted the field.
+ *
+ * `expire(key, px)`: the hash lives as long as its longest-lived field needs. `PEXPIRE … GT` only
+ * ever lengthens its life (another limit's field may need more than this one); a hash without a
+ * ttl yet (just made) takes it with `NX`. Redis 7.0 or later.
  */
 export const WRITE_LUA = `
-local function write(key, algorithm, c, state, now, grace, exact)
+local function expire(key, px)
+  if redis.call('PEXPIRE', key, px, 'GT') == 0 then redis.call('PEXPIRE', key, px, 'NX') end
+end
+
+local function write(key, field, algorithm, c, state, now, grace, exact)
   if state ~= nil then
     local ttl = algorithm.ttl(state, now, c)
     if ttl > 0 then
       local raw = encode(state, exact)
+      redis.call('HSET', key, field, raw)
       -- Redis writes a number argument exactly (%.17g), so PX needs no formatting here.
-      redis.call('SET', key, raw, 'PX', math.ceil(ttl) + grace)
+      expire(key, math.ceil(ttl) + grace)
       return raw
     end
   end
-  redis.call('DEL', key)
+  redis.call('HDEL', key, field)
   return false
 end
 `;
@@ -111,10 +121,11 @@ end
  * The prelude, the fragments of `algorithms` (by default every one), and the shared call
  * machinery of the batch scripts:
  *
- * - `read_calls(first)`: parses KEYS[i] with its ARGV group `kind code, cost, params…` starting at
- *   ARGV[first]; returns the calls (algorithm, cost, prepared params, raw and decoded state) and
- *   the index of the first ARGV after them. A code whose fragment is not in the script is an error.
- * - `write(key, algorithm, c, state, now, grace, exact)`: see {@link WRITE_LUA}.
+ * - `read_calls(first)`: parses KEYS[i] (the hash of call i's user key) with its ARGV group
+ *   `kind code, cost, field, params…` starting at ARGV[first]; returns the calls (algorithm, cost,
+ *   field, prepared params, raw and decoded state) and the index of the first ARGV after them. A
+ *   code whose fragment is not in the script is an error.
+ * - `write(key, field, algorithm, c, state, now, grace, exact)`: see {@link WRITE_LUA}.
  * - `push_decision(out, d)`: appends a decision as 5 integers (reason, remaining, resetAfter,
  *   retryAfter, delay: see `DECISION_WIDTH` in wire.ts).
  */
@@ -134,12 +145,13 @@ local function read_calls(first)
   for i = 1, #KEYS do
     local algorithm = ALGORITHMS[tonumber(ARGV[a])]
     local params = {}
-    for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 1 + j]) end
-    local raw = redis.call('GET', KEYS[i])
+    for j = 1, algorithm.nparams do params[j] = tonumber(ARGV[a + 2 + j]) end
+    local field = ARGV[a + 2]
+    local raw = redis.call('HGET', KEYS[i], field)
     local state = nil
     if raw then state = decode(raw) end
-    calls[i] = { algorithm = algorithm, cost = tonumber(ARGV[a + 1]), c = algorithm.prepare(params), raw = raw, state = state }
-    a = a + 2 + algorithm.nparams
+    calls[i] = { algorithm = algorithm, cost = tonumber(ARGV[a + 1]), field = field, c = algorithm.prepare(params), raw = raw, state = state }
+    a = a + 3 + algorithm.nparams
   end
   return calls, a
 end

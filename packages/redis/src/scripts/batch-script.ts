@@ -6,12 +6,13 @@ import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms
  * limits that would have admitted report their current state (`peek`), and a limit that refused
  * by itself keeps its refusal state (a strict token bucket restarts its clock).
  *
- * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
+ * KEYS[i]  the hash of call i's user key (all in one hash slot on a Cluster)
  * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
  *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume', 'peek' (no writes), or 'split' (consume, and return what the
  *          split refund needs to undo it: one slot of a batch split across Cluster slots)
- * ARGV[3…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
+ * ARGV[3…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, field (the
+ *          limit's, in the hash), the algorithm's params
  *
  * Returns `{ now, d1…, dN, [journal] }`: `now` as a `%.17g` string in 'split' mode, with
  * `,grace` when ARGV[1] had one (0 in the other modes, which have no use for it); each decision as 5 integers (reason 0 allowed / 1
@@ -54,7 +55,7 @@ local written = {}
 for i = 1, #calls do
   local call = calls[i]
   if all or not decisions[i][1] then
-    if changed[i] then written[i] = write(KEYS[i], call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
+    if changed[i] then written[i] = write(KEYS[i], call.field, call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
   end

@@ -6,10 +6,11 @@ import { LIBRARY_LUA } from '../lua/algorithms.js';
  * recomputed, or the key deleted when nothing is left); a refund that gives nothing back returns
  * the state itself, and nothing is written. Calls are independent: there is no all-or-nothing rule for a refund.
  *
- * KEYS[i]  state key of call i (all in one hash slot on a Cluster)
+ * KEYS[i]  the hash of call i's user key (all in one hash slot on a Cluster)
  * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
  *          `nowArg`); '' reads Redis TIME
- * ARGV[2…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, the algorithm's params
+ * ARGV[2…] per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, field (the
+ *          limit's, in the hash), the algorithm's params
  *
  * Returns the number of keys changed.
  */
@@ -23,7 +24,7 @@ for i = 1, #calls do
     -- A refund that gives nothing back returns the state itself: nothing to write.
     local next = call.algorithm.refund(call.state, now, call.cost, call.c)
     if next ~= call.state then
-      write(KEYS[i], call.algorithm, call.c, next, now, grace)
+      write(KEYS[i], call.field, call.algorithm, call.c, next, now, grace)
       changed = changed + 1
     end
   end

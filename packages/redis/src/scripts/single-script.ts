@@ -48,12 +48,13 @@ end`;
  * algorithm) would make a single limit pay for all six: this one holds the prelude, `write` and
  * the one algorithm fragment, composed from the same fragments as the batch script.
  *
- * KEYS[1]  state key
+ * KEYS[1]  the hash of the user key
  * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
  *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume' or 'peek' (no writes)
  * ARGV[3]  cost
- * ARGV[4…] the algorithm's params, in the order of `LUA_ALGORITHMS`
+ * ARGV[4]  the limit's field in the hash
+ * ARGV[5…] the algorithm's params, in the order of `LUA_ALGORITHMS`
  *
  * Returns the decision as the batch script does per call (reason, remaining, resetAfter,
  * retryAfter, delay), without the delay when it is 0, or one integer for an admission without
@@ -65,8 +66,8 @@ ${algorithm.lua}
 ${WRITE_LUA}
 local now, grace = read_now(ARGV[1])
 local algorithm = ${algorithm.table}
-local c = algorithm.prepare({ ${algorithm.params.map((_, j) => `tonumber(ARGV[${4 + j}])`).join(', ')} })
-local raw = redis.call('GET', KEYS[1])
+local c = algorithm.prepare({ ${algorithm.params.map((_, j) => `tonumber(ARGV[${5 + j}])`).join(', ')} })
+local raw = redis.call('HGET', KEYS[1], ARGV[4])
 local state = nil
 if raw then state = decode(raw) end
 local cost = tonumber(ARGV[3])
@@ -77,15 +78,16 @@ else
   local next, changed
   d, next, changed = algorithm.consume(state, now, cost, c)
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
-  if changed then write(KEYS[1], algorithm, c, next, now, grace) end
+  if changed then write(KEYS[1], ARGV[4], algorithm, c, next, now, grace) end
 end
 ${replyLua('d[2]', 'd[7]', 'd[3]', 'd[4]', 'd[5]', 'd[6]')}
 `;
 }
 
 // Redis writes a number argument exactly (%.17g), so a one-number state is stored as the number;
-// tonumber(false), for no key, is nil.
-const ONE_NUMBER_STATE = `local state = tonumber(redis.call('GET', KEYS[1]))`;
+// tonumber(false), for no field, is nil.
+const ONE_NUMBER_STATE = `local raw = redis.call('HGET', KEYS[1], ARGV[4])
+local state = tonumber(raw)`;
 
 /**
  * Sets `first, second` from `raw`, a two-number state stored as '%.17g,%.17g' (as `encode` writes
@@ -99,62 +101,64 @@ end`;
 }
 
 const TWO_NUMBER_STATE = `local state, state2
-do
-  local raw = redis.call('GET', KEYS[1])
-  ${twoNumberStateLua('raw', 'state', 'state2')}
-end`;
+local raw = redis.call('HGET', KEYS[1], ARGV[4])
+${twoNumberStateLua('raw', 'state', 'state2')}`;
 
 /**
- * `write()` of the batch script, inline, for a lean twin: when `changed`, stores the new state
- * (`next`, and `next2` for two numbers) at `key` with `PX` = its ttl rounded up plus `grace` (see
- * `WRITE_LUA`), or deletes the key when there is no state or its ttl is ≤ 0. `bind`: Lua that puts the params (and what `prepare`
- * derives) in scope, when they are not already.
+ * What a lean twin's consume leaves to write, inline, after its block ran (`changed`, `next`,
+ * `next2`, the params, `now` and `grace` in scope): when `changed`, sets `value` (a declared Lua
+ * name) to the new state as stored (`next`, or `'%.17g,%.17g'` of `next, next2`) and `px` to its
+ * ttl in ms, rounded up, plus `grace` (see `WRITE_LUA`); or `value` to false when there is no state
+ * or its ttl is ≤ 0 (the field is deleted: it is as good as fresh). Unchanged: `value` stays nil.
  */
-export function leanWriteLua(
-  lean: LeanLua,
-  key: string,
-  changed: string,
-  next: string,
-  next2: string,
-  bind = '',
-): string {
-  const value = lean.width === 1 ? next : `string.format('%.17g,%.17g', ${next}, ${next2})`;
-  return `if ${changed} then
-  local ttl_ms = 0
-  if ${next} ~= nil then
-${bind}
-    local ${stateNames(lean, 'state')} = ${lean.width === 1 ? next : `${next}, ${next2}`}
-    ttl_ms = ${lean.ttl}
-  end
-  if ttl_ms > 0 then
-    redis.call('SET', ${key}, ${value}, 'PX', math.ceil(ttl_ms) + grace)
-  else
-    redis.call('DEL', ${key})
+export function leanNextLua(lean: LeanLua, value: string, px: string): string {
+  const stored = lean.width === 1 ? 'next' : `string.format('%.17g,%.17g', next, next2)`;
+  return `if changed then
+  ${value} = false
+  if next ~= nil then
+    local ${stateNames(lean, 'state')} = ${stateNames(lean, 'next')}
+    local ttl_ms = ${lean.ttl}
+    if ttl_ms > 0 then ${value}, ${px} = ${stored}, math.ceil(ttl_ms) + grace end
   end
 end`;
 }
 
 /**
+ * Lengthens the life of hash `key` to `px` ms when it is shorter (`GT`); a hash that may have no
+ * ttl yet (`fresh`, a Lua expression: none of the fields the script read was there) takes it with
+ * `NX` when `GT` did not apply. See `WRITE_LUA`.
+ */
+export function expireLua(key: string, px: string, fresh: string): string {
+  return `if redis.call('PEXPIRE', ${key}, ${px}, 'GT') == 0 and ${fresh} then redis.call('PEXPIRE', ${key}, ${px}, 'NX') end`;
+}
+
+/** A Lua string literal of `text` (a hash field: a fingerprint, ASCII). */
+export function luaString(text: string): string {
+  return JSON.stringify(text);
+}
+
+/**
  * The single-limit script of an algorithm with a lean twin (see `lua/lean.ts`), for one algorithm
  * object: its params are written into the script as constants (one script per set of params, few
- * in an application), so a call carries 3 arguments; the twin's blocks are inlined, so the script
+ * in an application), so a call carries 4 arguments (with the limit's field); the twin's blocks are inlined, so the script
  * defines no function and makes no table but its reply (a closure or a table costs Redis time on
  * every call).
  *
- * KEYS[1]  state key
+ * KEYS[1]  the hash of the user key
  * ARGV[1]  now, ms since the epoch, as a decimal string; 'now,grace' for a replayed now (see
  *          `nowArg`); '' reads Redis TIME
  * ARGV[2]  mode: 'consume' or 'peek' (no writes)
  * ARGV[3]  cost
+ * ARGV[4]  the limit's field in the hash
  *
  * `params`: the algorithm's params as exact decimal strings (`String` of a double round-trips, and
  * Lua reads the literal back to the same double), in the order of `lean.locals`. Without them, the
- * script is for any params of the kind, read from ARGV[4…] as {@link singleScript} does.
+ * script is for any params of the kind, read from ARGV[5…] as {@link singleScript} does.
  *
  * Returns what {@link singleScript} returns.
  */
 export function leanSingleScript(lean: LeanLua, params?: readonly string[]): string {
-  const values = params ?? lean.locals.map((_, j) => `tonumber(ARGV[${4 + j}])`);
+  const values = params ?? lean.locals.map((_, j) => `tonumber(ARGV[${5 + j}])`);
   return `${CONSTANTS_LUA}
 local ${lean.locals.join(', ')} = ${values.join(', ')}
 ${lean.prepare}
@@ -167,7 +171,14 @@ ${lean.peek}
 else
 ${lean.consume}
   -- One call is the whole batch: it writes whatever it changed, admitted or not.
-${leanWriteLua(lean, 'KEYS[1]', 'changed', 'next', 'next2')}
+  local value, px
+${leanNextLua(lean, 'value', 'px')}
+  if value then
+    redis.call('HSET', KEYS[1], ARGV[4], value)
+    ${expireLua('KEYS[1]', 'px', 'not raw')}
+  elseif value == false then
+    redis.call('HDEL', KEYS[1], ARGV[4])
+  end
 end
 ${replyLua(lean.limit, 'reason', 'remaining', 'reset_after', 'retry_after', 'delay')}
 `;

@@ -13,9 +13,9 @@ import { LIBRARY_LUA } from '../lua/algorithms.js';
  * Then each call is reported as `peek` sees it now, as the one-slot batch reports the limits that
  * would have admitted a refused request.
  *
- * KEYS[i]  state key of call i (all in one hash slot)
+ * KEYS[i]  the hash of call i's user key (all in one hash slot)
  * ARGV[1]  now the batch used, ms since the epoch, and its replay grace (the batch's returned `now`)
- * ARGV[2…] per call i: algorithm code, cost, the algorithm's params; then, after every call's
+ * ARGV[2…] per call i: algorithm code, cost, field, the algorithm's params; then, after every call's
  *          group, per call i: `written 0/1, hadPrevious 0/1, previous value, isSet 0/1,
  *          written value` (values '' when absent; `written 0`: nothing was consumed, nothing to do)
  *
@@ -34,13 +34,13 @@ for i = 1, #calls do
     if call.raw == written then
       local state = nil
       if ARGV[a + 1] == '1' then state = decode(ARGV[a + 2]) end
-      write(KEYS[i], call.algorithm, call.c, state, now, grace)
+      write(KEYS[i], call.field, call.algorithm, call.c, state, now, grace)
       call.state = state
       restored = restored + 1
     elseif call.state ~= nil and call.algorithm.refund ~= nil then
       local next = call.algorithm.refund(call.state, now, call.cost, call.c)
       if next ~= call.state then
-        write(KEYS[i], call.algorithm, call.c, next, now, grace)
+        write(KEYS[i], call.field, call.algorithm, call.c, next, now, grace)
         call.state = next
       end
     end

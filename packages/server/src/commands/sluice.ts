@@ -4,6 +4,7 @@ import {
   type Decision,
   fingerprint,
   type LimitCall,
+  type RefusalReason,
   SluiceError,
   settleBatch,
   UNCHANGED,
@@ -15,12 +16,13 @@ import type { Command, CommandContext, CommandResult } from './context.js';
 /**
  * sluice's own commands, every core algorithm, one or several limits per command:
  *
- *   SL.CHECK  [AT ms] LIMIT <algorithm> <key> [COST n] [POLICY name] [ID id] [LIMIT ...]
+ *   SL.CHECK  [AT ms] [COMPACT] LIMIT <algorithm> <key> [COST n] [POLICY name] [ID id] [LIMIT ...]
  *   SL.PEEK   (same)          SL.REFUND (same)          SL.RESET LIMIT <algorithm> <key> [ID id] ...
  *
  * `<algorithm>` is `kind:param=value,...` (see algorithm-spec.ts). A check over several limits is
  * all-or-nothing (core's settleBatch). The reply of CHECK and PEEK is the Decision as field/value
- * pairs, its `limits` holding each limit's own decision the same way.
+ * pairs, its `limits` holding each limit's own decision the same way (what a person reads in
+ * redis-cli); with COMPACT, only {@link COMPACT_WIDTH} numbers per limit (what ServerStore reads).
  */
 
 interface ParsedCall extends LimitCall {
@@ -30,8 +32,19 @@ interface ParsedCall extends LimitCall {
 
 interface Parsed {
   readonly now: number | undefined;
+  readonly compact: boolean;
   readonly calls: ParsedCall[];
 }
+
+/**
+ * A COMPACT reply's numbers per limit: reason (0 allowed, then {@link REASON_CODES}' order),
+ * remaining, resetAfter, retryAfter, delay. The limit and the policy are left out: the caller sent
+ * both (the algorithm's limit, the POLICY or the kind), as RedisStore's scripts leave them out.
+ */
+export const COMPACT_WIDTH = 5;
+
+/** The refusal reasons of a COMPACT reply, coded 1, 2, 3 (0 is allowed). */
+export const REASON_CODES: readonly RefusalReason[] = ['rate-limited', 'cost-exceeds-limit', 'concurrency'];
 
 function stateId(algorithm: Algorithm, extra: string, key: Buffer): string {
   return `sl:${specOf(algorithm)}|${extra}\u0000${key.toString('latin1')}`;
@@ -49,6 +62,8 @@ function parse(args: readonly Buffer[]): Parsed | resp.Reply {
     }
     i += 2;
   }
+  const compact = word(i) === 'compact';
+  if (compact) i++;
   while (i < args.length) {
     if (word(i) !== 'limit' || i + 2 >= args.length) {
       return resp.error('ERR syntax error: expected LIMIT <algorithm> <key> [COST n] [POLICY name] [ID id]');
@@ -84,7 +99,7 @@ function parse(args: readonly Buffer[]): Parsed | resp.Reply {
     calls.push({ algorithm, key: key.toString('latin1'), cost, policy, id: stateId(algorithm, extra, key) });
   }
   if (calls.length === 0) return resp.error('ERR syntax error: at least one LIMIT is needed');
-  return { now, calls };
+  return { now, compact, calls };
 }
 
 function number(value: number): resp.Reply {
@@ -121,6 +136,26 @@ export function decisionReply(perLimit: readonly Decision[]): resp.Reply {
   ]);
 }
 
+function compactReply(perLimit: readonly Decision[]): resp.Reply {
+  const items: resp.Reply[] = [];
+  for (const d of perLimit) {
+    const reason = d.reason === undefined ? 0 : REASON_CODES.indexOf(d.reason) + 1;
+    items.push(
+      resp.integer(reason),
+      number(d.remaining),
+      number(d.resetAfter),
+      number(d.retryAfter),
+      number(d.delay),
+    );
+  }
+  return resp.array(items);
+}
+
+/** The reply of CHECK and PEEK, in the form the command asked for. */
+function replyOf(parsed: Parsed, decisions: readonly Decision[]): resp.Reply {
+  return parsed.compact ? compactReply(decisions) : decisionReply(decisions);
+}
+
 /** Reads every call's state; `waits` collects the commits a reply must not overtake. */
 function readAll(
   ctx: CommandContext,
@@ -136,7 +171,11 @@ function readAll(
 }
 
 function durable(reply: resp.Reply, waits: Promise<unknown>[]): CommandResult {
-  return { reply, durable: waits.length === 0 ? undefined : Promise.all(waits) };
+  if (waits.length === 0) return { reply, durable: undefined };
+  // 'commit' mode: every wait is the same turn's commit; a reply that waits for it alone lets the
+  // connection wait once for all the replies of a read.
+  const first = waits[0]!;
+  return { reply, durable: waits.every((w) => w === first) ? first : Promise.all(waits) };
 }
 
 function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
@@ -153,7 +192,7 @@ function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
     const ttl = write === undefined ? 0 : call.algorithm.ttl(write, now);
     waits.push(ctx.db.write(call.id, write, ttl, serverNow));
   });
-  return durable(decisionReply(decisions), waits);
+  return durable(replyOf(parsed, decisions), waits);
 }
 
 function peek(args: readonly Buffer[], ctx: CommandContext): CommandResult {
@@ -166,7 +205,7 @@ function peek(args: readonly Buffer[], ctx: CommandContext): CommandResult {
   const decisions = parsed.calls.map((call, i) =>
     call.algorithm.peek(states[i], now, call.cost, call.policy),
   );
-  return durable(decisionReply(decisions), waits);
+  return durable(replyOf(parsed, decisions), waits);
 }
 
 function refund(args: readonly Buffer[], ctx: CommandContext): CommandResult {

@@ -28,6 +28,12 @@ const INT32_MAX = 2n ** 31n - 1n;
 function parseInteger(text: Buffer, min: bigint, max: bigint): number | undefined {
   const s = text.toString('latin1');
   if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  // Short enough to be exact as a double and inside the range (9 characters for int32, 15 for
+  // int64): skip the BigInt, the common case.
+  if (s.length <= 9 || (s.length <= 15 && max > INT32_MAX)) {
+    const value = Number(s);
+    return value === 0 ? 0 : value; // -0 reads as 0, as folly::to gives it
+  }
   const value = BigInt(s);
   if (value < min || value > max) return undefined;
   return Number.isSafeInteger(Number(value)) ? Number(value) : undefined;
@@ -91,8 +97,7 @@ function parseArgs(
 
 /** Core's stepped token bucket for one parameter set, kept for reuse (a service sees few sets). */
 const buckets = new Map<string, Algorithm<TokenBucketState>>();
-function bucketFor(max: number, refill: number, refillMs: number): Algorithm<TokenBucketState> {
-  const id = `${max}:${refill}:${refillMs}`;
+function bucketFor(id: string, max: number, refill: number, refillMs: number): Algorithm<TokenBucketState> {
   let bucket = buckets.get(id);
   if (bucket === undefined) {
     if (buckets.size >= 10_000) buckets.clear();
@@ -109,7 +114,11 @@ function bucketFor(max: number, refill: number, refillMs: number): Algorithm<Tok
 
 /** The stored key: Smyte's key name with its parameters bound in, so differing parameters never share a bucket. */
 export function smyteStateId(key: Buffer, max: number, refill: number, refillMs: number): string {
-  return `rl:${max}:${refill}:${refillMs}\u0000${key.toString('latin1')}`;
+  return stateIdOf(key, `${max}:${refill}:${refillMs}`);
+}
+
+function stateIdOf(key: Buffer, params: string): string {
+  return `rl:${params}\u0000${key.toString('latin1')}`;
 }
 
 function rateLimit(
@@ -121,8 +130,9 @@ function rateLimit(
   const parsed = parseArgs(args, useMs, isReduce, ctx.now());
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
   const { max, refill, refillMs, take, at, strict } = parsed;
-  const bucket = bucketFor(max, refill, refillMs);
-  const id = smyteStateId(args[1]!, max, refill, refillMs);
+  const params = `${max}:${refill}:${refillMs}`;
+  const bucket = bucketFor(params, max, refill, refillMs);
+  const id = stateIdOf(args[1]!, params);
   const serverNow = ctx.now();
   const { state: stored, waitFor } = ctx.db.read(id, serverNow);
   const state = stored as TokenBucketState | undefined;
