@@ -248,7 +248,7 @@ describe('SyncedStore while Redis is away (its own redis-server)', () => {
     await a!.sync(); // the lost batch again: skipped by Redis
     expect(a!.outage).toBe(false);
     await a!.sync(); // the 3 since
-    expect(await client.get(`${a!.prefix}${algorithm.fingerprint}:{k}`)).toBe(`8,${START}`);
+    expect(await client.hget(`${a!.prefix}{k}`, algorithm.fingerprint)).toBe(`8,${START}`);
     expect(a!.inspect(algorithm, 'k')).toEqual([8, START]);
   });
 
@@ -281,6 +281,6 @@ describe('SyncedStore while Redis is away (its own redis-server)', () => {
     for (const node of nodes) await node.sync();
     await nodes[0]!.sync();
     expect(nodes.map((node) => node.outage)).toEqual([false, false]);
-    expect(await client.get(`${nodes[0]!.prefix}${algorithm.fingerprint}:{k}`)).toBe(`80,${START}`);
+    expect(await client.hget(`${nodes[0]!.prefix}{k}`, algorithm.fingerprint)).toBe(`80,${START}`);
   });
 });

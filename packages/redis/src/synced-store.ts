@@ -12,7 +12,8 @@ import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';
 import { escapeKey } from './key-escape.js';
 import { RedisStore } from './redis-store.js';
-import { deleteKeys, type ScriptCommand, scriptCommand } from './script-command.js';
+import { type ScriptCommand, scriptCommand } from './script-command.js';
+import { RESET_SCRIPT } from './scripts/reset-script.js';
 import { SYNC_SCRIPT } from './scripts/sync-script.js';
 import { hashSlot } from './slot.js';
 import { type Entry, LocalTable, type Space } from './synced/local-table.js';
@@ -25,6 +26,8 @@ import {
 import { applyReply, buildBatch, type SyncGroup } from './synced/sync-batch.js';
 
 const SYNC_COMMAND = 'sluiceSync';
+/** RedisStore's name for the same script: a client shared by both stores registers it once. */
+const RESET_COMMAND = 'sluiceReset';
 
 /**
  * Local-first limits synced to Redis. Every decision is made in this process, against its local
@@ -46,6 +49,7 @@ export class SyncedStore implements Store {
   private readonly options: ResolvedSyncedOptions;
   private readonly guard: CallGate;
   private readonly command: ScriptCommand;
+  private readonly resetCommand: ScriptCommand<number>;
   private readonly table: LocalTable;
   private readonly spaces = new Map<string, Space>();
   private lastAlgorithm: Algorithm | undefined;
@@ -76,6 +80,7 @@ export class SyncedStore implements Store {
     watchClusterNodes(client);
     this.guard = new CallGate(this.options.redis);
     this.command = scriptCommand(client, SYNC_COMMAND, SYNC_SCRIPT);
+    this.resetCommand = scriptCommand(client, RESET_COMMAND, RESET_SCRIPT);
     this.table = new LocalTable(this.options.maxKeys);
     this.ackBase = `${prefix}sync-ack:${randomBytes(8).toString('hex')}:`;
     if (this.options.interval > 0) {
@@ -158,14 +163,15 @@ export class SyncedStore implements Store {
       entry.delta = undefined;
       this.table.remove(entry);
     }
-    const bySlot = new Map<number, string[]>();
+    // One reset script per user key, deleting these limits' fields (as RedisStore.reset does).
+    const fields = new Map<string, string[]>();
     for (const entry of entries) {
-      const keys = bySlot.get(entry.slot) ?? [];
-      keys.push(entry.redisKey);
-      bySlot.set(entry.slot, keys);
+      const list = fields.get(entry.redisKey) ?? [];
+      list.push(entry.space.field);
+      fields.set(entry.redisKey, list);
     }
     await this.guard.strict('reset', calls.length, () =>
-      Promise.all([...bySlot.values()].map((keys) => deleteKeys(this.options.redis.client, keys))),
+      Promise.all([...fields].map(([key, list]) => this.resetCommand(1, key, ...list))),
     );
   }
 
@@ -272,7 +278,7 @@ export class SyncedStore implements Store {
     const space = algorithm === this.lastAlgorithm ? this.lastSpace! : this.space(algorithm);
     let entry = space.entries.get(key);
     if (entry === undefined) {
-      const redisKey = `${space.base}${escapeKey(key)}}`;
+      const redisKey = `${this.prefix}{${escapeKey(key)}}`;
       entry = {
         space,
         key,
@@ -310,7 +316,7 @@ export class SyncedStore implements Store {
       space = {
         algorithm,
         rule: mergeRule(algorithm),
-        base: `${this.prefix}${algorithm.fingerprint}:{`,
+        field: algorithm.fingerprint,
         entries: new Map(),
       };
       this.spaces.set(algorithm.fingerprint, space);

@@ -5,8 +5,8 @@ import type { Delta, MergeRule } from './merge-rules.js';
 export interface Space {
   readonly algorithm: Algorithm;
   readonly rule: MergeRule;
-  /** `<prefix><fingerprint>:{`: a key's Redis key is this, the escaped key, and `}` (as `RedisStore`'s). */
-  readonly base: string;
+  /** Its field in a user key's hash (as `RedisStore`'s: the fingerprint). */
+  readonly field: string;
   readonly entries: Map<string, Entry>;
 }
 
@@ -14,7 +14,7 @@ export interface Space {
 export interface Entry {
   readonly space: Space;
   readonly key: string;
-  /** Its Redis key, and that key's Cluster hash slot (0 on a standalone Redis). */
+  /** Its user key's hash in Redis (`<prefix>{<escaped key>}`, as `RedisStore`'s), and its Cluster hash slot (0 on a standalone Redis). */
   readonly redisKey: string;
   readonly slot: number;
   /** The algorithm's state as this node sees it: the fleet's at the last sync plus its own since. */

@@ -40,7 +40,7 @@ export function buildBatch(
     group.entries.push(entry);
     group.keys.push(entry.redisKey);
     const { rule } = entry.space;
-    group.args.push(rule.code, ...rule.params);
+    group.args.push(rule.code, entry.space.field, ...rule.params);
     if (entry.delta === undefined) group.args.push('');
     else for (const n of entry.delta) group.args.push(String(n));
     entry.delta = undefined;
