@@ -36,6 +36,7 @@ const clientProject = (client: string, include: string[]) => ({
 export default defineConfig({
   resolve: {
     alias: {
+      '@sluice/core/adapter': fileURLToPath(new URL('./packages/core/src/adapter.ts', import.meta.url)),
       '@sluice/core': source('core'),
       '@sluice/redis': source('redis'),
       '@sluice/express': source('express'),
@@ -44,6 +45,7 @@ export default defineConfig({
       '@sluice/hono': source('hono'),
       '@sluice/koa': source('koa'),
       '@sluice/nestjs': source('nestjs'),
+      '@sluice/otel': source('otel'),
     },
   },
   test: {

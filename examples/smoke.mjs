@@ -120,6 +120,23 @@ try {
     const login = await fetch(`${base}/login`, { method: 'POST' });
     check(login.status === 429, `nestjs: /login after the burst should be refused, got ${login.status}`);
   });
+  await example('otel', {}, async (base) => {
+    // The burst's decisions as Prometheus scrapes them; the shadow limit counted, never refusing.
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const value = (labels) =>
+      Number(new RegExp(`^sluice_decisions_total\\{${labels}[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    const allowed = value('sluice_policy="burst",sluice_outcome="allowed"');
+    const refused = value('sluice_policy="burst",sluice_outcome="refused",sluice_reason="rate-limited"');
+    check(allowed + refused === 8 && allowed >= 5, `otel: burst decisions ${allowed}/${refused} in /metrics`);
+    const shadow = value(
+      'sluice_policy="strict",sluice_outcome="refused",sluice_reason="rate-limited",sluice_shadow="true"',
+    );
+    check(shadow === 6, `otel: the shadow limit's refusals in /metrics, got ${shadow}`);
+    check(
+      /^sluice_store_duration_count\{[^}]*\} 8$/m.test(text),
+      'otel: store latency histogram in /metrics',
+    );
+  });
   if (spawnSync('redis-server', ['--version']).status === 0) {
     const port = await freePort();
     const redis = spawn(

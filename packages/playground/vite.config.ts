@@ -13,6 +13,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@sluice\/core$/, replacement: here('../core/src/index.ts') },
+      { find: /^@sluice\/core\/adapter$/, replacement: here('../core/src/adapter.ts') },
       { find: /^node:(crypto|perf_hooks|timers\/promises)$/, replacement: here('src/page/node-shims.ts') },
     ],
   },

@@ -4,12 +4,14 @@ import {
   type Decision,
   FleetShedder,
   fixedWindow,
-  type HttpConcurrencyOptions,
-  QUOTA_EXCEEDED,
   type Store,
-  TEMPORARY_REDUCED_CAPACITY,
   UtilizationShedder,
 } from '@sluice/core';
+import {
+  type HttpConcurrencyOptions,
+  QUOTA_EXCEEDED,
+  TEMPORARY_REDUCED_CAPACITY,
+} from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type AppSpec,

@@ -18,15 +18,14 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Decision, Store } from '@sluice/core';
 import {
-  type Decision,
   type HttpConcurrencyOptions,
   type HttpFleetShedOptions,
   type HttpLimitOptions,
   type HttpUtilizationShedOptions,
   refusalStatus,
-  type Store,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import * as sluiceHono from '@sluice/hono';

@@ -4,16 +4,12 @@ import type { AddressInfo } from 'node:net';
 import {
   byRoute,
   byToken,
-  clientAddress,
-  combine,
-  decide,
   fixedWindow,
   MemoryStore,
-  resetSeconds,
-  retryAfterSeconds,
   type SluiceWarning,
   UtilizationShedder,
 } from '@sluice/core';
+import { clientAddress, combine, decide, resetSeconds, retryAfterSeconds } from '@sluice/core/adapter';
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import express from 'express';

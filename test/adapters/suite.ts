@@ -1,21 +1,18 @@
 import { createHash } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
 import {
-  bindName,
   byIp,
   byRoute,
   byToken,
   compose,
   type Decision,
   fixedWindow,
-  type LimitCall,
   leakyBucketQueue,
-  QUOTA_EXCEEDED,
   type SluiceWarning,
   type Store,
-  TEMPORARY_REDUCED_CAPACITY,
   tokenBucket,
 } from '@sluice/core';
+import { bindName, type LimitCall, QUOTA_EXCEEDED, TEMPORARY_REDUCED_CAPACITY } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { guardSuite } from './guard-suite.js';
 import {
@@ -88,7 +85,12 @@ function leavingRequest(url: string) {
  * One behaviour suite for every adapter and store: exact statuses and header values over request
  * sequences, with the store on a fake clock (no sleeping).
  */
-export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
+export function adapterSuite(
+  subject: Subject,
+  makeStore: StoreFactory,
+  /** `false` for a store without blocks and shadow mode (ServerStore refuses them, coded). */
+  blocksAndShadow = true,
+): void {
   describe(subject.name, () => {
     let now: number;
     let store: Store;
@@ -494,6 +496,117 @@ export function adapterSuite(subject: Subject, makeStore: StoreFactory): void {
       expect(refused.headers.ratelimit).toBe('"w";r=0;t=10');
       expect(limited.map((d) => [d.allowed, d.policy, d.reason])).toEqual([[false, 'w', 'rate-limited']]);
     });
+
+    it.skipIf(!blocksAndShadow)(
+      'block: a refusal blocks the client until the block ends; onBlocked once, onDecision for every decision',
+      async () => {
+        const decided: Decision[] = [];
+        const blocked: Decision[] = [];
+        await build({
+          options: {
+            name: 'login',
+            algorithm: window(2),
+            block: '1m',
+            store,
+            onDecision: (_req, d) => decided.push(d),
+            onBlocked: (_req, d) => blocked.push(d),
+          },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        expect((await get('/')).status).toBe(200);
+        expect((await get('/')).status).toBe(200);
+        const started = await get('/');
+        expect([started.status, started.headers['retry-after'], started.headers.ratelimit]).toEqual([
+          429,
+          '60',
+          '"login";r=0;t=60',
+        ]);
+        now = 20_000;
+        // The window has moved on; the block has not.
+        const during = await get('/');
+        expect([during.status, during.headers['retry-after'], during.headers.ratelimit]).toEqual([
+          429,
+          '40',
+          '"login";r=0;t=40',
+        ]);
+        expect(during.body).toMatchObject({
+          status: 429,
+          detail: 'Blocked by "login" after too many requests. Retry in 40 s.',
+          'violated-policies': ['login'],
+        });
+        now = 60_000;
+        expect((await get('/')).status).toBe(200);
+        expect(decided.map((d) => [d.allowed, d.reason])).toEqual([
+          [true, undefined],
+          [true, undefined],
+          [false, 'rate-limited'],
+          [false, 'blocked'],
+          [true, undefined],
+        ]);
+        expect(blocked.map((d) => [d.policy, d.retryAfter])).toEqual([['login', 60_000]]);
+      },
+    );
+
+    it.skipIf(!blocksAndShadow)(
+      'shadow mode: a limit with enforce: false never refuses, is left out of the headers, and is reported to onDecision',
+      async () => {
+        const decided: Decision[] = [];
+        const limited: Decision[] = [];
+        await build({
+          options: {
+            limits: [
+              { name: 'live', algorithm: window(5) },
+              { name: 'new', algorithm: window(1), enforce: false },
+            ],
+            store,
+            onDecision: (_req, d) => decided.push(d),
+            onLimited: (_req, d) => limited.push(d),
+          },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        const first = await get('/');
+        expect([first.status, first.headers.ratelimit, first.headers['ratelimit-policy']]).toEqual([
+          200,
+          '"live";r=4;t=10',
+          '"live";q=5;w=10',
+        ]);
+        const second = await get('/');
+        expect([second.status, second.headers.ratelimit, second.headers['retry-after']]).toEqual([
+          200,
+          '"live";r=3;t=10',
+          undefined,
+        ]);
+        expect(limited).toEqual([]);
+        expect(decided[1]!.limits.map((d) => [d.policy, d.allowed, d.reason, d.shadow])).toEqual([
+          ['live', true, undefined, undefined],
+          ['new', false, 'rate-limited', true],
+        ]);
+      },
+    );
+
+    it.skipIf(!blocksAndShadow)(
+      'shadow mode with shadowHeaders: the shadow limit is listed in the RateLimit headers',
+      async () => {
+        await build({
+          options: {
+            limits: [
+              { name: 'live', algorithm: window(5) },
+              { name: 'new', algorithm: window(1), enforce: false },
+            ],
+            shadowHeaders: true,
+            store,
+          },
+          routes: [{ method: 'GET', path: '/' }],
+        });
+        await get('/');
+        const second = await get('/');
+        expect([second.status, second.headers.ratelimit, second.headers['ratelimit-policy']]).toEqual([
+          200,
+          '"live";r=3;t=10, "new";r=0;t=10',
+          '"live";q=5;w=10, "new";q=1;w=10',
+        ]);
+      },
+    );
 
     it("a route's own limits add their list members to the app-wide limits' RateLimit headers", async () => {
       // Express ran the app-wide and the route's middleware each setting the headers: the route's

@@ -232,6 +232,7 @@ describe('the packed packages, installed with npm outside the workspace', () => 
 
   const expected = {
     core: [true, true, false],
+    subpath: [true, 'ERR_SLUICE_INVALID_OPTION', 'utilizationShed'],
     express: [
       [200, '"app";r=4;t=60, "route";r=1;t=60'],
       [200, '"app";r=3;t=60, "route";r=0;t=60'],

@@ -1,7 +1,6 @@
 import {
   type Algorithm,
   type Decision,
-  EPSILON,
   fixedWindow,
   gcra,
   Limiter,
@@ -11,6 +10,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { EPSILON } from '@sluice/core/adapter';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 

@@ -5,14 +5,13 @@ import {
   gcra,
   Limiter,
   leakyBucketQueue,
-  MAX_TIME,
   MemoryStore,
-  MIN_UNIT_TIME,
   SluiceError,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { MAX_TIME, MIN_UNIT_TIME } from '@sluice/core/adapter';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

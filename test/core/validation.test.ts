@@ -4,14 +4,13 @@ import {
   gcra,
   Limiter,
   leakyBucketQueue,
-  MAX_DURATION,
   MemoryStore,
-  parseDuration,
   SluiceError,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { MAX_DURATION, parseDuration } from '@sluice/core/adapter';
 import { describe, expect, it } from 'vitest';
 
 /** Runs `make` and returns the SluiceError it throws (fails the test if it throws anything else). */

@@ -3,19 +3,17 @@ import { join } from 'node:path';
 import {
   type Algorithm,
   type Decision,
-  EPSILON,
   fixedWindow,
   gcra,
   type LimitDefinition,
   Limiter,
   leakyBucketQueue,
   MemoryStore,
-  RateLimitHeaders,
-  refusal,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { EPSILON, RateLimitHeaders, refusal } from '@sluice/core/adapter';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../packages/playground/src/page/defaults.js';

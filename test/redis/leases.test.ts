@@ -1,4 +1,5 @@
-import { ConcurrencyLimiter, type Lease, type LeaseAcquire, MemoryStore, type Store } from '@sluice/core';
+import { ConcurrencyLimiter, type Lease, MemoryStore, type Store } from '@sluice/core';
+import type { LeaseAcquire } from '@sluice/core/adapter';
 import { RedisStore, type RedisStoreErrorEvent, type RedisStoreOptions } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';

@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startCluster, startRedis } from '../setup/redis-server.js';
 import { Cluster, type Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
+import { watchScripts } from './script-monitor.js';
 
 const client = await connectRedis();
 const cluster = await connectCluster();
@@ -809,15 +810,7 @@ describe('deny cache', () => {
     const algorithm = fixedWindow({ limit: 2, window: 10_000 });
     const store = new RedisStore({ client, prefix: uniquePrefix('deny'), denyCache: 2, clock: () => now });
     const limiter = new Limiter({ algorithm, store });
-    const monitor = await connectRedis();
-    const commands = await monitor.monitor();
-    let scripts = 0;
-    let synced: () => void = () => {};
-    commands.on('monitor', (_time: string, args: string[]) => {
-      const name = (args[0] ?? '').toLowerCase();
-      if ((name === 'evalsha' || name === 'eval') && args.some((a) => a.includes(':{k}'))) scripts++;
-      if (name === 'echo' && args[1] === 'deny-cache-sync') synced();
-    });
+    const scripts = await watchScripts(':{k}');
     try {
       await limiter.check('k');
       await limiter.check('k');
@@ -831,17 +824,10 @@ describe('deny cache', () => {
       expect(await limiter.check('k', { cost: 2 })).toMatchObject({ allowed: false, retryAfter: 6_000 });
       now += 6_000;
       expect(await limiter.check('k')).toMatchObject({ allowed: true });
-      // Wait until MONITOR has shown everything sent before this marker.
-      const seen = new Promise<void>((resolve) => {
-        synced = resolve;
-      });
-      await client.echo('deny-cache-sync');
-      await seen;
       // Three scripts before the refusal was cached, none while cached, one after it expired.
-      expect(scripts).toBe(4);
+      expect(await scripts.count(client)).toBe(4);
     } finally {
-      commands.disconnect();
-      monitor.disconnect();
+      scripts.stop();
     }
   });
 });

@@ -2,7 +2,6 @@ import {
   type Algorithm,
   fixedWindow,
   gcra,
-  type LimitCall,
   Limiter,
   leakyBucketQueue,
   MemoryStore,
@@ -11,6 +10,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import type { LimitCall } from '@sluice/core/adapter';
 import { RedisStore, type RedisStoreErrorEvent, type RedisStoreOptions } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';

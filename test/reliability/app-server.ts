@@ -14,13 +14,13 @@ import {
   byIp,
   fixedWindow,
   gcra,
-  type HttpLimit,
   MemoryStore,
   type Store,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import type { HttpLimit } from '@sluice/core/adapter';
 import { rateLimit } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import { type BreakerState, RedisStore } from '@sluice/redis';

@@ -5,7 +5,8 @@
  * with a request object per unique client address, half IPv4 and half IPv6 (each in its own /56).
  * Every 1000 flood requests, one request comes from a fixed attacker address. Prints one JSON line.
  */
-import { fixedWindow, HttpLimiter, MemoryStore } from '@sluice/core';
+import { fixedWindow, MemoryStore } from '@sluice/core';
+import { HttpLimiter } from '@sluice/core/adapter';
 
 interface FakeRequest {
   ip: string;
@@ -29,7 +30,7 @@ const limiter = new HttpLimiter<FakeRequest>(
     header: () => undefined,
     proxyTrust: () => 'some',
   },
-  { onError: (error) => errors.push(error.message), onWarning: () => {} },
+  { onError: (error) => errors.push(error.message), onWarning: () => {}, onReleaseError: () => {} },
 );
 
 function address(n: number): string {

@@ -11,7 +11,6 @@ import { type AddressInfo, connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
-  bindName,
   byIp,
   byToken,
   type Decision,
@@ -21,6 +20,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { bindName } from '@sluice/core/adapter';
 import { rateLimit } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';

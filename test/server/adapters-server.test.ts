@@ -14,4 +14,4 @@ afterAll(() => t.stop());
 const makeStore = (clock: () => number) =>
   new ServerStore({ client, clock, prefix: `adapters:${randomUUID()}:` });
 for (const subject of subjects)
-  adapterSuite({ ...subject, name: `${subject.name} on sluice-server` }, makeStore);
+  adapterSuite({ ...subject, name: `${subject.name} on sluice-server` }, makeStore, false);

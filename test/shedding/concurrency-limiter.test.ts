@@ -3,10 +3,10 @@ import {
   type Decision,
   ErrorCode,
   type Lease,
-  type LeaseStore,
   MemoryStore,
   type Store,
 } from '@sluice/core';
+import type { LeaseStore } from '@sluice/core/adapter';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 

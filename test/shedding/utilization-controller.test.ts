@@ -5,7 +5,7 @@ import {
   dropProbabilities,
   restingState,
   shedLevel,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 

@@ -5,12 +5,11 @@ import {
   gcra,
   type Limiter,
   leakyBucketQueue,
-  MAX_TIME,
-  MIN_UNIT_TIME,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { MAX_TIME, MIN_UNIT_TIME } from '@sluice/core/adapter';
 import fc from 'fast-check';
 import { expect } from 'vitest';
 

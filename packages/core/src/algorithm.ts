@@ -1,3 +1,4 @@
+import type { AlgorithmKind } from './algorithm-kinds.js';
 import type { Decision } from './decision.js';
 
 /**
@@ -21,15 +22,6 @@ export const EPSILON = 0.01;
 export function slackFor(unit: number): number {
   return Math.min(EPSILON, unit / 2);
 }
-
-/** The names of the built-in algorithms (also the `kind` on each algorithm object). */
-export type AlgorithmKind =
-  | 'token-bucket'
-  | 'gcra'
-  | 'fixed-window'
-  | 'sliding-window-log'
-  | 'sliding-window-counter'
-  | 'leaky-bucket-queue';
 
 /** The result of one pure step. */
 export interface Transition<S> {

@@ -11,7 +11,12 @@ export type RefusalReason =
   /** Dropped by a load shedder to protect the service (answered with 503, not 429). */
   | 'shed'
   /** The store failed and the failure policy refused the request. */
-  | 'store-unavailable';
+  | 'store-unavailable'
+  /**
+   * The key is blocked: its limit refused it earlier and has a `block` duration that has not run
+   * out (`retryAfter` is when the block ends). The refusal that starts a block is `'rate-limited'`.
+   */
+  | 'blocked';
 
 /**
  * The one answer every limiter, shedder and store gives. Adapters translate it into HTTP and never
@@ -40,6 +45,11 @@ export interface Decision {
    * per-limit decisions themselves.
    */
   readonly limits: readonly Decision[];
+  /**
+   * `true` on the per-limit decision of a limit in shadow mode (`enforce: false`): computed and
+   * reported, but it never refuses the request nor vetoes the other limits. Absent otherwise.
+   */
+  readonly shadow?: true;
 }
 
 const NO_LIMITS: readonly Decision[] = Object.freeze([]);
@@ -58,19 +68,34 @@ export function decide(
   return { allowed, limit, remaining, resetAfter, retryAfter, delay, policy, reason, limits: NO_LIMITS };
 }
 
+/** The refusal of a cost larger than the limit could ever admit: `retryAfter` -1, never retry. */
+export function costExceedsLimit(
+  limit: number,
+  remaining: number,
+  resetAfter: number,
+  policy: string,
+): Decision {
+  return decide(false, limit, remaining, resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+}
+
 /**
  * Combines the per-limit decisions of one layered check. The combined decision copies the limit
  * that matters most: when refused, the refused limit the caller must wait longest for; when
  * allowed, the one with the fewest units left (ties: the one that takes longest to reset).
+ * Shadow decisions (`shadow: true`) are listed in `limits` but decide nothing: when every limit
+ * is in shadow mode, the combined decision is allowed and copies the numbers of the shadow limit
+ * that matters most.
  */
 export function combine(decisions: readonly Decision[]): Decision {
-  let chosen = decisions[0]!;
-  let delay = chosen.delay;
-  for (let i = 1; i < decisions.length; i++) {
+  let chosen: Decision | undefined;
+  let delay = 0;
+  for (let i = 0; i < decisions.length; i++) {
     const d = decisions[i]!;
+    if (d.shadow === true) continue;
     if (d.delay > delay) delay = d.delay;
-    if (moreRestrictive(d, chosen)) chosen = d;
+    if (chosen === undefined || moreRestrictive(d, chosen)) chosen = d;
   }
+  if (chosen === undefined) return shadowOnly(decisions);
   return {
     allowed: chosen.allowed,
     limit: chosen.limit,
@@ -82,6 +107,29 @@ export function combine(decisions: readonly Decision[]): Decision {
     reason: chosen.reason,
     limits: decisions,
   };
+}
+
+/** The combined decision of a check whose limits are all in shadow mode: allowed, whatever they say. */
+function shadowOnly(decisions: readonly Decision[]): Decision {
+  let chosen = decisions[0]!;
+  for (let i = 1; i < decisions.length; i++)
+    if (moreRestrictive(decisions[i]!, chosen)) chosen = decisions[i]!;
+  return {
+    allowed: true,
+    limit: chosen.limit,
+    remaining: chosen.remaining,
+    resetAfter: chosen.resetAfter,
+    retryAfter: 0,
+    delay: 0,
+    policy: chosen.policy,
+    reason: undefined,
+    limits: decisions,
+  };
+}
+
+/** Marks a per-limit decision as a shadow limit's (see `Decision.shadow`). */
+export function shadowed(decision: Decision): Decision {
+  return { ...decision, shadow: true };
 }
 
 function moreRestrictive(a: Decision, b: Decision): boolean {

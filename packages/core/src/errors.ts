@@ -56,3 +56,13 @@ export function describeValue(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : String(value);
 }
+
+/** A store's failure as a coded error (`ERR_SLUICE_STORE_FAILURE`, the cause kept); a SluiceError as it is. */
+export function storeFailure(error: unknown): SluiceError {
+  if (error instanceof SluiceError) return error;
+  return new SluiceError(
+    ErrorCode.STORE_FAILURE,
+    `the store failed: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
+}

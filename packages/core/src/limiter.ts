@@ -1,6 +1,9 @@
 import { type Algorithm, bindName } from './algorithm.js';
-import { combine, type Decision, decide } from './decision.js';
-import { describeValue, ErrorCode, SluiceError } from './errors.js';
+import { factoryList } from './algorithm-kinds.js';
+import { type BlockOptions, type BlockPolicy, resolveBlock } from './block.js';
+import { combine, type Decision, decide, shadowed } from './decision.js';
+import type { Duration } from './duration.js';
+import { describeValue, ErrorCode, SluiceError, storeFailure } from './errors.js';
 import { MemoryStore } from './memory-store.js';
 import type { LimitCall, MaybePromise, Store } from './store.js';
 import { assertCost, assertKey, assertKnownOptions, assertTime } from './validate.js';
@@ -11,6 +14,22 @@ export interface LimitDefinition {
   name?: string;
   /** The algorithm and its parameters, e.g. `tokenBucket({ capacity: 10, refillInterval: '1s' })`. */
   algorithm: Algorithm;
+  /**
+   * `false`: shadow mode. The limit is evaluated and its state kept as if it were enforced, and
+   * its decision is reported (`decision.limits`, marked `shadow: true`; hooks, metrics), but it
+   * never refuses a request nor vetoes the other limits. The way to roll a new limit out safely.
+   * @default true
+   */
+  enforce?: boolean;
+  /**
+   * After this limit refuses a key by itself, refuse the key for a while (`reason: 'blocked'`),
+   * whatever the algorithm would say: ms, `'10m'`, or `{ duration, factor, max, decay }` for
+   * blocks that grow for repeat offenders (see `BlockOptions`). Requests refused during a block
+   * are not counted and do not extend it.
+   * @default no block
+   * @example block: { duration: '1m', factor: 2, max: '1h' } // 1, 2, 4… min while the abuse goes on
+   */
+  block?: Duration | BlockOptions;
 }
 
 export interface LimiterOptions {
@@ -43,6 +62,10 @@ export interface ResolvedLimit {
    * sees, so pass this one to `store.keyFor` or `store.inspect`.
    */
   readonly algorithm: Algorithm;
+  /** `false` for a limit in shadow mode (see `LimitDefinition.enforce`). */
+  readonly enforce: boolean;
+  /** The limit's block, resolved (ms); `undefined` when it has none. */
+  readonly block: BlockPolicy | undefined;
 }
 
 const KNOWN = ['algorithm', 'limits', 'store'] as const satisfies readonly (keyof LimiterOptions)[];
@@ -64,6 +87,8 @@ export class Limiter {
   readonly limits: readonly ResolvedLimit[];
   readonly store: Store;
   private readonly single: boolean;
+  /** Whether any limit is in shadow mode: decisions are then marked (`Decision.shadow`). */
+  private readonly shadows: boolean;
   /** A plain `MemoryStore` behind a single limit: `check` takes its direct path (no batch arrays). */
   private readonly memory: MemoryStore | undefined;
 
@@ -76,9 +101,13 @@ export class Limiter {
     }
     this.limits = resolveLimits(options.limits ?? [{ algorithm: options.algorithm! }]);
     this.single = this.limits.length === 1;
+    this.shadows = this.limits.some((limit) => !limit.enforce);
     this.store = options.store ?? new MemoryStore();
     this.memory =
-      this.single && Object.getPrototypeOf(this.store) === MemoryStore.prototype
+      this.single &&
+      this.limits[0]!.enforce &&
+      this.limits[0]!.block === undefined &&
+      Object.getPrototypeOf(this.store) === MemoryStore.prototype
         ? (this.store as MemoryStore)
         : undefined;
   }
@@ -106,7 +135,7 @@ export class Limiter {
     } catch (error) {
       return Promise.reject(storeFailure(error));
     }
-    return settle(result);
+    return this.settle(result, calls);
   }
 
   /** Reports every limit without consuming anything. Smyte's `get`. */
@@ -119,7 +148,15 @@ export class Limiter {
     } catch (error) {
       return Promise.reject(storeFailure(error));
     }
-    return settle(result);
+    return this.settle(result, calls);
+  }
+
+  /** The combined decision of the store's per-limit decisions (shadow limits marked). */
+  private settle(result: MaybePromise<Decision[]>, calls: readonly LimitCall[]): MaybePromise<Decision> {
+    if (!this.shadows) return settle(result);
+    const mark = (decisions: Decision[]) =>
+      decisions.map((decision, i) => (calls[i]!.shadow === true ? shadowed(decision) : decision));
+    return settle(Array.isArray(result) ? mark(result) : (result as Promise<Decision[]>).then(mark));
   }
 
   /** Forgets the state of every limit for these keys. */
@@ -145,14 +182,8 @@ export class Limiter {
   private calls(keys: LimitKeys, options: CheckOptions | undefined): LimitCall[] {
     const cost = this.cost(options);
     if (typeof keys === 'string') {
-      if (this.single)
-        return [{ algorithm: this.limits[0]!.algorithm, key: keys, cost, policy: this.limits[0]!.name }];
-      return this.limits.map((limit) => ({
-        algorithm: limit.algorithm,
-        key: keys,
-        cost,
-        policy: limit.name,
-      }));
+      if (this.single) return [limitCall(this.limits[0]!, keys, cost)];
+      return this.limits.map((limit) => limitCall(limit, keys, cost));
     }
     if (!Array.isArray(keys) || keys.length !== this.limits.length) {
       throw new SluiceError(
@@ -166,13 +197,28 @@ export class Limiter {
       const key = keys[i];
       if (key === undefined) continue;
       assertKey(key);
-      calls.push({ algorithm: this.limits[i]!.algorithm, key, cost, policy: this.limits[i]!.name });
+      calls.push(limitCall(this.limits[i]!, key, cost));
     }
     return calls;
   }
 }
 
 const MEMORY_CONSUME = MemoryStore.prototype.consume;
+
+/** The store call of one limit; `shadow` and `block` only when the limit has them. */
+export function limitCall(limit: ResolvedLimit, key: string, cost: number): LimitCall {
+  if (limit.enforce && limit.block === undefined)
+    return { algorithm: limit.algorithm, key, cost, policy: limit.name };
+  const call: { -readonly [K in keyof LimitCall]: LimitCall[K] } = {
+    algorithm: limit.algorithm,
+    key,
+    cost,
+    policy: limit.name,
+  };
+  if (!limit.enforce) call.shadow = true;
+  if (limit.block !== undefined) call.block = limit.block;
+  return call;
+}
 
 function settle(result: MaybePromise<Decision[]>): MaybePromise<Decision> {
   if (Array.isArray(result)) return combine(result);
@@ -205,7 +251,12 @@ function resolveLimits(limits: readonly LimitDefinition[]): ResolvedLimit[] {
   }
   const names = new Set<string>();
   return limits.map((limit, i) => {
-    assertKnownOptions(`limits[${i}]`, limit, ['name', 'algorithm'] satisfies (keyof LimitDefinition)[]);
+    assertKnownOptions(`limits[${i}]`, limit, [
+      'name',
+      'algorithm',
+      'enforce',
+      'block',
+    ] satisfies (keyof LimitDefinition)[]);
     assertAlgorithm(`limits[${i}].algorithm`, limit.algorithm);
     const name = limit.name ?? limit.algorithm.kind;
     if (typeof name !== 'string' || name === '') {
@@ -232,7 +283,23 @@ function resolveLimits(limits: readonly LimitDefinition[]): ResolvedLimit[] {
     // The name is part of the stored key (in the fingerprint, outside a Redis Cluster hash tag):
     // limits with equal parameters but different names never share state, the same name and
     // parameters are one limit wherever they appear.
-    return { name, algorithm: bindName(limit.algorithm, name) };
+    const enforce = limit.enforce ?? true;
+    if (typeof enforce !== 'boolean') {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        `limits[${i}].enforce must be true or false; got ${describeValue(enforce)}`,
+        { option: `limits[${i}].enforce`, value: enforce },
+      );
+    }
+    if (!enforce && limit.algorithm.kind === 'leaky-bucket-queue') {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        `limits[${i}] uses leakyBucketQueue(), whose admission holds the request; a limit in shadow mode (enforce: false) never holds one, so its queue would not describe the traffic`,
+        { option: `limits[${i}].enforce`, value: enforce },
+      );
+    }
+    const block = limit.block === undefined ? undefined : resolveBlock(`limits[${i}].block`, limit.block);
+    return { name, algorithm: bindName(limit.algorithm, name), enforce, block };
   });
 }
 
@@ -248,17 +315,8 @@ export function assertAlgorithm(option: string, value: unknown): asserts value i
   ) {
     throw new SluiceError(
       ErrorCode.UNKNOWN_ALGORITHM,
-      `${option} must be an algorithm made by tokenBucket(), gcra(), fixedWindow(), slidingWindowLog(), slidingWindowCounter() or leakyBucketQueue(); got ${describeValue(value)}`,
+      `${option} must be an algorithm made by ${factoryList()}; got ${describeValue(value)}`,
       { option, value },
     );
   }
-}
-
-function storeFailure(error: unknown): SluiceError {
-  if (error instanceof SluiceError) return error;
-  return new SluiceError(
-    ErrorCode.STORE_FAILURE,
-    `the store failed: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
 }

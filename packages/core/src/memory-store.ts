@@ -1,7 +1,9 @@
 import type { Algorithm } from './algorithm.js';
+import { blockedDecision, blockLeft } from './block.js';
 import { MemoryLeases } from './concurrency/memory-leases.js';
 import type { Decision } from './decision.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
+import { MemoryBlocks } from './memory-blocks.js';
 import { type LimitCall, type Store, settleBatch, UNCHANGED } from './store.js';
 import { assertKnownOptions, integerOption } from './validate.js';
 
@@ -108,6 +110,8 @@ export class MemoryStore implements Store {
   readonly leases: MemoryLeases;
   readonly maxBytes: number;
   private readonly spaces = new Map<string, KeySpace>();
+  /** Block records of limits with `block`, bounded by the same `maxKeys`. */
+  private readonly blocks: MemoryBlocks;
   private size = 0;
   private held = 0;
   /** The space of the last algorithm seen (spaces are never removed except by `shutdown`). */
@@ -127,6 +131,7 @@ export class MemoryStore implements Store {
     }
     this.clock = options.clock ?? Date.now;
     this.leases = new MemoryLeases(this.maxKeys, this.clock);
+    this.blocks = new MemoryBlocks(this.maxKeys);
   }
 
   /** Keys currently held, across all limits. */
@@ -156,17 +161,25 @@ export class MemoryStore implements Store {
 
   consume(calls: readonly LimitCall[], now: number | undefined): Decision[] {
     const at = now ?? this.clock();
-    if (calls.length === 1) {
+    if (calls.length === 1 && calls[0]!.block === undefined) {
       const call = calls[0]!;
       return [this.consumeOne(call.algorithm, call.key, call.cost, call.policy, at)];
     }
     const spaces = calls.map((call) => this.space(call.algorithm));
     const cells = calls.map((call, i) => this.promoted(spaces[i]!, call.key));
-    const { decisions, writes } = settleBatch(
+    const { decisions, writes, blocks } = settleBatch(
       calls,
       cells.map((cell) => (cell === undefined ? undefined : cellState(cell))),
       at,
+      calls.map((call) =>
+        call.block === undefined ? undefined : this.blocks.get(call.algorithm, call.key, at),
+      ),
     );
+    for (let i = 0; i < calls.length; i++) {
+      const block = blocks[i]!;
+      if (block !== UNCHANGED)
+        this.blocks.set(calls[i]!.algorithm, calls[i]!.key, block.state, block.ttl, at);
+    }
     for (let i = 0; i < calls.length; i++) {
       const cell = cells[i];
       const next = writes[i];
@@ -204,13 +217,17 @@ export class MemoryStore implements Store {
 
   peek(calls: readonly LimitCall[], now: number | undefined): Decision[] {
     const at = now ?? this.clock();
-    return calls.map((call) =>
-      call.algorithm.peek(this.stateOf(call.algorithm, call.key), at, call.cost, call.policy),
-    );
+    return calls.map((call) => {
+      const left =
+        call.block === undefined ? 0 : blockLeft(this.blocks.get(call.algorithm, call.key, at), at);
+      if (left > 0) return blockedDecision(call.algorithm.limit, left, call.policy);
+      return call.algorithm.peek(this.stateOf(call.algorithm, call.key), at, call.cost, call.policy);
+    });
   }
 
   reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): void {
     for (const call of calls) {
+      this.blocks.delete(call.algorithm, call.key);
       const space = this.spaces.get(call.algorithm.fingerprint);
       if (space !== undefined) this.remove(space, call.key);
     }
@@ -232,6 +249,7 @@ export class MemoryStore implements Store {
     this.size = 0;
     this.held = 0;
     this.leases.clear();
+    this.blocks.clear();
   }
 
   /** The stored state of one key, for tests and debugging. */

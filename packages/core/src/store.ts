@@ -1,4 +1,12 @@
 import type { Algorithm } from './algorithm.js';
+import {
+  type BlockPolicy,
+  type BlockState,
+  blockedDecision,
+  blockingDecision,
+  blockLeft,
+  startBlock,
+} from './block.js';
 import type { LeaseStore } from './concurrency/lease-store.js';
 import type { Decision } from './decision.js';
 
@@ -15,6 +23,17 @@ export interface LimitCall {
   readonly cost: number;
   /** The limit's name, copied into its decision's `policy`. */
   readonly policy: string;
+  /**
+   * Shadow mode (`enforce: false`): the limit is evaluated and its state kept as if it were
+   * enforced, but its refusal never vetoes the batch. Absent: enforced.
+   */
+  readonly shadow?: boolean;
+  /**
+   * Block after a refusal: while the key's block record (`BlockState`, kept apart from the
+   * algorithm's state) says it is blocked, the limit refuses with `'blocked'` without running the
+   * algorithm; a refusal of its own (`'rate-limited'`) starts the next block. Absent: no block.
+   */
+  readonly block?: BlockPolicy;
 }
 
 /**
@@ -23,7 +42,8 @@ export interface LimitCall {
  *
  * - `consume`: every call is evaluated against state as of `now`. If every limit admits, every
  *   limit's new state is written; if any refuses, no limit is consumed (a strict token bucket that
- *   itself refused may still restart its refill clock). No other batch on the same keys may
+ *   itself refused may still restart its refill clock). A call with `shadow` never counts as a
+ *   refusal of the batch; a call with `block` honours and starts blocks (see `LimitCall.block`). No other batch on the same keys may
  *   interleave. Returns one per-limit decision per call, in order (`settleBatch` does all of this
  *   for a store that can run TypeScript inside its own transaction).
  * - `peek`: the per-limit decisions for the batch without writing anything.
@@ -62,28 +82,47 @@ export const UNCHANGED: unique symbol = Symbol('sluice.unchanged');
 /** What a store should write after settling a batch: a state, `undefined` (delete), or `UNCHANGED`. */
 export type StateWrite = unknown | typeof UNCHANGED;
 
+/** What a store should write to a call's block record: a new record and its ttl (ms), or `UNCHANGED`. */
+export type BlockWrite = { readonly state: BlockState; readonly ttl: number } | typeof UNCHANGED;
+
 /**
  * The all-or-nothing rule over pure algorithms, for any store that holds the batch's states at
- * once (in memory, or inside a transaction). Given the states read for each call, returns the
- * per-limit decisions and the writes to make.
+ * once (in memory, or inside a transaction). Given the states read for each call (and, for calls
+ * with `block`, their block records), returns the per-limit decisions and the writes to make.
+ * A blocked call refuses without running its algorithm; shadow calls never veto the batch.
  */
 export function settleBatch(
   calls: readonly LimitCall[],
   states: readonly unknown[],
   now: number,
-): { decisions: Decision[]; writes: StateWrite[] } {
-  const transitions = calls.map((call, i) => call.algorithm.consume(states[i], now, call.cost, call.policy));
-  if (transitions.every((t) => t.decision.allowed)) {
-    return { decisions: transitions.map((t) => t.decision), writes: transitions.map((t) => t.state) };
-  }
-  // Refused: limits that would have admitted keep their state and report it as it stands; a
-  // limit that refused by itself keeps its refusal state (the strict-mode clock restart).
-  const decisions = transitions.map((t, i) => {
-    const call = calls[i]!;
-    return t.decision.allowed ? call.algorithm.peek(states[i], now, call.cost, call.policy) : t.decision;
+  blocks?: readonly (BlockState | undefined)[],
+): { decisions: Decision[]; writes: StateWrite[]; blocks: BlockWrite[] } {
+  const transitions = calls.map((call, i) => {
+    const left = call.block === undefined ? 0 : blockLeft(blocks?.[i], now);
+    if (left > 0)
+      return { decision: blockedDecision(call.algorithm.limit, left, call.policy), state: states[i] };
+    return call.algorithm.consume(states[i], now, call.cost, call.policy);
   });
-  const writes = transitions.map((t, i) =>
-    t.decision.allowed || t.state === states[i] ? UNCHANGED : t.state,
-  );
-  return { decisions, writes };
+  let decisions: Decision[];
+  let writes: StateWrite[];
+  if (transitions.every((t, i) => t.decision.allowed || calls[i]!.shadow === true)) {
+    decisions = transitions.map((t) => t.decision);
+    writes = transitions.map((t, i) => (t.state === states[i] ? UNCHANGED : t.state));
+  } else {
+    // Refused: limits that would have admitted keep their state and report it as it stands; a
+    // limit that refused by itself keeps its refusal state (the strict-mode clock restart).
+    decisions = transitions.map((t, i) => {
+      const call = calls[i]!;
+      return t.decision.allowed ? call.algorithm.peek(states[i], now, call.cost, call.policy) : t.decision;
+    });
+    writes = transitions.map((t, i) => (t.decision.allowed || t.state === states[i] ? UNCHANGED : t.state));
+  }
+  // A limit with a block that refused by itself (not blocked already) starts the next block.
+  const blockWrites = calls.map((call, i): BlockWrite => {
+    if (call.block === undefined || decisions[i]!.reason !== 'rate-limited') return UNCHANGED;
+    const started = startBlock(blocks?.[i], call.block, now);
+    decisions[i] = blockingDecision(decisions[i]!, started.duration);
+    return { state: started.state, ttl: started.ttl };
+  });
+  return { decisions, writes, blocks: blockWrites };
 }

@@ -1,4 +1,5 @@
-import type { ProxyTrust, RequestAccessBase } from '@sluice/core';
+import type { ProxyTrust } from '@sluice/core';
+import type { RequestAccessBase } from '@sluice/core/adapter';
 import type { Application, Request } from 'express';
 
 /** A public address and a long forwarding chain: only an app that trusts every hop believes it. */

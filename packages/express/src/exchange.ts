@@ -1,5 +1,5 @@
-import { type HttpExchange, PROBLEM_JSON, whenEnded } from '@sluice/core';
-import type { NextFunction, Request, Response } from 'express';
+import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core/adapter';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { RefusalHandler } from './refuse.js';
 
 /** One Express request as the core lifecycle sees it. */
@@ -10,9 +10,7 @@ export interface ExpressContext {
 }
 
 /** The Express glue of the core lifecycle: headers on `res`, `next()`, the refusal. */
-export function expressExchange(
-  handler: RefusalHandler | undefined,
-): HttpExchange<ExpressContext, Request, void> {
+function expressExchange(handler: RefusalHandler | undefined): HttpExchange<ExpressContext, Request, void> {
   return {
     request: (ctx) => ctx.req,
     client: (ctx) => ctx.res,
@@ -36,4 +34,22 @@ export function expressExchange(
     },
     whenDone: (ctx, done) => whenEnded(ctx.res, done),
   };
+}
+
+/**
+ * A named Express middleware running one lifecycle built over the Express glue; a failure of the
+ * glue (a throwing `handler`) goes to `next(error)`.
+ * @param name the middleware's function name, as stack traces and `app._router` show it
+ */
+export function expressMiddleware(
+  lifecycle: (exchange: HttpExchange<ExpressContext, Request, void>) => Lifecycle<ExpressContext, void>,
+  handler: RefusalHandler | undefined,
+  name: string,
+): RequestHandler {
+  const run = lifecycle(expressExchange(handler));
+  const middleware = (req: Request, res: Response, next: NextFunction): void => {
+    const result = run({ req, res, next });
+    if (result instanceof Promise) result.catch(next);
+  };
+  return Object.defineProperty(middleware, 'name', { value: name });
 }

@@ -1,15 +1,8 @@
-import {
-  concurrencyGuard,
-  fleetGuard,
-  type HttpConcurrencyOptions,
-  type HttpFleetShedOptions,
-  type HttpUtilizationShedOptions,
-  utilizationGuard,
-} from '@sluice/core';
+import type * as shared from '@sluice/core/adapter';
+import { CONSOLE_DEFAULTS, guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
 import type { Request, RequestHandler } from 'express';
 import { expressAccess } from './access.js';
-import { expressDefaults } from './defaults.js';
-import { guardMiddleware } from './guard.js';
+import { expressMiddleware } from './exchange.js';
 import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** The Express-only option of every guard. */
@@ -23,50 +16,46 @@ interface ExpressGuardOptions {
 }
 
 /** Options of `concurrencyLimit()`. */
-export interface ConcurrencyLimitOptions extends HttpConcurrencyOptions<Request>, ExpressGuardOptions {}
+export interface ConcurrencyLimitOptions
+  extends shared.HttpConcurrencyOptions<Request>,
+    ExpressGuardOptions {}
 /** Options of `fleetShed()`. */
-export interface FleetShedOptions extends HttpFleetShedOptions<Request>, ExpressGuardOptions {}
+export interface FleetShedOptions extends shared.HttpFleetShedOptions<Request>, ExpressGuardOptions {}
 /** Options of `utilizationShed()`. */
-export interface UtilizationShedOptions extends HttpUtilizationShedOptions<Request>, ExpressGuardOptions {}
+export interface UtilizationShedOptions
+  extends shared.HttpUtilizationShedOptions<Request>,
+    ExpressGuardOptions {}
 
-const HANDLER = ['handler'] as const;
+const guards = guardMiddlewares<Request, ExpressGuardOptions, RequestHandler>(
+  { access: expressAccess, defaults: CONSOLE_DEFAULTS, options: ['handler'] },
+  (guard, options, name) =>
+    expressMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
+);
 
 /**
- * Stripe's concurrent requests limiter as Express middleware: at most `limit` requests in flight
- * per key; past it, 429 with a short `Retry-After`. The lease is given back when the response
- * finishes, fails, or the client disconnects.
+ * `ConcurrencyLimiter` as Express middleware: 429 past `limit` requests in flight per key; the
+ * lease is given back when the response finishes, fails, or the client disconnects.
  * @example
  * app.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
  */
-export function concurrencyLimit(options: ConcurrencyLimitOptions): RequestHandler {
-  const guard = concurrencyGuard('concurrencyLimit', options, expressAccess, expressDefaults, HANDLER);
-  return guardMiddleware(guard, handlerOption(options.handler), 'sluiceConcurrencyLimit');
-}
+export const concurrencyLimit: (options: ConcurrencyLimitOptions) => RequestHandler = guards.concurrencyLimit;
 
 /**
- * Stripe's fleet usage load shedder as Express middleware: one in-flight budget for every process
- * sharing the store, with shares reserved for the more important priorities; a request past its
- * priority's share gets 503 with a jittered `Retry-After`.
+ * `FleetShedder` as Express middleware: 503 with a jittered `Retry-After` past the request's
+ * priority's share of the fleet's in-flight budget.
  * @example
  * const fleet = new FleetShedder({ budget: 400, store: redisStore });
  * app.use(fleetShed({ shedder: fleet, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'normal') }));
  * app.use('/reports', fleetShed({ shedder: fleet, priority: 'low' }));
  */
-export function fleetShed(options: FleetShedOptions): RequestHandler {
-  const guard = fleetGuard('fleetShed', options, expressDefaults, HANDLER);
-  return guardMiddleware(guard, handlerOption(options.handler), 'sluiceFleetShed');
-}
+export const fleetShed: (options: FleetShedOptions) => RequestHandler = guards.fleetShed;
 
 /**
- * Stripe's worker utilization load shedder as Express middleware: while this process is
- * overloaded, the least important requests get 503, with a probability that ramps up slowly.
- * The most important priority is never shed. No store, no lease.
+ * `UtilizationShedder` as Express middleware: while this process is overloaded, 503 for the least
+ * important requests. No store, no lease.
  * @example
  * const local = new UtilizationShedder();
  * app.use(utilizationShed({ shedder: local, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'low') }));
  * process.on('SIGTERM', () => local.close());
  */
-export function utilizationShed(options: UtilizationShedOptions): RequestHandler {
-  const guard = utilizationGuard('utilizationShed', options, expressDefaults, HANDLER);
-  return guardMiddleware(guard, handlerOption(options.handler), 'sluiceUtilizationShed');
-}
+export const utilizationShed: (options: UtilizationShedOptions) => RequestHandler = guards.utilizationShed;

@@ -1,27 +1,11 @@
 import './types.js';
 
-// The keys, algorithms, limiters and shedders, so an Express app needs one import.
-export {
-  byIp,
-  byRoute,
-  byToken,
-  ConcurrencyLimiter,
-  compose,
-  type Decision,
-  eventLoopDelaySignal,
-  FleetShedder,
-  fixedWindow,
-  gcra,
-  type HeaderFormat,
-  leakyBucketQueue,
-  MemoryStore,
-  slidingWindowCounter,
-  slidingWindowLog,
-  tokenBucket,
-  UtilizationShedder,
-} from '@sluice/core';
+// The public API of @sluice/core (keys, algorithms, limiters, shedders, stores), so an Express app needs one import.
+export * from '@sluice/core';
 // How sluice reads an Express request: for adapters of frameworks built on Express (@sluice/nestjs).
 export { expressAccess } from './access.js';
+export type { ExpressRateLimitOptions } from './from-express-rate-limit.js';
+export { fromExpressRateLimit } from './from-express-rate-limit.js';
 export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
 export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
 export type { RateLimitOptions } from './rate-limit.js';

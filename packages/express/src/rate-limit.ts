@@ -1,8 +1,12 @@
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import {
+  CONSOLE_DEFAULTS,
+  HttpLimiter,
+  type HttpLimitOptions,
+  rateLimitLifecycle,
+} from '@sluice/core/adapter';
+import type { Request, RequestHandler } from 'express';
 import { expressAccess } from './access.js';
-import { expressDefaults } from './defaults.js';
-import { expressExchange } from './exchange.js';
+import { expressMiddleware } from './exchange.js';
 import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** Options of `rateLimit()`: the shared options plus the Express response hook. */
@@ -25,10 +29,12 @@ export interface RateLimitOptions extends HttpLimitOptions<Request> {
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
-  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, expressDefaults, ['handler']);
-  const run = rateLimitLifecycle(limiter, expressExchange(handlerOption(options.handler)));
-  return function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
-    const result = run({ req, res, next });
-    if (result instanceof Promise) result.catch(next);
-  };
+  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, CONSOLE_DEFAULTS, [
+    'handler',
+  ]);
+  return expressMiddleware(
+    (exchange) => rateLimitLifecycle(limiter, exchange),
+    handlerOption(options.handler),
+    'sluiceRateLimit',
+  );
 }

@@ -1,4 +1,5 @@
-import type { ProxyTrust, RequestAccessBase } from '@sluice/core';
+import type { ProxyTrust } from '@sluice/core';
+import type { RequestAccessBase } from '@sluice/core/adapter';
 import type { FastifyRequest } from 'fastify';
 
 const trustByPrototype = new WeakMap<object, ProxyTrust>();

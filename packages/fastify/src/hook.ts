@@ -7,7 +7,7 @@ import {
   PROBLEM_JSON,
   rateLimitLifecycle,
   whenEnded,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { FastifyHookOptions } from './options.js';
 
@@ -73,7 +73,7 @@ function hookOf(run: Lifecycle<FastifyContext, void>, name: string): SluiceHook 
 }
 
 /** The hook that applies one compiled limiter to a request. */
-export function sluiceHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
+export function rateLimitHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
   return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler)), 'sluiceRateLimit');
 }
 

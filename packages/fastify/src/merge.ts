@@ -1,4 +1,4 @@
-import { type HttpLimit, httpLimits } from '@sluice/core';
+import { type HttpLimit, httpLimits } from '@sluice/core/adapter';
 import type { FastifyRequest } from 'fastify';
 import type { SluiceOptions } from './options.js';
 
@@ -12,7 +12,15 @@ function hasLimits(options: SluiceOptions): boolean {
 
 /** The options without the limit fields, which `merge` combines by name instead. */
 function settings(options: SluiceOptions): SluiceOptions {
-  const { limits: _limits, algorithm: _algorithm, key: _key, name: _name, ...rest } = options;
+  const {
+    limits: _limits,
+    algorithm: _algorithm,
+    key: _key,
+    name: _name,
+    enforce: _enforce,
+    block: _block,
+    ...rest
+  } = options;
   return rest;
 }
 

@@ -1,10 +1,10 @@
+import type { Decision } from '@sluice/core';
 import type {
-  Decision,
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
   HttpLimitOptions,
   HttpUtilizationShedOptions,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** The Fastify-only options of every sluice hook: where it runs and how it refuses. */

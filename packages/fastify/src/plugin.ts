@@ -1,26 +1,21 @@
+import { ErrorCode, MemoryStore, SluiceError, type SluiceWarning } from '@sluice/core';
 import {
+  type AdapterDefaults,
   assertKnownOptions,
-  CONCURRENCY_ENGINE,
-  concurrencyGuard,
+  buildGuard,
   describeValue,
-  ErrorCode,
-  FLEET_ENGINE,
-  fleetGuard,
-  type GuardDefaults,
+  GUARD_ENGINES,
+  type GuardName,
+  guardFunctionName,
   HTTP_OPTIONS,
   type HttpGuard,
   HttpLimiter,
-  MemoryStore,
   oneOfOption,
-  SluiceError,
-  type SluiceWarning,
-  UTILIZATION_ENGINE,
-  utilizationGuard,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fastifyAccess } from './access.js';
-import { guardHook, type SluiceHook, sluiceHook } from './hook.js';
+import { guardHook, rateLimitHook, type SluiceHook } from './hook.js';
 import { decoratorOptions, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
 import {
   FASTIFY_OPTIONS,
@@ -40,38 +35,6 @@ interface Applied {
   readonly at: Stage;
 }
 
-type GuardName = (typeof GUARD_NAMES)[number];
-
-/** How each guard is built: its engine options (instance first) and its core factory. */
-const GUARDS: {
-  readonly [G in GuardName]: {
-    readonly engine: readonly string[];
-    readonly hookName: string;
-    build(
-      where: string,
-      options: GuardOptionsByName[G],
-      defaults: GuardDefaults<FastifyRequest>,
-    ): HttpGuard<FastifyRequest>;
-  };
-} = {
-  utilizationShed: {
-    engine: UTILIZATION_ENGINE,
-    hookName: 'sluiceUtilizationShed',
-    build: (where, options, defaults) => utilizationGuard(where, options, defaults, FASTIFY_OPTIONS),
-  },
-  fleetShed: {
-    engine: FLEET_ENGINE,
-    hookName: 'sluiceFleetShed',
-    build: (where, options, defaults) => fleetGuard(where, options, defaults, FASTIFY_OPTIONS),
-  },
-  concurrencyLimit: {
-    engine: CONCURRENCY_ENGINE,
-    hookName: 'sluiceConcurrencyLimit',
-    build: (where, options, defaults) =>
-      concurrencyGuard(where, options, fastifyAccess, defaults, FASTIFY_OPTIONS),
-  },
-};
-
 async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions): Promise<void> {
   assertKnownOptions('@sluice/fastify', options, [...HTTP_OPTIONS, ...FASTIFY_OPTIONS, ...GUARD_NAMES]);
   const { concurrencyLimit, fleetShed, utilizationShed, ...limitOptions } = options;
@@ -84,7 +47,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   // guards built here, unless they bring theirs.
   const store = options.store ?? new MemoryStore();
   const global: SluiceOptions = { ...limitOptions, store };
-  const defaults: GuardDefaults<FastifyRequest> = {
+  const defaults: AdapterDefaults<FastifyRequest> = {
     onError(error: Error, request: FastifyRequest): void {
       request.log.error({ err: error }, 'sluice: limiter error, request handled by the storeFailure policy');
     },
@@ -100,8 +63,8 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   };
   const stage = (where: string, merged: FastifyHookOptions): Stage =>
     oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS);
-  const compile = (where: string, merged: SluiceOptions): Applied => ({
-    hook: sluiceHook(
+  const compileRateLimit = (where: string, merged: SluiceOptions): Applied => ({
+    hook: rateLimitHook(
       new HttpLimiter<FastifyRequest>(where, merged, fastifyAccess, defaults, FASTIFY_OPTIONS),
       merged.handler,
     ),
@@ -112,15 +75,24 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     where: string,
     merged: GuardOptionsByName[G],
   ): Applied & { guard: HttpGuard<FastifyRequest> } => {
-    const spec = GUARDS[name];
-    const guard = spec.build(where, withStore(merged, spec.engine, store), defaults);
-    return { guard, hook: guardHook(guard, merged.handler, spec.hookName), at: stage(where, merged) };
+    const inline = withStore(merged, GUARD_ENGINES[name], store);
+    const guard = buildGuard(
+      name,
+      inline,
+      { access: fastifyAccess, defaults, options: FASTIFY_OPTIONS },
+      where,
+    );
+    return {
+      guard,
+      hook: guardHook(guard, merged.handler, guardFunctionName(name)),
+      at: stage(where, merged),
+    };
   };
 
   // Without limits the plugin only serves routes' `config.rateLimit` and the decorator; a key or
   // name without an algorithm is a mistake, reported by compiling.
   const limited = ['limits', 'algorithm', 'key', 'name'].some((option) => option in limitOptions);
-  const everywhere = limited ? compile('@sluice/fastify', global) : undefined;
+  const everywhere = limited ? compileRateLimit('@sluice/fastify', global) : undefined;
   const guardsEverywhere = new Map<GuardName, Applied & { guard: HttpGuard<FastifyRequest> }>();
   for (const name of GUARD_NAMES) {
     const own = guardOptions[name];
@@ -130,7 +102,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
   app.decorate(
     'rateLimit',
-    (own: SluiceOptions): SluiceHook => compile('rateLimit', decoratorOptions(global, own)).hook,
+    (own: SluiceOptions): SluiceHook => compileRateLimit('rateLimit', decoratorOptions(global, own)).hook,
   );
   for (const name of GUARD_NAMES) {
     app.decorate(
@@ -149,7 +121,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
         if (plugin !== undefined) applied.push(plugin);
         continue;
       }
-      const merged = mergeGuardOptions(guardOptions[name], plugin?.guard.engine, config, GUARDS[name].engine);
+      const merged = mergeGuardOptions(guardOptions[name], plugin?.guard.engine, config, GUARD_ENGINES[name]);
       applied.push(compileGuard(name, `config.${name} of ${route.url}`, merged));
     }
     const config = routeConfig('rateLimit', route.url, route.config?.rateLimit);
@@ -157,7 +129,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
       const limits =
         config === undefined
           ? everywhere
-          : compile(`config.rateLimit of ${route.url}`, mergeRouteOptions(global, config));
+          : compileRateLimit(`config.rateLimit of ${route.url}`, mergeRouteOptions(global, config));
       if (limits !== undefined) applied.push(limits);
     }
     if (applied.length === 0) return;

@@ -1,4 +1,5 @@
-import { functionOption, oneOfOption, type ProxyTrust, type RequestAccessBase } from '@sluice/core';
+import type { ProxyTrust } from '@sluice/core';
+import { functionOption, oneOfOption, type RequestAccessBase } from '@sluice/core/adapter';
 import type { Context } from 'hono';
 import { matchedRoutes } from 'hono/route';
 

@@ -1,15 +1,11 @@
-import type { GuardDefaults, SluiceWarning } from '@sluice/core';
+import type { SluiceWarning } from '@sluice/core';
+import { type AdapterDefaults, CONSOLE_DEFAULTS } from '@sluice/core/adapter';
 import type { Context } from 'hono';
 
-/** Hono has no logger and runs where `process` may not exist: both hooks write to the console. */
-export const honoDefaults: GuardDefaults<Context> = {
-  onError(error: Error): void {
-    console.error('[sluice] limiter error, request handled by the storeFailure policy:', error);
-  },
+/** Hono has no logger and runs where `process` may not exist: warnings go to the console too. */
+export const honoDefaults: AdapterDefaults<Context> = {
+  ...CONSOLE_DEFAULTS,
   onWarning(warning: SluiceWarning): void {
     console.warn(`[${warning.code}] ${warning.message}`);
-  },
-  onReleaseError(error: unknown): void {
-    console.error('[sluice] a lease release failed in the store; the lease expires after its ttl:', error);
   },
 };

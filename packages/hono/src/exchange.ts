@@ -1,14 +1,14 @@
 import type { ServerResponse } from 'node:http';
+import type { Decision } from '@sluice/core';
 import {
   type ClientResponse,
-  type Decision,
   functionOption,
   type HttpExchange,
   type Lifecycle,
   PROBLEM_JSON,
   signalClient,
   whenEnded,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 
 /** A custom answer to a refused request (`handler` of every sluice middleware). */

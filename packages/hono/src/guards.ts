@@ -1,13 +1,5 @@
-import {
-  concurrencyGuard,
-  fleetGuard,
-  guardLifecycle,
-  type HttpConcurrencyOptions,
-  type HttpFleetShedOptions,
-  type HttpGuard,
-  type HttpUtilizationShedOptions,
-  utilizationGuard,
-} from '@sluice/core';
+import type * as shared from '@sluice/core/adapter';
+import { guardLifecycle, guardMiddlewares, type HttpGuard } from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
 import { honoDefaults } from './defaults.js';
@@ -25,56 +17,58 @@ interface HonoGuardOptions {
 
 /** Options of `concurrencyLimit()`. */
 export interface ConcurrencyLimitOptions
-  extends HttpConcurrencyOptions<Context>,
+  extends shared.HttpConcurrencyOptions<Context>,
     HonoGuardOptions,
     HonoAccessOptions {}
 /** Options of `fleetShed()`. */
-export interface FleetShedOptions extends HttpFleetShedOptions<Context>, HonoGuardOptions {}
+export interface FleetShedOptions extends shared.HttpFleetShedOptions<Context>, HonoGuardOptions {}
 /** Options of `utilizationShed()`. */
-export interface UtilizationShedOptions extends HttpUtilizationShedOptions<Context>, HonoGuardOptions {}
+export interface UtilizationShedOptions
+  extends shared.HttpUtilizationShedOptions<Context>,
+    HonoGuardOptions {}
 
-const HANDLER = ['handler'] as const;
+const HANDLER = ['handler'];
 
-function guardMiddleware(guard: HttpGuard<Context>, handler: unknown, name: string): MiddlewareHandler {
-  return honoMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(handler), name);
-}
+const middleware = (guard: HttpGuard<Context>, options: HonoGuardOptions, name: string): MiddlewareHandler =>
+  honoMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name);
+
+// The shedders read no request address: the default access, never used by them.
+const guards = guardMiddlewares<Context, HonoGuardOptions, MiddlewareHandler>(
+  { access: honoAccess({}), defaults: honoDefaults, options: HANDLER },
+  middleware,
+);
 
 /**
- * Stripe's concurrent requests limiter as Hono middleware: at most `limit` requests in flight per
- * key; past it, 429 with a short `Retry-After`. The lease is given back when the response ends
- * (on Node), or once the handlers after it have returned (other runtimes).
+ * `ConcurrencyLimiter` as Hono middleware: 429 past `limit` requests in flight per key; the
+ * lease is given back when the response ends (on Node), or once the handlers after it have
+ * returned (other runtimes).
  * @example
  * app.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
  */
 export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHandler {
-  const guard = concurrencyGuard('concurrencyLimit', options, honoAccess(options), honoDefaults, [
-    ...HANDLER,
-    ...ACCESS_OPTIONS,
-  ]);
-  return guardMiddleware(guard, options.handler, 'sluiceConcurrencyLimit');
+  // Its key reads the client address: the Hono access options are this guard's own.
+  const adapter = {
+    access: honoAccess(options),
+    defaults: honoDefaults,
+    options: [...HANDLER, ...ACCESS_OPTIONS],
+  };
+  return guardMiddlewares(adapter, middleware).concurrencyLimit(options);
 }
 
 /**
- * Stripe's fleet usage load shedder as Hono middleware: one in-flight budget for every process
- * sharing the store, with shares reserved for the more important priorities; a request past its
- * priority's share gets 503 with a jittered `Retry-After`.
+ * `FleetShedder` as Hono middleware: 503 with a jittered `Retry-After` past the request's
+ * priority's share of the fleet's in-flight budget.
  * @example
  * const fleet = new FleetShedder({ budget: 400, store: redisStore });
  * app.use(fleetShed({ shedder: fleet, priority: (c) => (c.req.path.startsWith('/pay') ? 'critical' : 'normal') }));
  */
-export function fleetShed(options: FleetShedOptions): MiddlewareHandler {
-  const guard = fleetGuard('fleetShed', options, honoDefaults, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceFleetShed');
-}
+export const fleetShed: (options: FleetShedOptions) => MiddlewareHandler = guards.fleetShed;
 
 /**
- * Stripe's worker utilization load shedder as Hono middleware: while this process is overloaded,
- * the least important requests get 503, with a probability that ramps up slowly. No store, no lease.
+ * `UtilizationShedder` as Hono middleware: while this process is overloaded, 503 for the least
+ * important requests. No store, no lease.
  * @example
  * const local = new UtilizationShedder();
  * app.use(utilizationShed({ shedder: local, priority: (c) => (c.req.path.startsWith('/pay') ? 'critical' : 'low') }));
  */
-export function utilizationShed(options: UtilizationShedOptions): MiddlewareHandler {
-  const guard = utilizationGuard('utilizationShed', options, honoDefaults, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceUtilizationShed');
-}
+export const utilizationShed: (options: UtilizationShedOptions) => MiddlewareHandler = guards.utilizationShed;

@@ -1,25 +1,7 @@
 import './types.js';
 
-// The keys, algorithms, limiters and shedders, so a Hono app needs one import.
-export {
-  byIp,
-  byRoute,
-  byToken,
-  ConcurrencyLimiter,
-  compose,
-  type Decision,
-  eventLoopDelaySignal,
-  FleetShedder,
-  fixedWindow,
-  gcra,
-  type HeaderFormat,
-  leakyBucketQueue,
-  MemoryStore,
-  slidingWindowCounter,
-  slidingWindowLog,
-  tokenBucket,
-  UtilizationShedder,
-} from '@sluice/core';
+// The public API of @sluice/core (keys, algorithms, limiters, shedders, stores), so a Hono app needs one import.
+export * from '@sluice/core';
 export type { HonoAccessOptions } from './access.js';
 export type { RefusalHandler } from './exchange.js';
 export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';

@@ -1,4 +1,4 @@
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
+import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
 import { honoDefaults } from './defaults.js';

@@ -1,11 +1,11 @@
+import type { Decision } from '@sluice/core';
 import {
-  type Decision,
   functionOption,
   type HttpExchange,
   type Lifecycle,
   PROBLEM_JSON,
   whenEnded,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Context, Middleware, Next } from 'koa';
 
 /** A custom answer to a refused request (`handler` of every sluice middleware): set `ctx.body` (`ctx.status` is preset). */

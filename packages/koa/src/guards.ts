@@ -1,16 +1,7 @@
-import {
-  concurrencyGuard,
-  fleetGuard,
-  guardLifecycle,
-  type HttpConcurrencyOptions,
-  type HttpFleetShedOptions,
-  type HttpGuard,
-  type HttpUtilizationShedOptions,
-  utilizationGuard,
-} from '@sluice/core';
+import type * as shared from '@sluice/core/adapter';
+import { CONSOLE_DEFAULTS, guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 import { koaAccess } from './access.js';
-import { koaDefaults } from './defaults.js';
 import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';
 
 /** The Koa-only option of every guard. */
@@ -24,51 +15,40 @@ interface KoaGuardOptions {
 }
 
 /** Options of `concurrencyLimit()`. */
-export interface ConcurrencyLimitOptions extends HttpConcurrencyOptions<Context>, KoaGuardOptions {}
+export interface ConcurrencyLimitOptions extends shared.HttpConcurrencyOptions<Context>, KoaGuardOptions {}
 /** Options of `fleetShed()`. */
-export interface FleetShedOptions extends HttpFleetShedOptions<Context>, KoaGuardOptions {}
+export interface FleetShedOptions extends shared.HttpFleetShedOptions<Context>, KoaGuardOptions {}
 /** Options of `utilizationShed()`. */
-export interface UtilizationShedOptions extends HttpUtilizationShedOptions<Context>, KoaGuardOptions {}
+export interface UtilizationShedOptions extends shared.HttpUtilizationShedOptions<Context>, KoaGuardOptions {}
 
-const HANDLER = ['handler'] as const;
-
-function guardMiddleware(guard: HttpGuard<Context>, handler: unknown, name: string): Middleware {
-  return koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(handler), name);
-}
+const guards = guardMiddlewares<Context, KoaGuardOptions, Middleware>(
+  { access: koaAccess, defaults: CONSOLE_DEFAULTS, options: ['handler'] },
+  (guard, options, name) =>
+    koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
+);
 
 /**
- * Stripe's concurrent requests limiter as Koa middleware: at most `limit` requests in flight per
- * key; past it, 429 with a short `Retry-After`. The lease is given back when the response ends,
- * however it ends (sent, failed, or the client left).
+ * `ConcurrencyLimiter` as Koa middleware: 429 past `limit` requests in flight per key; the
+ * lease is given back when the response ends, however it ends (sent, failed, or the client left).
  * @example
  * router.post('/exports', concurrencyLimit({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }), runExport);
  */
-export function concurrencyLimit(options: ConcurrencyLimitOptions): Middleware {
-  const guard = concurrencyGuard('concurrencyLimit', options, koaAccess, koaDefaults, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceConcurrencyLimit');
-}
+export const concurrencyLimit: (options: ConcurrencyLimitOptions) => Middleware = guards.concurrencyLimit;
 
 /**
- * Stripe's fleet usage load shedder as Koa middleware: one in-flight budget for every process
- * sharing the store, with shares reserved for the more important priorities; a request past its
- * priority's share gets 503 with a jittered `Retry-After`.
+ * `FleetShedder` as Koa middleware: 503 with a jittered `Retry-After` past the request's
+ * priority's share of the fleet's in-flight budget.
  * @example
  * const fleet = new FleetShedder({ budget: 400, store: redisStore });
  * app.use(fleetShed({ shedder: fleet, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'normal') }));
  */
-export function fleetShed(options: FleetShedOptions): Middleware {
-  const guard = fleetGuard('fleetShed', options, koaDefaults, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceFleetShed');
-}
+export const fleetShed: (options: FleetShedOptions) => Middleware = guards.fleetShed;
 
 /**
- * Stripe's worker utilization load shedder as Koa middleware: while this process is overloaded,
- * the least important requests get 503, with a probability that ramps up slowly. No store, no lease.
+ * `UtilizationShedder` as Koa middleware: while this process is overloaded, 503 for the least
+ * important requests. No store, no lease.
  * @example
  * const local = new UtilizationShedder();
  * app.use(utilizationShed({ shedder: local, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'low') }));
  */
-export function utilizationShed(options: UtilizationShedOptions): Middleware {
-  const guard = utilizationGuard('utilizationShed', options, koaDefaults, HANDLER);
-  return guardMiddleware(guard, options.handler, 'sluiceUtilizationShed');
-}
+export const utilizationShed: (options: UtilizationShedOptions) => Middleware = guards.utilizationShed;

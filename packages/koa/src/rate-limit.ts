@@ -1,7 +1,11 @@
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle } from '@sluice/core';
+import {
+  CONSOLE_DEFAULTS,
+  HttpLimiter,
+  type HttpLimitOptions,
+  rateLimitLifecycle,
+} from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
 import { koaAccess } from './access.js';
-import { koaDefaults } from './defaults.js';
 import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';
 
 /** Options of `rateLimit()`: the shared options and the refusal answer. */
@@ -23,7 +27,7 @@ export interface RateLimitOptions extends HttpLimitOptions<Context> {
  * router.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const limiter = new HttpLimiter<Context>('rateLimit', options, koaAccess, koaDefaults, ['handler']);
+  const limiter = new HttpLimiter<Context>('rateLimit', options, koaAccess, CONSOLE_DEFAULTS, ['handler']);
   return koaMiddleware(
     (exchange) => rateLimitLifecycle(limiter, exchange),
     handlerOption(options.handler),

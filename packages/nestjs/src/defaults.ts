@@ -1,11 +1,12 @@
 import { Logger } from '@nestjs/common';
-import type { GuardDefaults, SluiceWarning } from '@sluice/core';
+import type { SluiceWarning } from '@sluice/core';
+import type { AdapterDefaults } from '@sluice/core/adapter';
 import type { Request } from 'express';
 
 const logger = new Logger('sluice');
 
 /** Nest's `Logger` (context `sluice`) for errors and configuration warnings. */
-export const nestDefaults: GuardDefaults<Request> = {
+export const nestDefaults: AdapterDefaults<Request> = {
   onError(error: Error): void {
     logger.error(`limiter error, request handled by the storeFailure policy: ${error.message}`, error.stack);
   },

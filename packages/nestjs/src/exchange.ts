@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core';
+import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core/adapter';
 import type { Request, Response } from 'express';
 import { RateLimitException } from './exception.js';
 

@@ -1,32 +1,31 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
-import {
-  concurrencyGuard,
-  fleetGuard,
-  guardLifecycle,
-  type HttpConcurrencyOptions,
-  type HttpFleetShedOptions,
-  type HttpGuard,
-  type HttpUtilizationShedOptions,
-  type Lifecycle,
-  utilizationGuard,
-} from '@sluice/core';
+import type * as shared from '@sluice/core/adapter';
+import { buildGuard, type GuardName, guardLifecycle, type Lifecycle } from '@sluice/core/adapter';
 import { expressAccess } from '@sluice/express';
 import type { Request } from 'express';
 import { nestDefaults } from './defaults.js';
 import { activate, nestExchange } from './exchange.js';
 
 /** Options of `ConcurrencyLimitGuard`. */
-export type ConcurrencyLimitOptions = HttpConcurrencyOptions<Request>;
+export type ConcurrencyLimitOptions = shared.HttpConcurrencyOptions<Request>;
 /** Options of `FleetShedGuard`. */
-export type FleetShedOptions = HttpFleetShedOptions<Request>;
+export type FleetShedOptions = shared.HttpFleetShedOptions<Request>;
 /** Options of `UtilizationShedGuard`. */
-export type UtilizationShedOptions = HttpUtilizationShedOptions<Request>;
+export type UtilizationShedOptions = shared.HttpUtilizationShedOptions<Request>;
+
+const NEST = { access: expressAccess, defaults: nestDefaults };
 
 /** A guard over one compiled sluice guard: the lease is released when the response ends. */
 abstract class LeaseGuard implements CanActivate {
   private readonly run: readonly Lifecycle<ExecutionContext, boolean>[];
 
-  protected constructor(guard: HttpGuard<Request>) {
+  /** @param where the guard's class name, as its option errors give it */
+  protected constructor(
+    name: GuardName,
+    options: shared.HttpGuardOptionsByName<Request>[GuardName],
+    where: string,
+  ) {
+    const guard = buildGuard(name, options, NEST, where);
     this.run = [guardLifecycle(guard, nestExchange)];
   }
 
@@ -44,7 +43,7 @@ abstract class LeaseGuard implements CanActivate {
  */
 export class ConcurrencyLimitGuard extends LeaseGuard {
   constructor(options: ConcurrencyLimitOptions) {
-    super(concurrencyGuard('ConcurrencyLimitGuard', options, expressAccess, nestDefaults));
+    super('concurrencyLimit', options, 'ConcurrencyLimitGuard');
   }
 }
 
@@ -57,7 +56,7 @@ export class ConcurrencyLimitGuard extends LeaseGuard {
  */
 export class FleetShedGuard extends LeaseGuard {
   constructor(options: FleetShedOptions) {
-    super(fleetGuard('FleetShedGuard', options, nestDefaults));
+    super('fleetShed', options, 'FleetShedGuard');
   }
 }
 
@@ -69,6 +68,6 @@ export class FleetShedGuard extends LeaseGuard {
  */
 export class UtilizationShedGuard extends LeaseGuard {
   constructor(options: UtilizationShedOptions) {
-    super(utilizationGuard('UtilizationShedGuard', options, nestDefaults));
+    super('utilizationShed', options, 'UtilizationShedGuard');
   }
 }

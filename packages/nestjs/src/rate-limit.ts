@@ -1,6 +1,6 @@
 import { type CanActivate, type CustomDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { HttpLimiter, type HttpLimitOptions, type Lifecycle, rateLimitLifecycle } from '@sluice/core';
+import { HttpLimiter, type HttpLimitOptions, type Lifecycle, rateLimitLifecycle } from '@sluice/core/adapter';
 import { expressAccess } from '@sluice/express';
 import type { Request } from 'express';
 import { nestDefaults } from './defaults.js';

@@ -1,5 +1,6 @@
 import type { ThrottlerStorage } from '@nestjs/throttler';
-import { bindName, ErrorCode, fixedWindow, Limiter, SluiceError, type Store } from '@sluice/core';
+import { ErrorCode, fixedWindow, Limiter, SluiceError, type Store } from '@sluice/core';
+import { bindName } from '@sluice/core/adapter';
 
 /** What `ThrottlerStorage.increment` answers (`ThrottlerStorageRecord` of @nestjs/throttler). */
 export interface ThrottlerRecord {

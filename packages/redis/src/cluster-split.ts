@@ -1,4 +1,5 @@
-import type { Decision, LimitCall } from '@sluice/core';
+import type { Decision } from '@sluice/core';
+import type { LimitCall } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
 import type { ScriptCommand } from './script-command.js';
 import { hashSlot } from './slot.js';
@@ -90,12 +91,8 @@ export class ClusterSplit {
     const decisions = new Array<Decision>(calls.length);
     await Promise.all(
       slots.map(async (group) => {
-        const args = callArgs(
-          group.indices.map((i) => calls[i]!),
-          time,
-          'peek',
-        );
-        const reply = await batch(group.keys.length, ...group.keys, ...args);
+        const groupCalls = group.indices.map((i) => calls[i]!);
+        const reply = await batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'peek'));
         group.indices.forEach((index, j) => {
           decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
         });
@@ -128,7 +125,8 @@ export class ClusterSplit {
         group.indices.forEach((index, j) => {
           const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
           decisions[index] = decision;
-          if (!decision.allowed) admitted = false;
+          // A shadow limit's refusal does not refuse the request: nothing to give back for it.
+          if (!decision.allowed && calls[index]!.shadow !== true) admitted = false;
         });
         return admitted ? { group, calls: groupCalls, reply } : undefined;
       }),

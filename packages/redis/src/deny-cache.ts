@@ -1,4 +1,5 @@
-import { ceilMs, type Decision, decide, type LimitCall } from '@sluice/core';
+import type { Decision, RefusalReason } from '@sluice/core';
+import { ceilMs, decide, type LimitCall } from '@sluice/core/adapter';
 
 interface Entry {
   /** Local time until which the limit refuses `cost` or more. */
@@ -6,12 +7,15 @@ interface Entry {
   readonly cost: number;
   readonly at: number;
   readonly decision: Decision;
+  /** `'blocked'` for a limit with a block (its refusal started one, or it was blocked). */
+  readonly reason: RefusalReason;
 }
 
 /**
  * Remembers limits that refused: a `(limit, key)` refused for cost c until T refuses any cost ≥ c
  * until T (every algorithm only gets more permissive with time, and a larger cost never fits
- * sooner), so those requests are refused locally without a round trip. Bounded: the least recently
+ * sooner), so those requests are refused locally without a round trip. A blocked key refuses any
+ * cost until its block ends, so its whole block is answered here. Bounded: the least recently
  * refused entry goes first.
  */
 export class DenyCache {
@@ -38,19 +42,34 @@ export class DenyCache {
       ceilMs(entry.until - now),
       0,
       call.policy,
-      'rate-limited',
+      entry.reason,
     );
   }
 
   /** Remembers a refusal Redis gave, when caching it is sound. */
   remember(call: LimitCall, now: number, decision: Decision): void {
-    // Only a plain rate-limited refusal with a finite wait. A strict token bucket restarts its clock
-    // on every refusal, so answering locally would let the caller in earlier than Redis would.
-    if (decision.reason !== 'rate-limited' || decision.retryAfter <= 0) return;
-    if (call.algorithm.kind === 'token-bucket' && call.algorithm.params.strict === 1) return;
+    if (decision.retryAfter <= 0) return;
+    // A blocked key: any cost is refused until the block ends (the algorithm does not run, so a
+    // strict bucket's clock is not at stake), and `retryAfter` is exactly that end.
+    const blocked = decision.reason === 'blocked';
+    if (!blocked) {
+      // The refusal that starts a block is not kept: its wait is the block's or the algorithm's,
+      // whichever is longer, and past the block Redis may start another. The next request asks
+      // Redis once and is answered 'blocked', which is kept.
+      if (decision.reason !== 'rate-limited' || call.block !== undefined) return;
+      // A strict token bucket restarts its clock on every refusal, so answering locally would
+      // let the caller in earlier than Redis would.
+      if (call.algorithm.kind === 'token-bucket' && call.algorithm.params.strict === 1) return;
+    }
     const id = idOf(call);
     this.entries.delete(id);
-    this.entries.set(id, { until: now + decision.retryAfter, cost: call.cost, at: now, decision });
+    this.entries.set(id, {
+      until: now + decision.retryAfter,
+      cost: blocked ? 1 : call.cost,
+      at: now,
+      decision,
+      reason: blocked ? 'blocked' : 'rate-limited',
+    });
     if (this.entries.size > this.maxKeys) {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);
@@ -79,7 +98,8 @@ export class DenyCache {
   rememberAll(calls: readonly LimitCall[], decisions: readonly Decision[], now: () => number): void {
     let at: number | undefined;
     for (let i = 0; i < calls.length; i++) {
-      if (decisions[i]!.allowed) continue;
+      // A shadow limit's refusal refuses nothing: it must not be answered locally.
+      if (decisions[i]!.allowed || calls[i]!.shadow === true) continue;
       at ??= now();
       this.remember(calls[i]!, at, decisions[i]!);
     }

@@ -1,4 +1,5 @@
-import { type Decision, decide, type LimitCall, type Store } from '@sluice/core';
+import type { Decision, Store } from '@sluice/core';
+import { decide, type LimitCall } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
 import type { FailurePolicy } from './options.js';
 

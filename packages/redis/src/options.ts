@@ -1,14 +1,11 @@
+import { type Duration, ErrorCode, SluiceError, type Store } from '@sluice/core';
 import {
   assertKnownOptions,
-  type Duration,
-  ErrorCode,
   integerOption,
   oneOfOption,
   parseDuration,
   positiveOption,
-  SluiceError,
-  type Store,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { BreakerOptions, BreakerState } from './breaker.js';
 import type { RedisClient } from './client.js';
 import { fromNodeRedis, isNodeRedis, type NodeRedisClient } from './node-redis.js';

@@ -1,4 +1,4 @@
-import type { LeaseStore } from '@sluice/core';
+import type { LeaseStore } from '@sluice/core/adapter';
 
 interface Entry {
   /** Local time (ms) after which the lease has expired anyway. */

@@ -1,13 +1,11 @@
+import { type Decision, ErrorCode, SluiceError } from '@sluice/core';
 import {
-  type Decision,
   decide,
-  ErrorCode,
   type LeaseAcquire,
   type LeaseCall,
   type LeaseStore,
   leaseDecision,
-  SluiceError,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
 import { leaseKeys } from './key-escape.js';
 import type { ResolvedOptions } from './options.js';

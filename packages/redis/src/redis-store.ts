@@ -1,4 +1,5 @@
-import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
+import type { Algorithm, Decision, Store } from '@sluice/core';
+import type { LimitCall } from '@sluice/core/adapter';
 import type { BreakerState } from './breaker.js';
 import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';
@@ -10,7 +11,7 @@ import { type RedisStoreOptions, type ResolvedOptions, resolveOptions } from './
 import { RedisLeases } from './redis-leases.js';
 import { nowArg } from './script-command.js';
 import { type LeanBatchNode, leanChild, ScriptRegistry } from './script-registry.js';
-import { callArgs, pushCallArgs, readBatchDecisions, readSingleDecision } from './wire.js';
+import { blockField, callArgs, pushCallArgs, readBatchDecisions, readSingleDecision } from './wire.js';
 
 type Mode = 'consume' | 'peek';
 
@@ -49,6 +50,7 @@ export class RedisStore implements Store {
   private readonly failure: FailureAnswers;
   private readonly split: ClusterSplit;
   private readonly denied: DenyCache | undefined;
+  private localRefusals = 0;
 
   constructor(options: RedisStoreOptions) {
     this.options = resolveOptions(options);
@@ -69,6 +71,11 @@ export class RedisStore implements Store {
     return this.gate.state;
   }
 
+  /** Requests the deny cache refused without a round trip since the store was made (for metrics). */
+  get denyCacheHits(): number {
+    return this.localRefusals;
+  }
+
   /**
    * The Redis key holding the state of `key`: a hash, `<prefix>{<key, escaped>}`, with one field
    * per limit on that key ({@link fieldFor}): `redis-cli hgetall` shows them. `algorithm` is
@@ -86,7 +93,10 @@ export class RedisStore implements Store {
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     if (this.denied !== undefined) {
       const local = this.denied.refuse(calls, now ?? this.options.clock());
-      if (local !== undefined) return Promise.resolve(local);
+      if (local !== undefined) {
+        this.localRefusals++;
+        return Promise.resolve(local);
+      }
     }
     return this.decide(calls, now, 'consume');
   }
@@ -106,8 +116,10 @@ export class RedisStore implements Store {
     for (const call of calls) {
       const key = this.keyFor(call.algorithm, call.key);
       const list = fields.get(key);
-      if (list === undefined) fields.set(key, [call.algorithm.fingerprint]);
-      else list.push(call.algorithm.fingerprint);
+      // The limit's block record too: a reset client starts with no block and no streak.
+      const own = [call.algorithm.fingerprint, blockField(call.algorithm.fingerprint)];
+      if (list === undefined) fields.set(key, own);
+      else list.push(...own);
     }
     await this.gate.strict('reset', calls.length, () =>
       Promise.all([...fields].map(([key, list]) => this.scripts.reset(1, key, ...list))),
@@ -158,7 +170,8 @@ export class RedisStore implements Store {
     const fail =
       mode === 'consume' ? () => this.failure.consume(calls, now) : () => this.failure.peek(calls, now);
     const scripts = this.scripts;
-    if (calls.length === 1) {
+    // A limit with a block runs in the batch script, alone or not.
+    if (calls.length === 1 && calls[0]!.block === undefined) {
       const call = calls[0]!;
       const wire = scripts.wire(call.algorithm);
       const single = wire.single ?? scripts.single(wire);
@@ -185,7 +198,12 @@ export class RedisStore implements Store {
       let k = distinct.indexOf(key);
       if (k < 0) k = distinct.push(key) - 1;
       keyOf.push(k + 1);
-      if (lean !== undefined) lean = wire.lean === undefined ? undefined : leanChild(lean, wire, k);
+      // Shadow limits and blocks run in the generic batch script only.
+      if (lean !== undefined)
+        lean =
+          wire.lean === undefined || call.shadow === true || call.block !== undefined
+            ? undefined
+            : leanChild(lean, wire, k);
       return key;
     });
     const groups = this.isCluster ? groupBySlot(keys) : undefined;

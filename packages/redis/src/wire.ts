@@ -1,24 +1,22 @@
-import {
-  type Algorithm,
-  type Decision,
-  decide,
-  ErrorCode,
-  type LimitCall,
-  type RefusalReason,
-  SluiceError,
-} from '@sluice/core';
+import { type Algorithm, type Decision, ErrorCode, type RefusalReason, SluiceError } from '@sluice/core';
+import { decide, type LimitCall } from '@sluice/core/adapter';
 import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 
 const ARGS = new WeakMap<Algorithm, readonly string[]>();
 
 /**
- * Per-decision reply width: reason (0 allowed, 1 rate-limited, 2 cost-exceeds-limit), remaining,
+ * Per-decision reply width: reason (0 allowed, 1 rate-limited, 2 cost-exceeds-limit, 3 blocked), remaining,
  * resetAfter, retryAfter, delay. `allowed` is `reason === 0` and `limit` is the algorithm's own
  * (every Lua twin decides with it): every element of a reply costs Redis time to write.
  */
 export const DECISION_WIDTH = 5;
 
-const REASONS: readonly (RefusalReason | undefined)[] = [undefined, 'rate-limited', 'cost-exceeds-limit'];
+const REASONS: readonly (RefusalReason | undefined)[] = [
+  undefined,
+  'rate-limited',
+  'cost-exceeds-limit',
+  'blocked',
+];
 
 /**
  * An algorithm's ARGV group without the cost: `[code, field, ...params]`, its field in the hash of
@@ -123,9 +121,28 @@ export function readBatchDecisions(reply: readonly unknown[], calls: readonly Li
   return decisions;
 }
 
-/** ARGV after the keys: `time` (see `nowArg`), mode, then each call's group. */
+/**
+ * ARGV of the batch script after the keys: `time` (see `nowArg`), mode, the calls' options
+ * (shadow, block: see `batchScript`), then each call's group.
+ */
 export function callArgs(calls: readonly LimitCall[], time: string, mode: string): (string | number)[] {
-  const args: (string | number)[] = [time, mode];
+  const args: (string | number)[] = [time, mode, 0];
+  for (let i = 0; i < calls.length; i++) {
+    const { shadow, block } = calls[i]!;
+    if (shadow !== true && block === undefined) continue;
+    args[2] = (args[2] as number) + 1;
+    args.push(i + 1, shadow === true ? 1 : 0);
+    if (block === undefined) args.push(0, 0, 0, 0);
+    else args.push(String(block.duration), String(block.factor), String(block.max), String(block.decay));
+  }
   for (const call of calls) pushCallArgs(args, call);
   return args;
+}
+
+/**
+ * The field of a limit's block record (`LimitCall.block`) in the hash of its user key: the
+ * limit's own field and `:b` (the batch script makes the same name: `lua/block.ts`).
+ */
+export function blockField(field: string): string {
+  return `${field}:b`;
 }

@@ -14,6 +14,7 @@ import {
   type TokenBucketOptions,
   tokenBucket,
 } from '@sluice/core';
+import { ALGORITHM_KINDS, type AlgorithmParam, isAlgorithmKind } from '@sluice/core/adapter';
 
 /**
  * An algorithm on the wire: `kind:param=value,...` with core's parameter names and values as
@@ -22,6 +23,8 @@ import {
  * core reads it (`refillInterval=1s`), so it also reads well typed into redis-cli.
  */
 type Params = Record<string, string>;
+/** The wire params of one kind, by core's names for them. */
+type KindParams<K extends AlgorithmKind> = Partial<Record<AlgorithmParam<K>, string>>;
 
 const num = (value: string | undefined): number | undefined =>
   value === undefined ? undefined : Number(value);
@@ -42,69 +45,54 @@ function defined<T>(options: { [K in keyof T]?: T[K] | undefined }): T {
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as T;
 }
 
-/** From wire params to core's factory, per kind; the names each accepts are checked first. */
-const FACTORIES: Record<AlgorithmKind, { names: readonly string[]; make: (p: Params) => Algorithm }> = {
-  'token-bucket': {
-    names: ['capacity', 'refillAmount', 'refillInterval', 'stepped', 'strict'],
-    make: (p) => {
-      const stepped = flag('stepped', p.stepped);
-      return tokenBucket(
-        defined<TokenBucketOptions>({
-          capacity: num(p.capacity) as number,
-          refillAmount: num(p.refillAmount),
-          refillInterval: duration(p.refillInterval) as number,
-          refill:
-            stepped === undefined ? undefined : stepped ? ('stepped' as const) : ('continuous' as const),
-          strict: flag('strict', p.strict),
-        }),
-      );
-    },
+/**
+ * From wire params to core's factory, per kind of core's `ALGORITHM_KINDS` (a kind without an entry
+ * is a compile error); the names each accepts, its `params`, are checked first.
+ */
+const FACTORIES: { readonly [K in AlgorithmKind]: (p: KindParams<K>) => Algorithm } = {
+  'token-bucket': (p) => {
+    const stepped = flag('stepped', p.stepped);
+    return tokenBucket(
+      defined<TokenBucketOptions>({
+        capacity: num(p.capacity) as number,
+        refillAmount: num(p.refillAmount),
+        refillInterval: duration(p.refillInterval) as number,
+        refill: stepped === undefined ? undefined : stepped ? ('stepped' as const) : ('continuous' as const),
+        strict: flag('strict', p.strict),
+      }),
+    );
   },
-  gcra: {
-    names: ['rate', 'period', 'burst'],
-    make: (p) =>
-      gcra(
-        defined<GcraOptions>({
-          rate: num(p.rate) as number,
-          period: duration(p.period) as number,
-          burst: num(p.burst),
-        }),
-      ),
-  },
-  'fixed-window': {
-    names: ['limit', 'window'],
-    make: (p) => fixedWindow({ limit: num(p.limit) as number, window: duration(p.window) as number }),
-  },
-  'sliding-window-log': {
-    names: ['limit', 'window'],
-    make: (p) => slidingWindowLog({ limit: num(p.limit) as number, window: duration(p.window) as number }),
-  },
-  'sliding-window-counter': {
-    names: ['limit', 'window', 'precision'],
-    make: (p) =>
-      slidingWindowCounter(
-        defined<SlidingWindowCounterOptions>({
-          limit: num(p.limit) as number,
-          window: duration(p.window) as number,
-          precision: num(p.precision),
-        }),
-      ),
-  },
-  'leaky-bucket-queue': {
-    names: ['rate', 'period', 'burst', 'queue', 'maxDelay'],
-    make: (p) => {
-      // params.maxDelay 0 stands for "no bound" (Infinity does not travel as a number).
-      const maxDelay = duration(p.maxDelay);
-      return leakyBucketQueue(
-        defined<LeakyBucketQueueOptions>({
-          rate: num(p.rate) as number,
-          period: duration(p.period) as number,
-          burst: num(p.burst),
-          queue: num(p.queue),
-          maxDelay: maxDelay === 0 ? undefined : (maxDelay as number),
-        }),
-      );
-    },
+  gcra: (p) =>
+    gcra(
+      defined<GcraOptions>({
+        rate: num(p.rate) as number,
+        period: duration(p.period) as number,
+        burst: num(p.burst),
+      }),
+    ),
+  'fixed-window': (p) => fixedWindow({ limit: num(p.limit) as number, window: duration(p.window) as number }),
+  'sliding-window-log': (p) =>
+    slidingWindowLog({ limit: num(p.limit) as number, window: duration(p.window) as number }),
+  'sliding-window-counter': (p) =>
+    slidingWindowCounter(
+      defined<SlidingWindowCounterOptions>({
+        limit: num(p.limit) as number,
+        window: duration(p.window) as number,
+        precision: num(p.precision),
+      }),
+    ),
+  'leaky-bucket-queue': (p) => {
+    // params.maxDelay 0 stands for "no bound" (Infinity does not travel as a number).
+    const maxDelay = duration(p.maxDelay);
+    return leakyBucketQueue(
+      defined<LeakyBucketQueueOptions>({
+        rate: num(p.rate) as number,
+        period: duration(p.period) as number,
+        burst: num(p.burst),
+        queue: num(p.queue),
+        maxDelay: maxDelay === 0 ? undefined : (maxDelay as number),
+      }),
+    );
   },
 };
 
@@ -131,28 +119,28 @@ export function algorithmOf(spec: string): Algorithm {
   if (cached !== undefined) return cached;
   const colon = spec.indexOf(':');
   const kind = colon < 0 ? spec : spec.slice(0, colon);
-  const factory = Object.hasOwn(FACTORIES, kind) ? FACTORIES[kind as AlgorithmKind] : undefined;
-  if (factory === undefined) {
+  if (!isAlgorithmKind(kind)) {
     throw new SluiceError(
       ErrorCode.UNKNOWN_ALGORITHM,
-      `unknown algorithm ${JSON.stringify(kind)}; known: ${Object.keys(FACTORIES).join(', ')}`,
+      `unknown algorithm ${JSON.stringify(kind)}; known: ${Object.keys(ALGORITHM_KINDS).join(', ')}`,
       { value: kind },
     );
   }
+  const names: readonly string[] = ALGORITHM_KINDS[kind].params;
   const params: Params = {};
   for (const pair of colon < 0 || colon === spec.length - 1 ? [] : spec.slice(colon + 1).split(',')) {
     const eq = pair.indexOf('=');
     const name = eq < 0 ? pair : pair.slice(0, eq);
-    if (eq < 0 || !factory.names.includes(name) || Object.hasOwn(params, name)) {
+    if (eq < 0 || !names.includes(name) || Object.hasOwn(params, name)) {
       throw new SluiceError(
         ErrorCode.UNKNOWN_OPTION,
-        `${kind}: bad parameter ${JSON.stringify(pair)}; accepted: ${factory.names.map((n) => `${n}=…`).join(', ')}`,
+        `${kind}: bad parameter ${JSON.stringify(pair)}; accepted: ${names.map((n) => `${n}=…`).join(', ')}`,
         { option: name },
       );
     }
     params[name] = pair.slice(eq + 1);
   }
-  const algorithm = factory.make(params);
+  const algorithm = (FACTORIES[kind] as (p: Params) => Algorithm)(params);
   if (cache.size >= 10_000) cache.clear();
   cache.set(spec, algorithm);
   return algorithm;

@@ -1,11 +1,5 @@
-import {
-  assertKnownOptions,
-  ErrorCode,
-  integerOption,
-  oneOfOption,
-  requireOption,
-  SluiceError,
-} from '@sluice/core';
+import { ErrorCode, SluiceError } from '@sluice/core';
+import { assertKnownOptions, integerOption, oneOfOption, requireOption } from '@sluice/core/adapter';
 import type { Durability } from './state-db.js';
 
 export interface ServerOptions {

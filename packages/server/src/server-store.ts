@@ -1,14 +1,11 @@
+import { type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
 import {
   assertKnownOptions,
-  type Decision,
-  ErrorCode,
   type LeaseAcquire,
   type LeaseStore,
   type LimitCall,
   requireOption,
-  SluiceError,
-  type Store,
-} from '@sluice/core';
+} from '@sluice/core/adapter';
 import type { Redis } from 'ioredis';
 import { HashRing } from './hash-ring.js';
 import { compactDecisions, decisionOf, encodeCalls, keyArg, type Wire } from './store-wire.js';
@@ -162,6 +159,7 @@ export class ServerStore implements Store {
    * commands another request may see the consumed tokens; an algorithm without `refund` keeps them.
    */
   async consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
+    assertPlainCalls(calls);
     const at = now ?? this.clock?.();
     const groups = [...this.groups(calls)];
     if (groups.length === 1) {
@@ -197,6 +195,7 @@ export class ServerStore implements Store {
   }
 
   async peek(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
+    assertPlainCalls(calls);
     const at = now ?? this.clock?.();
     const decisions: Decision[] = new Array(calls.length);
     await Promise.all(
@@ -273,4 +272,21 @@ function ringOf(clients: readonly Redis[]): HashRing<Redis> {
     });
   }
   return new HashRing(named);
+}
+
+/**
+ * sluice-server does not evaluate shadow mode or blocks (`LimitCall.shadow`, `LimitCall.block`):
+ * answering such calls as plain limits would enforce a shadow limit and never block, so they are
+ * refused, naming what to use instead.
+ */
+function assertPlainCalls(calls: readonly LimitCall[]): void {
+  for (const call of calls) {
+    if (call.shadow === true || call.block !== undefined) {
+      throw new SluiceError(
+        ErrorCode.UNSUPPORTED,
+        `ServerStore does not support ${call.shadow === true ? 'shadow mode (enforce: false)' : 'block'} on limit ${JSON.stringify(call.policy)}; use MemoryStore or RedisStore for it`,
+        { option: call.shadow === true ? 'enforce' : 'block', value: call.policy },
+      );
+    }
+  }
 }

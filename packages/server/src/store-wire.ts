@@ -1,4 +1,5 @@
-import { type Decision, decide, type LimitCall } from '@sluice/core';
+import type { Decision } from '@sluice/core';
+import { decide, type LimitCall } from '@sluice/core/adapter';
 import { specOf } from './algorithm-spec.js';
 import { COMPACT_WIDTH, idOf, REASON_CODES } from './commands/sluice.js';
 

@@ -1,5 +1,6 @@
 // An ES module app on node-redis (`redis`, the newest the peer range allows) instead of ioredis.
 import * as core from '@sluice/core';
+import * as coreAdapter from '@sluice/core/adapter';
 import * as express from '@sluice/express';
 import * as fastify from '@sluice/fastify';
 import * as redis from '@sluice/redis';
@@ -8,4 +9,6 @@ import Fastify from 'fastify';
 import { createClient } from 'redis';
 import { run } from './run.mjs';
 
-console.log(JSON.stringify(await run({ core, redis, express, fastify, Express, Fastify, createClient })));
+console.log(
+  JSON.stringify(await run({ core, coreAdapter, redis, express, fastify, Express, Fastify, createClient })),
+);

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 
 export async function run({
   core,
+  coreAdapter,
   redis,
   express: adapter,
   fastify: plugin,
@@ -22,6 +23,26 @@ export async function run({
   const decisions = [];
   for (let i = 0; i < 3; i++) decisions.push((await limiter.check('user:1', { now: 1_000 })).allowed);
   result.core = decisions;
+
+  // The adapter subpath is the same module graph as the root, in either format: an error its
+  // validation throws, a guard built with a root class, are the root's own.
+  try {
+    coreAdapter.integerOption('cost', -1);
+  } catch (error) {
+    result.subpath = [error instanceof core.SluiceError, error.code];
+  }
+  const shedder = new core.UtilizationShedder({ timer: false });
+  result.subpath.push(
+    coreAdapter.buildGuard(
+      'utilizationShed',
+      { shedder, priority: 'low' },
+      {
+        access: {},
+        defaults: coreAdapter.CONSOLE_DEFAULTS,
+      },
+    ).kind,
+  );
+  shedder.close();
 
   // ioredis (`Redis`) or node-redis (`createClient`), as each app brings.
   const client =

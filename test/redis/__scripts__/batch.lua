@@ -835,9 +835,72 @@ local function push_decision(out, d)
   out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = d[7], d[3], d[4], d[5], d[6]
 end
 
+
+local BLOCKED = 3
+
+local function retry_ms(ms)
+  return math.max(1, ceil_ms(ms))
+end
+
+local function read_block(key, field, now)
+  local raw = redis.call('HGET', key, field)
+  if not raw then return nil end
+  local rec = decode(raw)
+  if now >= rec[3] then return nil end
+  return rec
+end
+
+local function block_left(rec, now)
+  if rec ~= nil and now < rec[1] then return rec[1] - now end
+  return 0
+end
+
+local function blocked_decision(left)
+  return decide(false, 0, 0, ceil_ms(left), retry_ms(left), 0, BLOCKED)
+end
+
+-- core's startBlock: the streak goes on while the record lives; each block is factor times the
+-- one before, up to max (multiplied step by step, as the TypeScript does, for the same doubles).
+local function start_block(key, field, rec, b, now, grace)
+  local strikes = 1
+  if rec ~= nil and now < rec[1] + b.decay then strikes = rec[2] + 1 end
+  local duration = b.duration
+  for _ = 2, strikes do
+    if duration >= b.max or b.factor == 1 then break end
+    duration = duration * b.factor
+  end
+  duration = math.min(b.max, duration)
+  redis.call('HSET', key, field, fmt(now + duration) .. ',' .. strikes .. ',' .. fmt(now + duration + b.decay))
+  expire(key, math.ceil(duration + b.decay) + grace)
+  return duration
+end
+
+local function blocking(d, duration)
+  d[4] = math.max(d[4], ceil_ms(duration))
+  d[5] = math.max(d[5], retry_ms(duration))
+  return d
+end
+
 local now, grace = read_now(ARGV[1])
 local mode = ARGV[2]
-local calls = read_calls(3)
+local shadow, block = {}, {}
+local noptions = tonumber(ARGV[3])
+for j = 0, noptions - 1 do
+  local o = 4 + j * 6
+  local i = tonumber(ARGV[o])
+  shadow[i] = ARGV[o + 1] == '1'
+  local duration = tonumber(ARGV[o + 2])
+  if duration > 0 then
+    block[i] = { duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]) }
+  end
+end
+local calls = read_calls(4 + noptions * 6)
+local left = {}
+for i, b in pairs(block) do
+  b.key, b.field = KEYS[i], calls[i].field .. ':b'
+  b.rec = read_block(b.key, b.field, now)
+  left[i] = block_left(b.rec, now)
+end
 -- Undoing a split batch must run at the exact now it consumed at (Redis TIME differs per node),
 -- with the same replay grace.
 local out = { 0 }
@@ -849,7 +912,11 @@ end
 if mode == 'peek' then
   for i = 1, #calls do
     local call = calls[i]
-    push_decision(out, call.algorithm.peek(call.state, now, call.cost, call.c))
+    if (left[i] or 0) > 0 then
+      push_decision(out, blocked_decision(left[i]))
+    else
+      push_decision(out, call.algorithm.peek(call.state, now, call.cost, call.c))
+    end
   end
   return out
 end
@@ -857,8 +924,12 @@ end
 local decisions, nexts, changed, all = {}, {}, {}, true
 for i = 1, #calls do
   local call = calls[i]
-  decisions[i], nexts[i], changed[i] = call.algorithm.consume(call.state, now, call.cost, call.c)
-  if not decisions[i][1] then all = false end
+  if (left[i] or 0) > 0 then
+    decisions[i], nexts[i], changed[i] = blocked_decision(left[i]), call.state, false
+  else
+    decisions[i], nexts[i], changed[i] = call.algorithm.consume(call.state, now, call.cost, call.c)
+  end
+  if not decisions[i][1] and not shadow[i] then all = false end
 end
 
 local written = {}
@@ -868,6 +939,11 @@ for i = 1, #calls do
     if changed[i] then written[i] = write(KEYS[i], call.field, call.algorithm, call.c, nexts[i], now, grace, mode == 'split') end
   else
     decisions[i] = call.algorithm.peek(call.state, now, call.cost, call.c)
+  end
+  -- A limit with a block that refused by itself starts the next block.
+  local b = block[i]
+  if b and decisions[i][7] == RATE then
+    decisions[i] = blocking(decisions[i], start_block(b.key, b.field, b.rec, b, now, grace))
   end
   push_decision(out, decisions[i])
 end

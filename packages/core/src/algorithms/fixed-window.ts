@@ -1,5 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -26,7 +27,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
   assertUnit('window', options.window, window, 'window');
-  const params = { limit, window };
+  const params = { limit, window } satisfies Record<AlgorithmParam<'fixed-window'>, number>;
 
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
   // much): a window boundary EPSILON away is already crossed.
@@ -48,16 +49,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   ) => {
     const resetAfter = ceilMs(start + window - now);
     if (cost > limit)
-      return decide(
-        false,
-        limit,
-        Math.max(0, limit - count),
-        count > 0 ? resetAfter : 0,
-        -1,
-        0,
-        policy,
-        'cost-exceeds-limit',
-      );
+      return costExceedsLimit(limit, Math.max(0, limit - count), count > 0 ? resetAfter : 0, policy);
     if (count + cost <= limit)
       return decide(
         true,

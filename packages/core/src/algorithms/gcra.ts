@@ -1,4 +1,5 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { ceilMs, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
@@ -32,7 +33,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const rate = integerOption('rate', requireOption('rate', options.rate));
   const period = parseDuration('period', requireOption('period', options.period));
   const burst = integerOption('burst', options.burst ?? rate);
-  const params = { rate, period, burst };
+  const params = { rate, period, burst } satisfies Record<AlgorithmParam<'gcra'>, number>;
   const emission = period / rate;
   assertUnit('period', options.period, emission, 'period / rate (the emission interval)');
   const tolerance = emission * burst; // redis-cell's delay variation tolerance

@@ -1,5 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
 import { assertUnit } from '../time-range.js';
@@ -69,7 +70,13 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
   const room = Math.min((burst + queue) * interval, burst * interval + maxDelay);
   const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + slack) / interval));
   assertSpan('period', options.period, room, 'leakyBucketQueue: the longest backlog');
-  const params = { rate, period, burst, queue, maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0 };
+  const params = {
+    rate,
+    period,
+    burst,
+    queue,
+    maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0,
+  } satisfies Record<AlgorithmParam<'leaky-bucket-queue'>, number>;
 
   const evaluate = (
     state: LeakyBucketQueueState | undefined,
@@ -122,16 +129,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     if (cost > capacity) {
       return {
         drainAt: state,
-        decision: decide(
-          false,
-          capacity,
-          remaining,
-          ceilMs(drainAt - now, slack),
-          -1,
-          0,
-          policy,
-          'cost-exceeds-limit',
-        ),
+        decision: costExceedsLimit(capacity, remaining, ceilMs(drainAt - now, slack), policy),
       };
     }
     // Wait until the queue has drained enough for this cost to fit under both bounds.

@@ -1,5 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -43,7 +44,10 @@ export function slidingWindowCounter(
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
   const precision = integerOption('precision', options.precision ?? 1, 1, 1000);
-  const params = { limit, window, precision };
+  const params = { limit, window, precision } satisfies Record<
+    AlgorithmParam<'sliding-window-counter'>,
+    number
+  >;
   const size = window / precision;
   const option = options.precision === undefined ? 'window' : 'precision';
   assertUnit(
@@ -111,15 +115,11 @@ export function slidingWindowCounter(
     const elapsed = now - index * size;
     const used = estimate(counts, elapsed);
     if (cost > limit) {
-      return decide(
-        false,
+      return costExceedsLimit(
         limit,
         Math.max(0, Math.floor(limit - used)),
         resetAfter(counts, index, now),
-        -1,
-        0,
         policy,
-        'cost-exceeds-limit',
       );
     }
     if (used + cost <= limit) {

@@ -1,5 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -29,7 +30,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   const limit = integerOption('limit', requireOption('limit', options.limit));
   const window = parseDuration('window', requireOption('window', options.window));
   assertUnit('window', options.window, window, 'window');
-  const params = { limit, window };
+  const params = { limit, window } satisfies Record<AlgorithmParam<'sliding-window-log'>, number>;
 
   // Index of the first entry still inside (now - window, now], and the units those entries hold.
   const live = (log: SlidingWindowLogState, now: number): [first: number, used: number] => {
@@ -52,15 +53,11 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   ) => {
     const newest = log.length > first ? log[log.length - 2]! : undefined;
     if (cost > limit) {
-      return decide(
-        false,
+      return costExceedsLimit(
         limit,
         Math.max(0, limit - used),
         newest === undefined ? 0 : ceilMs(newest + window - now),
-        -1,
-        0,
         policy,
-        'cost-exceeds-limit',
       );
     }
     if (used + cost <= limit) {

@@ -1,5 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import type { AlgorithmParam } from '../algorithm-kinds.js';
+import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
@@ -76,7 +77,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     refillInterval: interval,
     stepped: stepped ? 1 : 0,
     strict: strict ? 1 : 0,
-  };
+  } satisfies Record<AlgorithmParam<'token-bucket'>, number>;
   const base = {
     kind: 'token-bucket' as const,
     params,
@@ -107,8 +108,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
     const empty = emptyAt(state, now);
     const accrued = now - empty;
     const resetAfter = ceilMs(empty + fullSpan - now, slack);
-    if (cost > capacity)
-      return decide(false, capacity, whole(accrued), resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+    if (cost > capacity) return costExceedsLimit(capacity, whole(accrued), resetAfter, policy);
     if (accrued + slack >= cost * msPerToken)
       return decide(true, capacity, whole(accrued), resetAfter, 0, 0, policy, undefined);
     return decide(
@@ -185,8 +185,7 @@ function steppedBucket(
     retryMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
   const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
     const resetAfter = timeToHold(tokens, last, capacity, now);
-    if (cost > capacity)
-      return decide(false, capacity, tokens, resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+    if (cost > capacity) return costExceedsLimit(capacity, tokens, resetAfter, policy);
     if (tokens >= cost) return decide(true, capacity, tokens, resetAfter, 0, 0, policy, undefined);
     return decide(
       false,

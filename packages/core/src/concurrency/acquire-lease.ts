@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import { describeValue, ErrorCode, SluiceError } from '../errors.js';
+import { describeValue, ErrorCode, SluiceError, storeFailure } from '../errors.js';
 import type { MaybePromise, Store } from '../store.js';
 import { heldLease, type Lease, refusedLease } from './lease.js';
 import type { LeaseAcquire, LeaseStore } from './lease-store.js';
@@ -41,13 +41,4 @@ export function acquireLease(
   }
   if (typeof (result as PromiseLike<Decision>).then !== 'function') return wrap(result as Decision);
   return Promise.resolve(result).then(wrap, (error: unknown) => Promise.reject(storeFailure(error)));
-}
-
-function storeFailure(error: unknown): SluiceError {
-  if (error instanceof SluiceError) return error;
-  return new SluiceError(
-    ErrorCode.STORE_FAILURE,
-    `the store failed: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
 }

@@ -1,6 +1,10 @@
 import type { ConcurrencyLimiter, ConcurrencyLimiterOptions } from '../concurrency/concurrency-limiter.js';
 import type { Decision } from '../decision.js';
-import type { FleetShedder, FleetShedderOptions } from '../shedding/fleet-shedder.js';
+import {
+  FLEET_SHEDDER_OPTIONS,
+  type FleetShedder,
+  type FleetShedderOptions,
+} from '../shedding/fleet-shedder.js';
 import type { UtilizationShedder } from '../shedding/utilization-shedder.js';
 import type { KeyFunction } from './keys.js';
 import type { SluiceWarning } from './options.js';
@@ -107,14 +111,7 @@ export const CONCURRENCY_OPTIONS = [
 /** Options that build the fleet shedder (all but `shedder` replaced by it). */
 export const FLEET_ENGINE = [
   'shedder',
-  'budget',
-  'priorities',
-  'reserve',
-  'ttl',
-  'retryAfter',
-  'random',
-  'name',
-  'store',
+  ...FLEET_SHEDDER_OPTIONS,
 ] as const satisfies readonly (keyof HttpFleetShedOptions<unknown>)[];
 
 export const FLEET_OPTIONS = [

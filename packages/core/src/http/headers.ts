@@ -71,9 +71,13 @@ export class RateLimitHeaders {
   private readonly byName = new Map<string, LimitHeader>();
   private readonly fullPolicy: string;
   private readonly count: number;
+  /** Whether some limit is in shadow mode and `shadowHeaders` is off: its decisions are filtered out. */
+  private readonly hidesShadows: boolean;
 
-  constructor(format: HeaderFormat | false, limits: readonly ResolvedLimit[]) {
+  constructor(format: HeaderFormat | false, all: readonly ResolvedLimit[], shadows = false) {
     this.format = format;
+    const limits = shadows ? all : all.filter((limit) => limit.enforce);
+    this.hidesShadows = limits.length !== all.length;
     this.count = limits.length;
     for (const limit of limits) {
       const quoted = sfString(limit.name);
@@ -98,7 +102,12 @@ export class RateLimitHeaders {
    */
   write<Res>(decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>): void {
     if (this.format === false || decision.policy === '') return;
-    const limits = decision.limits.length === 0 ? [decision] : decision.limits;
+    let limits = decision.limits.length === 0 ? [decision] : decision.limits;
+    if (this.hidesShadows) {
+      limits = limits.filter((d) => d.shadow !== true);
+      // Every limit that applied is in shadow mode: nothing to tell the client.
+      if (limits.length === 0) return;
+    }
     switch (this.format) {
       case 'ietf': {
         let value = '';
@@ -133,7 +142,7 @@ export class RateLimitHeaders {
     }
   }
 
-  /** The policy list of the limits that applied (a limit whose key was `undefined` did not). */
+  /** The policy list of the limits that applied (a limit whose key was `undefined` did not) and are shown. */
   private policy(limits: readonly Decision[]): string {
     if (limits.length === this.count) return this.fullPolicy;
     let value = '';

@@ -2,9 +2,9 @@ import type { Lease } from '../concurrency/lease.js';
 import type { Decision } from '../decision.js';
 import type { MaybePromise } from '../store.js';
 import { type ClientResponse, clientLeft } from './client.js';
-import type { HttpGuard } from './http-guard.js';
-import type { HttpLimiter } from './http-limiter.js';
+import type { HttpGuard } from './guards.js';
 import type { Refusal } from './problem.js';
+import type { HttpLimiter } from './rate-limit.js';
 
 /**
  * What an adapter does for a request's lifecycle: its framework's glue, written once per adapter
@@ -44,8 +44,8 @@ export type Lifecycle<Ctx, R> = (ctx: Ctx) => MaybePromise<R | undefined>;
 /**
  * The rate-limit lifecycle, the order every adapter follows: check (and hold, in delay mode)
  * while the client is watched; a client gone before the answer gets nothing and its units back;
- * then the decision, its headers, and either the next middleware or the refusal (`onLimited`,
- * `Retry-After`, the adapter's answer). Synchronous when the store answers synchronously.
+ * then the decision, its headers, its hooks (`onDecision`, `onBlocked`, `onLimited`), and either
+ * the next middleware or the refusal (`Retry-After`, the adapter's answer). Synchronous when the store answers synchronously.
  * Rejects only when the adapter's `proceed` or `refuse` throws (the framework's error path).
  */
 export function rateLimitLifecycle<Ctx, Req, R>(
@@ -57,8 +57,8 @@ export function rateLimitLifecycle<Ctx, Req, R>(
     if (decision === undefined) return exchange.proceed(ctx);
     exchange.record(ctx, decision);
     limiter.headers.write(decision, ctx, exchange.setHeader, exchange.getHeader);
+    limiter.decided(req, decision);
     if (decision.allowed) return exchange.proceed(ctx);
-    limiter.limited(req, decision);
     return refuse(exchange, ctx, decision, limiter.refusal(decision));
   };
   return (ctx) => {

@@ -1,4 +1,5 @@
 import type { Algorithm } from '../algorithm.js';
+import type { BlockOptions } from '../block.js';
 import type { Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
 import type { Store } from '../store.js';
@@ -20,6 +21,20 @@ export interface HttpLimit<Req> {
   key?: KeyFunction<Req>;
   /** The algorithm and its parameters, e.g. `tokenBucket({ capacity: 20, refillInterval: '1s' })`. */
   algorithm: Algorithm;
+  /**
+   * `false`: shadow mode, for rolling a new limit out. The limit counts and reports (hooks,
+   * `req.rateLimit.limits`, metrics; headers with `shadowHeaders`) but never refuses a request
+   * nor vetoes the other limits.
+   * @default true
+   */
+  enforce?: boolean;
+  /**
+   * After this limit refuses a client, refuse it for a while (`reason: 'blocked'`, 429): ms,
+   * `'15m'`, or `{ duration, factor, max, decay }` to lengthen the block for repeat offenders.
+   * On Redis the block holds across processes, and blocked keys are answered by the deny cache.
+   * @default no block
+   */
+  block?: Duration | BlockOptions;
 }
 
 /** A warning about the app's configuration, given once. */
@@ -44,6 +59,10 @@ export interface HttpLimitOptions<Req> {
   key?: KeyFunction<Req>;
   /** Single-limit shorthand: the name. @default the algorithm's kind */
   name?: string;
+  /** Single-limit shorthand: `false` for shadow mode (see `HttpLimit.enforce`). @default true */
+  enforce?: boolean;
+  /** Single-limit shorthand: the block after a refusal (see `HttpLimit.block`). @default no block */
+  block?: Duration | BlockOptions;
   /** Where limit state lives. @default a new `MemoryStore()` per middleware */
   store?: Store;
   /**
@@ -88,6 +107,25 @@ export interface HttpLimitOptions<Req> {
   /** Called for every refused request (after headers are set, before the response). For metrics. */
   onLimited?: (req: Req, decision: Decision) => void;
   /**
+   * Called for every decision, allowed or refused, shadow limits included (in `decision.limits`,
+   * marked `shadow: true`), before the response; not for requests that were not limited (skipped,
+   * allow-listed, no key, store failure under `'allow'`). For metrics (`@sluice/otel`).
+   * @default none
+   */
+  onDecision?: (req: Req, decision: Decision) => void;
+  /**
+   * Called when a limit's refusal starts a block (a limit with `block`; shadow limits too), with
+   * the request's decision; `decision.limits` holds the blocking limit's decision, whose
+   * `retryAfter` is when the block ends. Not called for the requests refused during the block.
+   * @default none
+   */
+  onBlocked?: (req: Req, decision: Decision) => void;
+  /**
+   * Whether limits in shadow mode (`enforce: false`) appear in the RateLimit headers.
+   * @default false
+   */
+  shadowHeaders?: boolean;
+  /**
    * Called when the store or a key/cost/skip function fails.
    * @default logs through the framework (Fastify `request.log.error`, Express `console.error`)
    */
@@ -112,6 +150,8 @@ export const HTTP_OPTIONS = [
   'algorithm',
   'key',
   'name',
+  'enforce',
+  'block',
   'store',
   'headers',
   'skip',
@@ -121,6 +161,9 @@ export const HTTP_OPTIONS = [
   'maxDelay',
   'storeFailure',
   'onLimited',
+  'onDecision',
+  'onBlocked',
+  'shadowHeaders',
   'onError',
   'onWarning',
   'hold',

@@ -38,7 +38,7 @@ export function retryAfterSeconds(decision: Decision): number | undefined {
   if (decision.retryAfter < 0) return undefined;
   let latest = 0;
   for (const d of decision.limits) {
-    if (d.allowed) continue;
+    if (d.allowed || d.shadow === true) continue;
     if (d.retryAfter < 0) return undefined;
     latest = Math.max(latest, resetSeconds(d));
   }
@@ -49,7 +49,7 @@ export function retryAfterSeconds(decision: Decision): number | undefined {
 /** The problem body for a refusal. */
 export function problemDetails(decision: Decision, retryAfter: number | undefined): ProblemDetails {
   const status = refusalStatus(decision);
-  const violated = decision.limits.filter((d) => !d.allowed).map((d) => d.policy);
+  const violated = decision.limits.filter((d) => !d.allowed && d.shadow !== true).map((d) => d.policy);
   if (violated.length === 0 && decision.policy !== '') violated.push(decision.policy);
   const names = violated.map((name) => JSON.stringify(name)).join(', ');
   const retry = retryAfter === undefined ? '' : ` Retry in ${retryAfter} s.`;
@@ -63,6 +63,9 @@ export function problemDetails(decision: Decision, retryAfter: number | undefine
       break;
     case 'shed':
       detail = `The service is shedding load to protect itself.${retry}`;
+      break;
+    case 'blocked':
+      detail = `Blocked by ${names} after too many requests.${retry}`;
       break;
     case 'store-unavailable':
       detail = `The rate limiter is unavailable, so the request was refused.${retry}`;

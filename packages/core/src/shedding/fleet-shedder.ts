@@ -49,7 +49,8 @@ export interface FleetShedderOptions {
   onError?: (error: unknown) => void;
 }
 
-const KNOWN = [
+/** The options that shape the shedder (all but `onError`): what an HTTP guard builds one from. */
+export const FLEET_SHEDDER_OPTIONS = [
   'budget',
   'priorities',
   'reserve',
@@ -58,8 +59,8 @@ const KNOWN = [
   'random',
   'name',
   'store',
-  'onError',
 ] as const satisfies readonly (keyof FleetShedderOptions)[];
+const KNOWN = [...FLEET_SHEDDER_OPTIONS, 'onError'] as const satisfies readonly (keyof FleetShedderOptions)[];
 const ACQUIRE_KNOWN = ['now'] as const;
 
 /** The one lease set of a fleet shedder, inside its space. */

@@ -1,4 +1,5 @@
-import { HEADER_FORMATS, type HeaderFormat } from '@sluice/core';
+import type { HeaderFormat } from '@sluice/core';
+import { HEADER_FORMATS } from '@sluice/core/adapter';
 import {
   FACTORY_NAMES,
   type FactoryName,

@@ -1,12 +1,5 @@
-import {
-  type Decision,
-  type HeaderFormat,
-  PROBLEM_JSON,
-  type ProblemDetails,
-  RateLimitHeaders,
-  type ResolvedLimit,
-  refusal,
-} from '@sluice/core';
+import type { Decision, HeaderFormat, ProblemDetails, ResolvedLimit } from '@sluice/core';
+import { PROBLEM_JSON, RateLimitHeaders, refusal } from '@sluice/core/adapter';
 
 /** What a client receives for one decision, as the Express and Fastify adapters send it. */
 export interface ClientView {

@@ -3,7 +3,6 @@ import {
   ErrorCode,
   fixedWindow,
   gcra,
-  HEADER_FORMATS,
   type HeaderFormat,
   Limiter,
   leakyBucketQueue,
@@ -13,11 +12,13 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
+import { type AlgorithmFactoryName, HEADER_FORMATS } from '@sluice/core/adapter';
 import type { TrafficSpec } from './traffic.js';
 
 /**
- * The factories of @sluice/core by the name users write them with; a limit's options go to its
- * factory untouched, so every option is validated by core itself.
+ * The factories of @sluice/core by the name users write them with (one per kind of core's
+ * `ALGORITHM_KINDS`: a kind without its factory here is a compile error); a limit's options go to
+ * its factory untouched, so every option is validated by core itself.
  */
 export const FACTORIES = {
   tokenBucket,
@@ -26,7 +27,7 @@ export const FACTORIES = {
   slidingWindowLog,
   slidingWindowCounter,
   leakyBucketQueue,
-} as const satisfies Record<string, (options: never) => Algorithm>;
+} as const satisfies Record<AlgorithmFactoryName, (options: never) => Algorithm>;
 export type FactoryName = keyof typeof FACTORIES;
 export const FACTORY_NAMES = Object.keys(FACTORIES) as FactoryName[];
 

@@ -1,4 +1,5 @@
-import { combine, type Decision, Limiter, MemoryStore, settleBatch, UNCHANGED } from '@sluice/core';
+import { type Decision, Limiter, MemoryStore } from '@sluice/core';
+import { combine, settleBatch, UNCHANGED } from '@sluice/core/adapter';
 import type { Lane } from './config.js';
 import type { Trace } from './trace.js';
 

@@ -1,4 +1,4 @@
-import { EPSILON } from '@sluice/core';
+import { EPSILON } from '@sluice/core/adapter';
 import type { LaneRun } from './simulate.js';
 import type { Trace } from './trace.js';
 

@@ -1,4 +1,4 @@
-import { parseDuration } from '@sluice/core';
+import { parseDuration } from '@sluice/core/adapter';
 import { parseCsv, type Trace, TraceBuilder, TraceError } from './trace.js';
 
 /** The traffic patterns a trace can be made of. */

@@ -1,4 +1,5 @@
 import type { AlgorithmKind } from '@sluice/core';
+import { ALGORITHM_KIND_LIST, type AlgorithmParam } from '@sluice/core/adapter';
 import { FIXED_WINDOW_LEAN, FIXED_WINDOW_LUA } from './fixed-window.js';
 import { GCRA_LEAN, GCRA_LUA } from './gcra.js';
 import { LEAKY_BUCKET_QUEUE_LEAN, LEAKY_BUCKET_QUEUE_LUA } from './leaky-bucket-queue.js';
@@ -14,8 +15,8 @@ import {
 } from './token-bucket.js';
 
 /** One algorithm as the scripts know it: its Lua table and the order its params travel in. */
-export interface LuaAlgorithm {
-  readonly kind: AlgorithmKind;
+export interface LuaAlgorithm<K extends AlgorithmKind = AlgorithmKind> {
+  readonly kind: K;
   /**
    * For a kind with several twins (one per variant, as the TypeScript has): whether this twin is
    * the one for these params. The first entry of the kind that matches runs it.
@@ -23,8 +24,8 @@ export interface LuaAlgorithm {
   readonly matches?: (params: Readonly<Record<string, number>>) => boolean;
   /** Name of the Lua table the fragment defines. */
   readonly table: string;
-  /** `algorithm.params` names, in the ARGV order the fragment reads them. */
-  readonly params: readonly string[];
+  /** `algorithm.params` names, in the ARGV order the fragment reads them (a variant may skip one). */
+  readonly params: readonly AlgorithmParam<K>[];
   readonly lua: string;
   /**
    * The lean form of `lua`, for a state of one or two numbers (see `lean.ts`): its single-limit
@@ -34,54 +35,75 @@ export interface LuaAlgorithm {
 }
 
 /**
- * The algorithms the scripts run. A call's ARGV names its algorithm by position in this list
- * (1-based, Lua's `ALGORITHMS[code]`), so the list is the one place the code numbers come from.
+ * The Lua twins of every kind of core's `ALGORITHM_KINDS`, keyed by kind: a kind core declares and
+ * this table lacks is a compile error, not a run-time "no Lua twin".
  */
-export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = [
-  {
-    kind: 'token-bucket',
-    matches: (params) => params.stepped !== 1,
-    table: 'token_bucket',
-    params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
-    lua: TOKEN_BUCKET_LUA,
-    lean: TOKEN_BUCKET_LEAN,
-  },
-  {
-    kind: 'token-bucket',
-    matches: (params) => params.stepped === 1,
-    table: 'stepped_token_bucket',
-    params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
-    lua: STEPPED_TOKEN_BUCKET_LUA,
-    lean: STEPPED_TOKEN_BUCKET_LEAN,
-  },
-  { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA, lean: GCRA_LEAN },
-  {
-    kind: 'fixed-window',
-    table: 'fixed_window',
-    params: ['limit', 'window'],
-    lua: FIXED_WINDOW_LUA,
-    lean: FIXED_WINDOW_LEAN,
-  },
-  {
-    kind: 'sliding-window-log',
-    table: 'sliding_window_log',
-    params: ['limit', 'window'],
-    lua: SLIDING_WINDOW_LOG_LUA,
-  },
-  {
-    kind: 'sliding-window-counter',
-    table: 'sliding_window_counter',
-    params: ['limit', 'window', 'precision'],
-    lua: SLIDING_WINDOW_COUNTER_LUA,
-  },
-  {
-    kind: 'leaky-bucket-queue',
-    table: 'leaky_bucket_queue',
-    params: ['rate', 'period', 'burst', 'queue', 'maxDelay'],
-    lua: LEAKY_BUCKET_QUEUE_LUA,
-    lean: LEAKY_BUCKET_QUEUE_LEAN,
-  },
-];
+const LUA_TWINS: { readonly [K in AlgorithmKind]: readonly LuaAlgorithm<K>[] } = {
+  'token-bucket': [
+    {
+      kind: 'token-bucket',
+      matches: (params) => params.stepped !== 1,
+      table: 'token_bucket',
+      params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
+      lua: TOKEN_BUCKET_LUA,
+      lean: TOKEN_BUCKET_LEAN,
+    },
+    {
+      kind: 'token-bucket',
+      matches: (params) => params.stepped === 1,
+      table: 'stepped_token_bucket',
+      params: ['capacity', 'refillAmount', 'refillInterval', 'strict'],
+      lua: STEPPED_TOKEN_BUCKET_LUA,
+      lean: STEPPED_TOKEN_BUCKET_LEAN,
+    },
+  ],
+  gcra: [
+    { kind: 'gcra', table: 'gcra', params: ['rate', 'period', 'burst'], lua: GCRA_LUA, lean: GCRA_LEAN },
+  ],
+  'fixed-window': [
+    {
+      kind: 'fixed-window',
+      table: 'fixed_window',
+      params: ['limit', 'window'],
+      lua: FIXED_WINDOW_LUA,
+      lean: FIXED_WINDOW_LEAN,
+    },
+  ],
+  'sliding-window-log': [
+    {
+      kind: 'sliding-window-log',
+      table: 'sliding_window_log',
+      params: ['limit', 'window'],
+      lua: SLIDING_WINDOW_LOG_LUA,
+    },
+  ],
+  'sliding-window-counter': [
+    {
+      kind: 'sliding-window-counter',
+      table: 'sliding_window_counter',
+      params: ['limit', 'window', 'precision'],
+      lua: SLIDING_WINDOW_COUNTER_LUA,
+    },
+  ],
+  'leaky-bucket-queue': [
+    {
+      kind: 'leaky-bucket-queue',
+      table: 'leaky_bucket_queue',
+      params: ['rate', 'period', 'burst', 'queue', 'maxDelay'],
+      lua: LEAKY_BUCKET_QUEUE_LUA,
+      lean: LEAKY_BUCKET_QUEUE_LEAN,
+    },
+  ],
+};
+
+/**
+ * The algorithms the scripts run, in the order of core's `ALGORITHM_KIND_LIST`. A call's ARGV
+ * names its algorithm by position in this list (1-based, Lua's `ALGORITHMS[code]`), so the list
+ * is the one place the code numbers come from.
+ */
+export const LUA_ALGORITHMS: readonly LuaAlgorithm[] = ALGORITHM_KIND_LIST.flatMap(
+  (kind): readonly LuaAlgorithm[] => LUA_TWINS[kind],
+);
 
 /**
  * Storing a state, shared by every script that writes one: `write(key, field, algorithm, c, state,

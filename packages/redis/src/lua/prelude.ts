@@ -1,4 +1,4 @@
-import { EPSILON } from '@sluice/core';
+import { EPSILON } from '@sluice/core/adapter';
 
 /** The constants of the prelude, all a lean single-limit script holds of it (see `lean.ts`). */
 export const CONSTANTS_LUA = `

@@ -1,4 +1,4 @@
-import { MemoryLeases } from '@sluice/core';
+import { MemoryLeases } from '@sluice/core/adapter';
 import * as resp from '../resp.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 import { decisionReply } from './sluice.js';

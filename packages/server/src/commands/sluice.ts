@@ -1,14 +1,5 @@
-import {
-  type Algorithm,
-  combine,
-  type Decision,
-  fingerprint,
-  type LimitCall,
-  type RefusalReason,
-  SluiceError,
-  settleBatch,
-  UNCHANGED,
-} from '@sluice/core';
+import { type Algorithm, type Decision, type RefusalReason, SluiceError } from '@sluice/core';
+import { combine, fingerprint, type LimitCall, settleBatch, UNCHANGED } from '@sluice/core/adapter';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
 import * as resp from '../resp.js';
 import type { Command, CommandContext, CommandResult } from './context.js';

@@ -1,4 +1,5 @@
-import { type Algorithm, type TokenBucketState, tokenBucket } from '@sluice/core';
+import { type Algorithm, tokenBucket } from '@sluice/core';
+import type { TokenBucketState } from '@sluice/core/adapter';
 import * as resp from '../resp.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 

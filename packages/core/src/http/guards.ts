@@ -18,26 +18,16 @@ import {
   type Priority,
   UTILIZATION_OPTIONS,
 } from './guard-options.js';
-import type { AdapterDefaults, RequestAccessBase } from './http-limiter.js';
-import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
+import { byIp, type KeyFunction } from './keys.js';
 import { type Refusal, refusal } from './problem.js';
+import { type AdapterDefaults, Reporter, type RequestAccessBase } from './reporter.js';
 
-/** The adapter's defaults for guards: its hooks, and where failed lease releases are logged. */
-export interface GuardDefaults<Req> extends AdapterDefaults<Req> {
-  /**
-   * A lease release that failed in the store (the lease then expires after its ttl), for the
-   * limiters and shedders a middleware builds from inline options. One built by the user reports
-   * to its own `onError`.
-   */
-  onReleaseError(error: unknown): void;
-}
-
-/** Which of the three guards. */
-export type GuardKind = 'concurrency' | 'fleet' | 'utilization';
+/** The guards, by the name of their middleware (and of Fastify's plugin option and route config). */
+export type GuardName = 'concurrencyLimit' | 'fleetShed' | 'utilizationShed';
 
 /** Everything `HttpGuard` needs, resolved by the factories below. */
 interface GuardParts<Req> {
-  readonly kind: GuardKind;
+  readonly kind: GuardName;
   readonly name: string;
   readonly holdsLeases: boolean;
   /** Takes the request's lease (or the shedder's verdict); may throw. `undefined`: not guarded. */
@@ -53,7 +43,7 @@ interface GuardParts<Req> {
  * admitted leases when the response ends (`holdsLeases`).
  */
 export class HttpGuard<Req> {
-  readonly kind: GuardKind;
+  readonly kind: GuardName;
   /** The limiter's or shedder's name: `decision.policy` and the problem body's `violated-policies`. */
   readonly name: string;
   /** Whether admitted requests hold a lease to release when the response ends (not the utilization shedder). */
@@ -64,14 +54,9 @@ export class HttpGuard<Req> {
   private readonly skip: ((req: Req) => boolean) | undefined;
   private readonly failOpen: boolean;
   private readonly storeDown: Lease;
-  private readonly onLimited: ((req: Req, decision: Decision) => void) | undefined;
-  private readonly onError: (error: Error, req: Req) => void;
+  private readonly reporter: Reporter<Req>;
 
-  private constructor(
-    parts: GuardParts<Req>,
-    options: HttpGuardOptions<Req>,
-    defaults: AdapterDefaults<Req>,
-  ) {
+  private constructor(parts: GuardParts<Req>, options: HttpGuardOptions<Req>, reporter: Reporter<Req>) {
     this.kind = parts.kind;
     this.name = parts.name;
     this.holdsLeases = parts.holdsLeases;
@@ -81,17 +66,16 @@ export class HttpGuard<Req> {
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
     this.storeDown = refusedLease(decide(false, 0, 0, 0, 1000, 0, parts.name, 'store-unavailable'));
-    this.onLimited = functionOption('onLimited', options.onLimited);
-    this.onError = functionOption('onError', options.onError) ?? defaults.onError;
+    this.reporter = reporter;
   }
 
   /** @internal the factories' way in. */
   static build<Req>(
     parts: GuardParts<Req>,
     options: HttpGuardOptions<Req>,
-    defaults: AdapterDefaults<Req>,
+    reporter: Reporter<Req>,
   ): HttpGuard<Req> {
-    return new HttpGuard(parts, options, defaults);
+    return new HttpGuard(parts, options, reporter);
   }
 
   /**
@@ -118,25 +102,12 @@ export class HttpGuard<Req> {
 
   /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
   limited(req: Req, decision: Decision): void {
-    if (this.onLimited === undefined) return;
-    try {
-      this.onLimited(req, decision);
-    } catch (error) {
-      this.report(error, req);
-    }
+    this.reporter.limited(req, decision);
   }
 
   private failed(error: unknown, req: Req): Lease | undefined {
-    this.report(error, req);
+    this.reporter.error(error, req);
     return this.failOpen ? undefined : this.storeDown;
-  }
-
-  private report(error: unknown, req: Req): void {
-    try {
-      this.onError(error instanceof Error ? error : new Error(String(error)), req);
-    } catch {
-      // A failing error hook has nowhere left to report to; the request must still be answered.
-    }
   }
 }
 
@@ -148,7 +119,7 @@ export function concurrencyGuard<Req>(
   where: string,
   options: HttpConcurrencyOptions<Req>,
   access: RequestAccessBase<Req>,
-  defaults: GuardDefaults<Req>,
+  defaults: AdapterDefaults<Req>,
   adapterOptions: readonly string[] = [],
 ): HttpGuard<Req> {
   assertKnownOptions(where, options, [...CONCURRENCY_OPTIONS, ...adapterOptions]);
@@ -168,15 +139,8 @@ export function concurrencyGuard<Req>(
     );
   }
   const key: KeyFunction<Req> = options.key ?? byIp();
-  const onWarning = functionOption('onWarning', options.onWarning) ?? defaults.onWarning;
-  const requestAccess: RequestAccess<Req> = {
-    ip: access.ip,
-    method: access.method,
-    route: access.route,
-    header: access.header,
-    proxyTrust: access.proxyTrust,
-    warn: (code, message) => onWarning({ code, message: `sluice: ${message}` }),
-  };
+  const reporter = new Reporter(options, defaults);
+  const requestAccess = reporter.access(access);
   const gate = (req: Req): MaybePromise<Lease | undefined> => {
     const k = key(req, requestAccess);
     if (k === undefined) return undefined;
@@ -190,9 +154,9 @@ export function concurrencyGuard<Req>(
     return limiter.acquire(k);
   };
   return HttpGuard.build(
-    { kind: 'concurrency', name: limiter.name, holdsLeases: true, gate, engine: { limiter } },
+    { kind: 'concurrencyLimit', name: limiter.name, holdsLeases: true, gate, engine: { limiter } },
     options,
-    defaults,
+    reporter,
   );
 }
 
@@ -200,7 +164,7 @@ export function concurrencyGuard<Req>(
 export function fleetGuard<Req>(
   where: string,
   options: HttpFleetShedOptions<Req>,
-  defaults: GuardDefaults<Req>,
+  defaults: AdapterDefaults<Req>,
   adapterOptions: readonly string[] = [],
 ): HttpGuard<Req> {
   assertKnownOptions(where, options, [...FLEET_OPTIONS, ...adapterOptions]);
@@ -214,9 +178,9 @@ export function fleetGuard<Req>(
       ? () => shedder.acquire(priority)
       : (req: Req) => shedder.acquire(priority(req));
   return HttpGuard.build(
-    { kind: 'fleet', name: shedder.name, holdsLeases: true, gate, engine: { shedder } },
+    { kind: 'fleetShed', name: shedder.name, holdsLeases: true, gate, engine: { shedder } },
     options,
-    defaults,
+    new Reporter(options, defaults),
   );
 }
 
@@ -224,7 +188,7 @@ export function fleetGuard<Req>(
 export function utilizationGuard<Req>(
   where: string,
   options: HttpUtilizationShedOptions<Req>,
-  defaults: GuardDefaults<Req>,
+  defaults: AdapterDefaults<Req>,
   adapterOptions: readonly string[] = [],
 ): HttpGuard<Req> {
   assertKnownOptions(where, options, [...UTILIZATION_OPTIONS, ...adapterOptions]);
@@ -249,9 +213,9 @@ export function utilizationGuard<Req>(
       ? () => verdict(shedder.check(priority))
       : (req: Req) => verdict(shedder.check(priority(req)));
   return HttpGuard.build(
-    { kind: 'utilization', name: shedder.name, holdsLeases: false, gate, engine: { shedder } },
+    { kind: 'utilizationShed', name: shedder.name, holdsLeases: false, gate, engine: { shedder } },
     options,
-    defaults,
+    new Reporter(options, defaults),
   );
 }
 

@@ -2,25 +2,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Decision, decide } from '../decision.js';
 import { parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { Limiter } from '../limiter.js';
+import { type LimitDefinition, Limiter, limitCall } from '../limiter.js';
 import { MemoryStore } from '../memory-store.js';
 import type { LimitCall, MaybePromise } from '../store.js';
-import { assertKnownOptions, functionOption, integerOption, oneOfOption } from '../validate.js';
+import {
+  assertKnownOptions,
+  booleanOption,
+  functionOption,
+  integerOption,
+  oneOfOption,
+} from '../validate.js';
 import { type ClientResponse, clientLeft, watchClient } from './client.js';
+import { DecisionHooks } from './decision-hooks.js';
 import { HEADER_FORMATS, RateLimitHeaders } from './headers.js';
 import { type AddressList, addressList } from './ip.js';
 import { byIp, type KeyFunction, type RequestAccess } from './keys.js';
-import { HTTP_OPTIONS, type HttpLimit, type HttpLimitOptions, type SluiceWarning } from './options.js';
+import { HTTP_OPTIONS, type HttpLimit, type HttpLimitOptions } from './options.js';
 import { type Refusal, refusal } from './problem.js';
-
-/** What an adapter supplies about its request type; `warn` is added from the options. */
-export type RequestAccessBase<Req> = Omit<RequestAccess<Req>, 'warn'>;
-
-/** The adapter's defaults for the hooks the user left out. */
-export interface AdapterDefaults<Req> {
-  onError(error: Error, req: Req): void;
-  onWarning(warning: SluiceWarning): void;
-}
+import { type AdapterDefaults, Reporter, type RequestAccessBase } from './reporter.js';
 
 /** The decision when the store failed and the policy is `'deny'`: 503, `Retry-After: 1`. */
 const STORE_DOWN: Decision = decide(false, 0, 0, 0, 1000, 0, '', 'store-unavailable');
@@ -49,8 +48,8 @@ export class HttpLimiter<Req> {
   private readonly cost: number;
   private readonly costOf: ((req: Req) => number) | undefined;
   private readonly failOpen: boolean;
-  private readonly onLimited: ((req: Req, decision: Decision) => void) | undefined;
-  private readonly onError: (error: Error, req: Req) => void;
+  private readonly reporter: Reporter<Req>;
+  private readonly hooks: DecisionHooks<Req>;
   private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
 
   constructor(
@@ -65,7 +64,13 @@ export class HttpLimiter<Req> {
     const limits = httpLimits(options);
     // Limiter binds each limit's name into its algorithm's fingerprint (not into the key).
     this.limiter = new Limiter({
-      limits: limits.map(({ name, algorithm }) => (name === undefined ? { algorithm } : { name, algorithm })),
+      limits: limits.map(({ name, algorithm, enforce, block }) => {
+        const limit: LimitDefinition = { algorithm };
+        if (name !== undefined) limit.name = name;
+        if (enforce !== undefined) limit.enforce = enforce;
+        if (block !== undefined) limit.block = block;
+        return limit;
+      }),
       store: options.store ?? new MemoryStore(),
     });
     for (const [i, limit] of this.limiter.limits.entries()) {
@@ -91,6 +96,7 @@ export class HttpLimiter<Req> {
     this.headers = new RateLimitHeaders(
       format === false ? false : oneOfOption('headers', format, HEADER_FORMATS),
       this.limiter.limits,
+      booleanOption('shadowHeaders', options.shadowHeaders ?? false),
     );
     this.skip = functionOption('skip', options.skip);
     this.allow =
@@ -118,18 +124,12 @@ export class HttpLimiter<Req> {
     }
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
-    this.onLimited = functionOption('onLimited', options.onLimited);
-    this.onError = functionOption('onError', options.onError) ?? defaults.onError;
+    this.reporter = new Reporter(options, defaults);
+    this.hooks = new DecisionHooks(options, this.limiter.limits, (error, req) =>
+      this.reporter.error(error, req),
+    );
     this.hold = functionOption('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
-    const onWarning = functionOption('onWarning', options.onWarning) ?? defaults.onWarning;
-    this.access = {
-      ip: access.ip,
-      method: access.method,
-      route: access.route,
-      header: access.header,
-      proxyTrust: access.proxyTrust,
-      warn: (code, message) => onWarning({ code, message: `sluice: ${message}` }),
-    };
+    this.access = this.reporter.access(access);
   }
 
   /**
@@ -240,14 +240,13 @@ export class HttpLimiter<Req> {
     return refusal(decision);
   }
 
-  /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
-  limited(req: Req, decision: Decision): void {
-    if (this.onLimited === undefined) return;
-    try {
-      this.onLimited(req, decision);
-    } catch (error) {
-      this.report(error, req);
-    }
+  /**
+   * Runs the hooks of a decision about to be answered: `onDecision`, `onBlocked` when a limit's
+   * refusal started a block, `onLimited` when refused. A throwing hook is reported to `onError`,
+   * never to the client.
+   */
+  decided(req: Req, decision: Decision): void {
+    this.hooks.run(req, decision);
   }
 
   private check(req: Req, cost: number): MaybePromise<Decision> {
@@ -285,7 +284,7 @@ export class HttpLimiter<Req> {
       return !signal.aborted;
     } catch (error) {
       if (signal.aborted) return false;
-      this.report(error, req);
+      this.reporter.error(error, req);
       return true;
     }
   }
@@ -299,28 +298,19 @@ export class HttpLimiter<Req> {
       const calls: LimitCall[] = [];
       for (let i = 0; i < this.keys.length; i++) {
         const key = this.key(i, req);
-        const limit = this.limiter.limits[i]!;
-        if (key !== undefined) calls.push({ algorithm: limit.algorithm, key, cost, policy: limit.name });
+        if (key !== undefined) calls.push(limitCall(this.limiter.limits[i]!, key, cost));
       }
       await store.refund(calls, undefined);
       return cost;
     } catch (error) {
-      this.report(error, req);
+      this.reporter.error(error, req);
       return 0;
     }
   }
 
   private failed(error: unknown, req: Req): Decision | undefined {
-    this.report(error, req);
+    this.reporter.error(error, req);
     return this.failOpen ? undefined : STORE_DOWN;
-  }
-
-  private report(error: unknown, req: Req): void {
-    try {
-      this.onError(error instanceof Error ? error : new Error(String(error)), req);
-    } catch {
-      // A failing error hook has nowhere left to report to; the request must still be answered.
-    }
   }
 }
 
@@ -373,13 +363,21 @@ export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLi
     }
     if (Array.isArray(options.limits)) {
       options.limits.forEach((limit, i) => {
-        assertKnownOptions(`limits[${i}]`, limit, ['name', 'key', 'algorithm']);
+        assertKnownOptions(`limits[${i}]`, limit, [
+          'name',
+          'key',
+          'algorithm',
+          'enforce',
+          'block',
+        ] satisfies (keyof HttpLimit<Req>)[]);
       });
     }
     return options.limits!;
   }
   const limit: HttpLimit<Req> = { algorithm: options.algorithm! };
   if (options.key !== undefined) limit.key = options.key;
+  if (options.enforce !== undefined) limit.enforce = options.enforce;
+  if (options.block !== undefined) limit.block = options.block;
   if (options.name !== undefined) limit.name = options.name;
   return [limit];
 }

@@ -1,0 +1,82 @@
+import {
+  CONCURRENCY_ENGINE,
+  FLEET_ENGINE,
+  type HttpConcurrencyOptions,
+  type HttpFleetShedOptions,
+  type HttpUtilizationShedOptions,
+  UTILIZATION_ENGINE,
+} from './guard-options.js';
+import { concurrencyGuard, fleetGuard, type GuardName, type HttpGuard, utilizationGuard } from './guards.js';
+import type { AdapterDefaults, RequestAccessBase } from './reporter.js';
+
+/** Each guard's shared options, by its name. */
+export interface HttpGuardOptionsByName<Req> {
+  concurrencyLimit: HttpConcurrencyOptions<Req>;
+  fleetShed: HttpFleetShedOptions<Req>;
+  utilizationShed: HttpUtilizationShedOptions<Req>;
+}
+
+/** Each guard's engine options (the instance option first), by its name: what a built engine replaces. */
+export const GUARD_ENGINES: { readonly [G in GuardName]: readonly string[] } = {
+  concurrencyLimit: CONCURRENCY_ENGINE,
+  fleetShed: FLEET_ENGINE,
+  utilizationShed: UTILIZATION_ENGINE,
+};
+
+/** What `buildGuard` needs of an adapter. */
+export interface GuardAdapter<Req> {
+  /** How keys read the adapter's request (only the concurrency limit has a key). */
+  readonly access: RequestAccessBase<Req>;
+  readonly defaults: AdapterDefaults<Req>;
+  /** The adapter's own option names (`handler`, `hook`), accepted beside the shared ones. */
+  readonly options?: readonly string[];
+}
+
+/**
+ * One guard, by its name, for an adapter: the factory an adapter's `concurrencyLimit()`,
+ * `fleetShed()` and `utilizationShed()` share.
+ * @param where the name its option errors give (`'fleetShed'`, `'FleetShedGuard'`)
+ */
+export function buildGuard<Req, G extends GuardName>(
+  name: G,
+  options: HttpGuardOptionsByName<Req>[G],
+  adapter: GuardAdapter<Req>,
+  where: string = name,
+): HttpGuard<Req> {
+  const own = adapter.options ?? [];
+  if (name === 'concurrencyLimit') {
+    const concurrency = options as HttpConcurrencyOptions<Req>;
+    return concurrencyGuard(where, concurrency, adapter.access, adapter.defaults, own);
+  }
+  if (name === 'fleetShed')
+    return fleetGuard(where, options as HttpFleetShedOptions<Req>, adapter.defaults, own);
+  return utilizationGuard(where, options as HttpUtilizationShedOptions<Req>, adapter.defaults, own);
+}
+
+/** A guard middleware's function name, as stack traces show it: `sluiceFleetShed`. */
+export function guardFunctionName(name: GuardName): string {
+  return `sluice${name[0]!.toUpperCase()}${name.slice(1)}`;
+}
+
+/**
+ * An adapter's `concurrencyLimit()`, `fleetShed()` and `utilizationShed()`, each a guard built by
+ * `buildGuard` and made into the framework's middleware by `middleware` (which runs
+ * `guardLifecycle` over the adapter's exchange and reads the adapter's own options, `Own`).
+ * @example
+ * const guards = guardMiddlewares<Request, ExpressGuardOptions, RequestHandler>(EXPRESS, (guard, options, name) =>
+ *   expressMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name));
+ */
+export function guardMiddlewares<Req, Own, M>(
+  adapter: GuardAdapter<Req>,
+  middleware: (guard: HttpGuard<Req>, options: Own, name: string) => M,
+): { readonly [G in GuardName]: (options: HttpGuardOptionsByName<Req>[G] & Own) => M } {
+  const factory =
+    <G extends GuardName>(name: G) =>
+    (options: HttpGuardOptionsByName<Req>[G] & Own): M =>
+      middleware(buildGuard(name, options, adapter), options, guardFunctionName(name));
+  return {
+    concurrencyLimit: factory('concurrencyLimit'),
+    fleetShed: factory('fleetShed'),
+    utilizationShed: factory('utilizationShed'),
+  };
+}

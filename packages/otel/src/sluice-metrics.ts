@@ -1,0 +1,166 @@
+import {
+  type Attributes,
+  type BatchObservableResult,
+  type Counter,
+  type Histogram,
+  type Meter,
+  metrics,
+  type Observable,
+} from '@opentelemetry/api';
+import { type Decision, ErrorCode, SluiceError, type Store, type UtilizationShedder } from '@sluice/core';
+import { assertKnownOptions, describeValue } from '@sluice/core/adapter';
+import { timedStore } from './timed-store.js';
+
+/** What `@sluice/otel` reads from a store: `RedisStore` has both; any store may have either. */
+export interface ObservedStore {
+  /** The circuit breaker's state. */
+  readonly breakerState?: 'closed' | 'half-open' | 'open';
+  /** Refusals answered by the deny cache without a round trip, since the store was made. */
+  readonly denyCacheHits?: number;
+}
+
+export interface SluiceMetricsOptions {
+  /** The meter the instruments are made on. @default metrics.getMeter('@sluice/otel') */
+  meter?: Meter;
+  /**
+   * Stores whose breaker state and deny-cache hits are observed, by the name reported in
+   * `sluice.store` (e.g. `{ redis: store }`).
+   * @default {}
+   */
+  stores?: Readonly<Record<string, ObservedStore>>;
+  /**
+   * Utilization shedders whose pressure and shed fractions are observed (reported by their `name`).
+   * @default []
+   */
+  shedders?: readonly UtilizationShedder[];
+}
+
+/** Breaker states as gauge values: 0 closed (healthy), 1 half-open (probing), 2 open (Redis away). */
+export const BREAKER_VALUES = { closed: 0, 'half-open': 1, open: 2 } as const;
+
+const KNOWN = ['meter', 'stores', 'shedders'] as const satisfies readonly (keyof SluiceMetricsOptions)[];
+
+/**
+ * The sluice instruments on one meter. Hand `onDecision` to a middleware (it counts every limit's
+ * decision, shadow limits included), wrap stores with `timeStore` for the latency histogram, and
+ * list stores and shedders at creation for the observed gauges.
+ *
+ * Instruments (attributes in brackets):
+ * - `sluice.decisions` counter [`sluice.policy`, `sluice.outcome` allowed|refused,
+ *   `sluice.reason` (`'none'` when allowed), `sluice.shadow`]: one per limit per decision.
+ * - `sluice.store.duration` histogram, ms [`sluice.store`, `sluice.operation`].
+ * - `sluice.breaker.state` gauge, {@link BREAKER_VALUES} [`sluice.store`].
+ * - `sluice.deny_cache.hits` observable counter [`sluice.store`].
+ * - `sluice.shedder.pressure` gauge, ms of overload (> 0: shedding) [`sluice.shedder`].
+ * - `sluice.shedder.shed_fraction` gauge, 0–1 [`sluice.shedder`, `sluice.priority`].
+ *
+ * @example
+ * const telemetry = new SluiceMetrics({ stores: { redis: store } });
+ * app.use(rateLimit({ algorithm, store: telemetry.timeStore(store, 'redis'), onDecision: telemetry.onDecision }));
+ */
+export class SluiceMetrics {
+  private readonly decisions: Counter;
+  private readonly latency: Histogram;
+  private readonly observables: Observable[];
+  private readonly observe: (result: BatchObservableResult) => void;
+  private readonly meter: Meter;
+
+  constructor(options: SluiceMetricsOptions = {}) {
+    assertKnownOptions('SluiceMetrics', options, KNOWN);
+    const meter = options.meter ?? metrics.getMeter('@sluice/otel');
+    const stores = Object.entries(options.stores ?? {});
+    for (const [name, store] of stores) {
+      if (store === null || typeof store !== 'object') {
+        throw new SluiceError(
+          ErrorCode.INVALID_OPTION,
+          `stores.${name} must be a store; got ${describeValue(store)}`,
+          { option: `stores.${name}`, value: store },
+        );
+      }
+    }
+    const shedders: readonly UtilizationShedder[] = options.shedders ?? [];
+    if (!Array.isArray(shedders as unknown)) {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        `shedders must be an array of UtilizationShedder; got ${describeValue(shedders)}`,
+        { option: 'shedders', value: shedders },
+      );
+    }
+    this.meter = meter;
+    this.decisions = meter.createCounter('sluice.decisions', {
+      description: 'Rate-limit decisions, one per limit per request',
+      unit: '{decision}',
+    });
+    this.latency = meter.createHistogram('sluice.store.duration', {
+      description: 'Duration of store calls',
+      unit: 'ms',
+      advice: { explicitBucketBoundaries: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000] },
+    });
+    const breaker = meter.createObservableGauge('sluice.breaker.state', {
+      description: 'Circuit breaker state: 0 closed, 1 half-open, 2 open',
+    });
+    const denyHits = meter.createObservableCounter('sluice.deny_cache.hits', {
+      description: 'Refusals answered by the deny cache without a round trip to the store',
+      unit: '{request}',
+    });
+    const pressure = meter.createObservableGauge('sluice.shedder.pressure', {
+      description: 'Utilization shedder pressure: ms of overload, above 0 while shedding',
+      unit: 'ms',
+    });
+    const fraction = meter.createObservableGauge('sluice.shedder.shed_fraction', {
+      description: 'Probability that a request of this priority is shed now',
+    });
+    this.observables = [breaker, denyHits, pressure, fraction];
+    this.observe = (result) => {
+      for (const [name, store] of stores) {
+        const attributes = { 'sluice.store': name };
+        // Each read once: a getter may compute.
+        const state = store.breakerState;
+        if (state !== undefined) result.observe(breaker, BREAKER_VALUES[state], attributes);
+        const hits = store.denyCacheHits;
+        if (hits !== undefined) result.observe(denyHits, hits, attributes);
+      }
+      for (const shedder of shedders) {
+        result.observe(pressure, shedder.state.pressure, { 'sluice.shedder': shedder.name });
+        for (const [priority, value] of Object.entries(shedder.fractions())) {
+          result.observe(fraction, value, { 'sluice.shedder': shedder.name, 'sluice.priority': priority });
+        }
+      }
+    };
+    meter.addBatchObservableCallback(this.observe, this.observables);
+  }
+
+  /**
+   * Counts a decision: one data point per limit (`decision.limits`, or the decision itself for a
+   * shedder's or a lease's). A bound function: pass it as a middleware's `onDecision`.
+   */
+  readonly onDecision = (_req: unknown, decision: Decision): void => {
+    this.record(decision);
+  };
+
+  /** `onDecision` without a request, for decisions from `Limiter.check` in application code. */
+  record(decision: Decision): void {
+    const limits = decision.limits.length === 0 ? [decision] : decision.limits;
+    for (const d of limits) {
+      const attributes: Attributes = {
+        'sluice.policy': d.policy,
+        'sluice.outcome': d.allowed ? 'allowed' : 'refused',
+        'sluice.reason': d.reason ?? 'none',
+        'sluice.shadow': d.shadow === true,
+      };
+      this.decisions.add(1, attributes);
+    }
+  }
+
+  /** The store, with the duration of its calls recorded in `sluice.store.duration` under `name`. */
+  timeStore<S extends Store>(store: S, name: string): Store {
+    return timedStore(store, (operation, ms) => {
+      this.latency.record(ms, { 'sluice.store': name, 'sluice.operation': operation });
+    });
+  }
+
+  /** Stops observing the stores and shedders. Idempotent. */
+  close(): void {
+    this.meter.removeBatchObservableCallback(this.observe, this.observables);
+  }
+}
