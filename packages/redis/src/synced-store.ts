@@ -1,12 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import {
-  type Algorithm,
-  type Decision,
-  type LimitCall,
-  type Store,
-  settleBatch,
-  UNCHANGED,
-} from '@sluice/core';
+import type { Algorithm, Decision, Store } from '@sluice/core';
+import { type LimitCall, settleBatch, UNCHANGED } from '@sluice/core/adapter';
 import type { BreakerState } from './breaker.js';
 import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';

@@ -1,12 +1,5 @@
-import {
-  assertKnownOptions,
-  type Duration,
-  describeValue,
-  ErrorCode,
-  integerOption,
-  parseDuration,
-  SluiceError,
-} from '@sluice/core';
+import { type Duration, ErrorCode, SluiceError } from '@sluice/core';
+import { assertKnownOptions, describeValue, integerOption, parseDuration } from '@sluice/core/adapter';
 import type { BreakerOptions, BreakerState } from '../breaker.js';
 import type { RedisClient } from '../client.js';
 import { type RedisStoreErrorEvent, type ResolvedOptions, resolveOptions } from '../options.js';
