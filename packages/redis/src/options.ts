@@ -27,6 +27,7 @@ export interface RedisStoreErrorEvent {
    * report as `'peek'` and `'reset'`); `'refund'` gives back a held queue slot. `'connect'`: the
    * client was not ready within `readyTimeout` of the first calls (reported once; `keys` is the
    * limits and lease sets of the calls that waited, each then answered by the failure policy).
+   * `'sync'`: a `SyncedStore` sync cycle (`keys`: the keys in its script; it is sent again).
    */
   readonly operation:
     | 'consume'
@@ -37,7 +38,8 @@ export interface RedisStoreErrorEvent {
     | 'acquire'
     | 'release'
     | 'refund'
-    | 'connect';
+    | 'connect'
+    | 'sync';
   /** Limits (keys) or lease sets in the failed call. */
   readonly keys: number;
   /** The error: from ioredis, or a `SluiceError` (`ERR_SLUICE_STORE_FAILURE`) for a timeout. */
