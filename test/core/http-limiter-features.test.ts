@@ -223,6 +223,8 @@ describe('plans per request with shadow mode and blocks', () => {
     [{ name: 'plan', algorithm: plan, enforce: 'no' }, 'ERR_SLUICE_INVALID_OPTION'],
     [{ name: 'plan', algorithm: plan, block: 'soon' }, 'ERR_SLUICE_INVALID_DURATION'],
     [{ limits: [{ name: 'plan', algorithm: plan, enforce: false, block: '1m' }] }, 'created'],
+    // main's Limiter refuses a store that is not a Store; a set with plans checks it too.
+    [{ name: 'plan', algorithm: plan, store: {} as never }, 'ERR_SLUICE_INVALID_OPTION'],
   ] as [HttpLimitOptions<Req>, string][])('%o: %s', (options, expected) => {
     expect(code(() => limiter(options))).toBe(expected);
   });

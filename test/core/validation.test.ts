@@ -284,6 +284,16 @@ describe('Limiter options and calls are validated', () => {
     );
   });
 
+  it('regression: a store that is not a Store is refused at creation (it failed every call, served unlimited)', () => {
+    expectCoded(() => new Limiter({ algorithm, store: {} as never }), ErrorCode.INVALID_OPTION, 'store');
+    expectCoded(() => new Limiter({ algorithm, store: 'redis' as never }), ErrorCode.INVALID_OPTION, 'store');
+    expectCoded(
+      () => new Limiter({ algorithm, store: { consume: () => [] } as never }),
+      ErrorCode.INVALID_OPTION,
+      'store',
+    );
+  });
+
   it('refuses something that is not an algorithm', () => {
     expect(thrown(() => new Limiter({ algorithm: undefined as never })).code).toBe(ErrorCode.MISSING_OPTION);
     for (const bad of [null, 'token-bucket', { kind: 'token-bucket' }, () => 1]) {

@@ -13,7 +13,7 @@
 import { createInterface } from 'node:readline';
 import { ConcurrencyLimiter, type Decision, FleetShedder, type Lease, type MaybePromise } from '@sluice/core';
 import { RedisStore } from '@sluice/redis';
-import { Cluster, Redis } from './client-family.js';
+import { connectChild } from './child-node.js';
 
 interface Config {
   ports: number[];
@@ -27,13 +27,7 @@ interface Config {
 type Command = { op: 'acquire'; n: number } | { op: 'churn'; rounds: number } | { op: 'exit' };
 
 const config = JSON.parse(process.argv[2]!) as Config;
-const client = config.cluster
-  ? new Cluster(
-      config.ports.map((port) => ({ host: '127.0.0.1', port })),
-      { enableOfflineQueue: false, lazyConnect: true },
-    )
-  : new Redis({ host: '127.0.0.1', port: config.ports[0]!, enableOfflineQueue: false, lazyConnect: true });
-await client.connect();
+const client = await connectChild(config);
 
 // Fail closed with a long timeout: a slow answer must show up as a refusal, never as a
 // fail-open admission that would break the budget.

@@ -1,9 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ConcurrencyLimiter, FleetShedder, type Lease } from '@sluice/core';
 import { leaseKeys, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { ChildNode } from './child-node.js';
 import type { Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
@@ -126,57 +125,9 @@ interface Summary {
 }
 
 const SCRIPT = fileURLToPath(new URL('./fleet-process.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** One app process (fleet-process.ts), driven by JSON lines. */
-class AppProcess {
-  private readonly replies: ((line: string) => void)[] = [];
-  private stderr = '';
-
-  private constructor(private readonly child: ChildProcess) {
-    createInterface({ input: child.stdout! }).on('line', (line) => this.replies.shift()?.(line));
-    child.stderr!.on('data', (chunk: Buffer) => {
-      this.stderr += chunk.toString();
-    });
-  }
-
-  static async start(config: Config): Promise<AppProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, JSON.stringify(config)], {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const app = new AppProcess(child);
-    await app.next();
-    return app;
-  }
-
-  /** The next line the process writes, parsed; rejects if it exits first. */
-  private next<T>(): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const exited = (code: number | null) =>
-        reject(new Error(`app process exited (${code}) before answering:\n${this.stderr}`));
-      this.child.once('exit', exited);
-      this.replies.push((line) => {
-        this.child.off('exit', exited);
-        resolve(JSON.parse(line) as T);
-      });
-    });
-  }
-
-  send<T>(command: object): Promise<T> {
-    const reply = this.next<T>();
-    this.child.stdin!.write(`${JSON.stringify(command)}\n`);
-    return reply;
-  }
-
-  get errors(): string {
-    return this.stderr;
-  }
-
-  stop(): void {
-    this.child.kill('SIGKILL');
-  }
-}
+const AppProcess = { start: (config: Config) => ChildNode.start(SCRIPT, config) };
 
 const fleets: [string, Omit<Config, 'prefix' | 'ports'>][] = [
   ['concurrency limiter, standalone', { cluster: false, kind: 'concurrency', limit: 8, time: 'client' }],

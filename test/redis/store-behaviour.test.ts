@@ -1,4 +1,4 @@
-import { RedisStore } from '@sluice/redis';
+import { RedisStore, SyncedStore } from '@sluice/redis';
 import { afterAll } from 'vitest';
 import { describeStoreBehaviour } from '../suites/store-behaviour.js';
 import { connectCluster, connectRedis, storeClient, uniquePrefix } from './clients.js';
@@ -21,4 +21,17 @@ describeStoreBehaviour(
 describeStoreBehaviour(
   'RedisStore (Cluster)',
   () => new RedisStore({ client: storeClient(cluster), prefix: uniquePrefix('suite'), ...options }),
+);
+// The local-first store, one node: its decisions are the pure algorithm's on its local view. It
+// refuses the kinds it cannot sync (sliding window log, leaky bucket queue, stepped and strict
+// buckets): those tests are skipped.
+describeStoreBehaviour(
+  'SyncedStore (standalone)',
+  () => new SyncedStore({ client: standalone, prefix: uniquePrefix('suite'), interval: 0, breaker: false }),
+  { skipUnsupported: true },
+);
+describeStoreBehaviour(
+  'SyncedStore (Cluster)',
+  () => new SyncedStore({ client: cluster, prefix: uniquePrefix('suite'), interval: 0, breaker: false }),
+  { skipUnsupported: true },
 );

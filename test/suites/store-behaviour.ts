@@ -35,6 +35,25 @@ export interface StoreBehaviourOptions {
   baseTime?: number;
   /** Call `store.shutdown()` after the suite. @default true */
   shutdown?: boolean;
+  /**
+   * For a store that serves some algorithms only (`SyncedStore`): a test whose store call throws
+   * `ERR_SLUICE_UNSUPPORTED` is reported as skipped instead of failed. @default false
+   */
+  skipUnsupported?: boolean;
+}
+
+const vitestIt = it;
+
+/** `it`, skipping a test that the store refuses with `ERR_SLUICE_UNSUPPORTED` (see the option). */
+function skippingUnsupported(name: string, fn: () => Promise<void>): void {
+  vitestIt(name, async (context) => {
+    try {
+      await fn();
+    } catch (error) {
+      if ((error as { code?: string } | null)?.code !== 'ERR_SLUICE_UNSUPPORTED') throw error;
+      context.skip();
+    }
+  });
 }
 
 export function fields(decision: Decision): DecisionFields {
@@ -95,6 +114,7 @@ export function describeStoreBehaviour(
   makeStore: () => Store | Promise<Store>,
   options: StoreBehaviourOptions = {},
 ): void {
+  const it = options.skipUnsupported ? skippingUnsupported : vitestIt;
   describe(`store behaviour: ${name}`, () => {
     let store: Store;
     const t0 = options.baseTime ?? Math.ceil(Date.now() / HOUR) * HOUR + HOUR;

@@ -24,6 +24,8 @@ type RedisStoreCtor = new (options: { client: Redis; onError: () => void }) => S
 const clientId = (request: { headers: Record<string, string | string[] | undefined> }) =>
   request.headers[CLIENT_HEADER] as string;
 
+type SyncedStoreCtor = new (options: { client: Redis; interval: string; onError: () => void }) => Store;
+
 /** Builds the subject's app (in the server child) and listens on a free loopback port. */
 export async function buildApp(subject: HttpSubject, redisPort: number | undefined): Promise<App> {
   let errors = 0;
@@ -35,6 +37,10 @@ export async function buildApp(subject: HttpSubject, redisPort: number | undefin
     return client;
   };
   const sluiceStore = async (): Promise<Store | undefined> => {
+    if (subject.store === 'synced') {
+      const { SyncedStore } = (await import('@sluice/redis')) as unknown as { SyncedStore: SyncedStoreCtor };
+      return new SyncedStore({ client: redis(), interval: '100ms', onError: () => errors++ });
+    }
     if (subject.store !== 'redis') return undefined;
     const { RedisStore } = (await import('@sluice/redis')) as unknown as { RedisStore: RedisStoreCtor };
     // Its defaults, as users run it (100 ms timeout, breaker on). A call answered without Redis

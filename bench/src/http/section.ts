@@ -23,6 +23,7 @@ import {
   inQuickRuns,
   rivalOf,
   type Shape,
+  usesRedis,
 } from './subjects.js';
 
 export interface HttpRow {
@@ -107,7 +108,7 @@ export async function http(
   if (!haveRedis) log('  redis-server is not installed: Redis rows skipped');
   const subjects = HTTP_SUBJECTS.filter(
     (s) =>
-      (haveRedis || s.store !== 'redis') &&
+      (haveRedis || !usesRedis(s)) &&
       (!settings.quick || inQuickRuns(s)) &&
       (settings.ids === undefined ||
         settings.ids.some((id) => id === s.id || bareOf(httpSubject(id)) === s.id)),
@@ -115,7 +116,7 @@ export async function http(
   const redis = haveRedis ? await startRedis() : undefined;
   const probe = redis === undefined ? undefined : new Redis({ host: '127.0.0.1', port: redis.port });
   const redisCpu = (s: HttpSubject) =>
-    s.store === 'redis' && probe !== undefined ? () => redisCpuMicros(probe) : undefined;
+    usesRedis(s) && probe !== undefined ? () => redisCpuMicros(probe) : undefined;
   const failures = new Map<string, number>(subjects.map((s) => [s.id, 0]));
   /** Per round, each subject's measurement (all of one round taken by servers of the same age). */
   const rounds: Map<string, Round>[] = [];

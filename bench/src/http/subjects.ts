@@ -30,7 +30,7 @@ export const CLIENT_HEADER = 'x-client-id';
 
 export type Framework = 'fastify' | 'express' | 'node';
 export type Limiter = 'bare' | 'noop' | 'peer' | 'sluice';
-export type StoreKind = 'memory' | 'redis';
+export type StoreKind = 'memory' | 'redis' | 'synced';
 /**
  * What is limited: one limit on the one client IP (the load generator's), three layered limits on
  * it, or `CLIENTS` returning clients under a real limit each.
@@ -57,6 +57,33 @@ const subject = (s: Omit<HttpSubject, 'shape'> & { shape?: Shape }): HttpSubject
   shape: 'one-limit',
   ...s,
 });
+
+/**
+ * sluice on the local-first SyncedStore (issue 13): decisions in process, synced to Redis every
+ * 100 ms. Kept apart from the list below, compared with the same bare apps.
+ */
+const syncedStore = `new SyncedStore({ client: ${redisClient}, interval: '100ms', onError: count })`;
+const SYNCED_SUBJECTS: readonly HttpSubject[] = [
+  subject({
+    id: 'fastify:sluice:synced',
+    framework: 'fastify',
+    limiter: 'sluice',
+    store: 'synced',
+    label: 'Fastify + sluice, SyncedStore (Redis, 100 ms)',
+    config: `same, plus store: ${syncedStore}`,
+  }),
+  subject({
+    id: 'express:sluice:synced',
+    framework: 'express',
+    limiter: 'sluice',
+    store: 'synced',
+    label: 'Express + sluice, SyncedStore (Redis, 100 ms)',
+    config: `same, plus store: ${syncedStore}`,
+  }),
+];
+
+/** Subjects whose server needs the bench's redis-server. */
+export const usesRedis = (s: HttpSubject) => s.store === 'redis' || s.store === 'synced';
 
 export const HTTP_SUBJECTS: readonly HttpSubject[] = [
   subject({
@@ -208,6 +235,7 @@ export const HTTP_SUBJECTS: readonly HttpSubject[] = [
     label: 'Express + sluice, Redis',
     config: `same, plus store: ${sluiceRedis}`,
   }),
+  ...SYNCED_SUBJECTS,
 ];
 
 export function httpSubject(id: string): HttpSubject {

@@ -68,6 +68,11 @@ export function decide(
   return { allowed, limit, remaining, resetAfter, retryAfter, delay, policy, reason, limits: NO_LIMITS };
 }
 
+/** An admission with no wait: what every algorithm answers when the cost fits now. */
+export function admitted(limit: number, remaining: number, resetAfter: number, policy: string): Decision {
+  return decide(true, limit, remaining, resetAfter, 0, 0, policy, undefined);
+}
+
 /** The refusal of a cost larger than the limit could ever admit: `retryAfter` -1, never retry. */
 export function costExceedsLimit(
   limit: number,

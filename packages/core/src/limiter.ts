@@ -71,6 +71,25 @@ export interface ResolvedLimit {
 const KNOWN = ['algorithm', 'limits', 'store'] as const satisfies readonly (keyof LimiterOptions)[];
 const CHECK_KNOWN = ['cost', 'now'] as const satisfies readonly (keyof CheckOptions)[];
 
+/** The store, checked for the methods every call uses: a wrong value would fail every call. */
+export function storeOption(store: Store | undefined): Store {
+  if (store === undefined) return new MemoryStore();
+  const methods = ['consume', 'peek', 'reset', 'shutdown'] as const;
+  const given = store as Partial<Record<(typeof methods)[number], unknown>> | null;
+  if (
+    given === null ||
+    typeof given !== 'object' ||
+    methods.some((name) => typeof given[name] !== 'function')
+  ) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `Limiter: store must be a Store (consume, peek, reset and shutdown methods, e.g. new MemoryStore() or new RedisStore({ client })); got ${describeValue(store)}`,
+      { option: 'store', value: store },
+    );
+  }
+  return store;
+}
+
 /** The decision when every limit was skipped: allowed, nothing counted, no headers. */
 const UNLIMITED: Decision = decide(true, 0, 0, 0, 0, 0, '', undefined);
 
@@ -102,7 +121,7 @@ export class Limiter {
     this.limits = resolveLimits(options.limits ?? [{ algorithm: options.algorithm! }]);
     this.single = this.limits.length === 1;
     this.shadows = this.limits.some((limit) => !limit.enforce);
-    this.store = options.store ?? new MemoryStore();
+    this.store = storeOption(options.store);
     this.memory =
       this.single &&
       this.limits[0]!.enforce &&

@@ -10,4 +10,7 @@ export { LEASE_SCRIPT } from './scripts/lease-script.js';
 export { REFUND_SCRIPT } from './scripts/refund-script.js';
 export { RESET_SCRIPT } from './scripts/reset-script.js';
 export { SPLIT_REFUND_SCRIPT } from './scripts/split-refund-script.js';
+export { SYNC_SCRIPT } from './scripts/sync-script.js';
 export { hashSlot } from './slot.js';
+export type { SyncedStoreOptions } from './synced/options.js';
+export { SyncedStore } from './synced-store.js';

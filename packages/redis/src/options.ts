@@ -29,6 +29,7 @@ export interface RedisStoreErrorEvent {
    * change carrying consumption over). `'connect'`: the
    * client was not ready within `readyTimeout` of the first calls (reported once; `keys` is the
    * limits and lease sets of the calls that waited, each then answered by the failure policy).
+   * `'sync'`: a `SyncedStore` sync cycle (`keys`: the keys in its script; it is sent again).
    */
   readonly operation:
     | 'consume'
@@ -40,7 +41,8 @@ export interface RedisStoreErrorEvent {
     | 'release'
     | 'refund'
     | 'charge'
-    | 'connect';
+    | 'connect'
+    | 'sync';
   /** Limits (keys) or lease sets in the failed call. */
   readonly keys: number;
   /** The error: from ioredis, or a `SluiceError` (`ERR_SLUICE_STORE_FAILURE`) for a timeout. */

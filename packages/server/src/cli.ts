@@ -5,7 +5,7 @@ import { SluiceError } from '@sluice/core';
 import type { ServerOptions } from './options.js';
 import { SluiceServer } from './server.js';
 
-const USAGE = `usage: sluice-server --data DIR [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
+const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
   [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
   [--cache-keys 100000]

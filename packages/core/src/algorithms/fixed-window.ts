@@ -1,6 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -51,15 +51,11 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
     if (cost > limit)
       return costExceedsLimit(limit, Math.max(0, limit - count), count > 0 ? resetAfter : 0, policy);
     if (count + cost <= limit)
-      return decide(
-        true,
+      return admitted(
         limit,
         limit - count - (consuming ? cost : 0),
         count > 0 || consuming ? resetAfter : 0,
-        0,
-        0,
         policy,
-        undefined,
       );
     return decide(
       false,

@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -60,7 +60,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     if (allowed)
       return {
         state: newTat,
-        decision: decide(true, burst, remaining, ceilMs(ttl, slack), 0, 0, policy, undefined),
+        decision: admitted(burst, remaining, ceilMs(ttl, slack), policy),
       };
     const never = increment > tolerance + slack;
     return {

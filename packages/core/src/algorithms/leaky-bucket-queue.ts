@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
 import { assertUnit } from '../time-range.js';
@@ -98,16 +98,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     if (allowed && !consuming) {
       return {
         drainAt: state,
-        decision: decide(
-          true,
-          capacity,
-          free(drainAt),
-          ceilMs(drainAt - now, slack),
-          0,
-          0,
-          policy,
-          undefined,
-        ),
+        decision: admitted(capacity, free(drainAt), ceilMs(drainAt - now, slack), policy),
       };
     }
     if (allowed) {

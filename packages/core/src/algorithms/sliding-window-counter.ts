@@ -1,6 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -124,27 +124,14 @@ export function slidingWindowCounter(
     }
     if (used + cost <= limit) {
       if (!consuming)
-        return decide(
-          true,
-          limit,
-          Math.max(0, Math.floor(limit - used)),
-          resetAfter(counts, index, now),
-          0,
-          0,
-          policy,
-          undefined,
-        );
+        return admitted(limit, Math.max(0, Math.floor(limit - used)), resetAfter(counts, index, now), policy);
       const after = counts.slice();
       after[0]! += cost;
-      return decide(
-        true,
+      return admitted(
         limit,
         Math.max(0, Math.floor(limit - used - cost)),
         resetAfter(after, index, now),
-        0,
-        0,
         policy,
-        undefined,
       );
     }
     return decide(

@@ -1,6 +1,6 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -62,25 +62,17 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     }
     if (used + cost <= limit) {
       if (!consuming)
-        return decide(
-          true,
+        return admitted(
           limit,
           limit - used,
           newest === undefined ? 0 : ceilMs(newest + window - now),
-          0,
-          0,
           policy,
-          undefined,
         );
-      return decide(
-        true,
+      return admitted(
         limit,
         limit - used - cost,
         ceilMs(Math.max(newest ?? now, now) + window - now),
-        0,
-        0,
         policy,
-        undefined,
       );
     }
     // Wait until enough of the oldest entries have left the window.

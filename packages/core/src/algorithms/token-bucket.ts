@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
@@ -109,8 +109,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
     const accrued = now - empty;
     const resetAfter = ceilMs(empty + fullSpan - now, slack);
     if (cost > capacity) return costExceedsLimit(capacity, whole(accrued), resetAfter, policy);
-    if (accrued + slack >= cost * msPerToken)
-      return decide(true, capacity, whole(accrued), resetAfter, 0, 0, policy, undefined);
+    if (accrued + slack >= cost * msPerToken) return admitted(capacity, whole(accrued), resetAfter, policy);
     return decide(
       false,
       capacity,
@@ -131,16 +130,7 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
         const next = empty + cost * msPerToken;
         return {
           state: next,
-          decision: decide(
-            true,
-            capacity,
-            whole(now - next),
-            ceilMs(next + fullSpan - now, slack),
-            0,
-            0,
-            policy,
-            undefined,
-          ),
+          decision: admitted(capacity, whole(now - next), ceilMs(next + fullSpan - now, slack), policy),
         };
       }
       if (!strict || cost > capacity) return { state, decision: peek(state, now, cost, policy) };
@@ -186,7 +176,7 @@ function steppedBucket(
   const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
     const resetAfter = timeToHold(tokens, last, capacity, now);
     if (cost > capacity) return costExceedsLimit(capacity, tokens, resetAfter, policy);
-    if (tokens >= cost) return decide(true, capacity, tokens, resetAfter, 0, 0, policy, undefined);
+    if (tokens >= cost) return admitted(capacity, tokens, resetAfter, policy);
     return decide(
       false,
       capacity,
@@ -209,16 +199,7 @@ function steppedBucket(
         const left = tokens - cost;
         return {
           state: [left, last],
-          decision: decide(
-            true,
-            capacity,
-            left,
-            timeToHold(left, last, capacity, now),
-            0,
-            0,
-            policy,
-            undefined,
-          ),
+          decision: admitted(capacity, left, timeToHold(left, last, capacity, now), policy),
         };
       }
       // A refusal writes nothing, except that a strict bucket restarts its refill clock (keeping

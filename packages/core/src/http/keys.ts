@@ -82,7 +82,7 @@ export function byIp(options: ByIpOptions = {}): AnyKey {
         warnedUntrusted = true;
         access.warn(
           'SLUICE_FORWARDED_UNTRUSTED',
-          'X-Forwarded-For arrived but the app trusts no proxy, so byIp() sees the address of the proxy and every client behind it shares one limit; if the app runs behind a proxy, configure trust proxy',
+          'X-Forwarded-For arrived but the app trusts no proxy, so byIp() sees the address of the proxy and every client behind it shares one limit; if the app runs behind a proxy, tell the framework which proxies to trust (Express: trust proxy; Fastify: trustProxy; Koa: app.proxy; Hono: the address and proxyTrust options)',
         );
       }
     }

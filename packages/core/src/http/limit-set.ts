@@ -1,7 +1,7 @@
 import { type Algorithm, bindName } from '../algorithm.js';
 import { type BlockPolicy, resolveBlock } from '../block.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { assertAlgorithm, type LimitDefinition, Limiter, limitCall } from '../limiter.js';
+import { assertAlgorithm, type LimitDefinition, Limiter, limitCall, storeOption } from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
@@ -84,6 +84,8 @@ export class LimitSet<Req> {
         block: limit.block,
       }));
     } else {
+      // Limiter checks its store; a set with a plan per request calls the store itself.
+      storeOption(store);
       this.limiter = undefined;
       const names = new Set<string>();
       this.limits = given.map((limit, i) => {

@@ -37,7 +37,9 @@ export function simulate(trace: Trace, lanes: readonly Lane[]): LaneRun[] {
   return lanes.map((lane) => (lane.limits.length === 1 ? single(trace, lane) : layered(trace, lane)));
 }
 
-function columns(trace: Trace) {
+type Columns = Pick<LaneRun, 'allowed' | 'remaining' | 'delay' | 'refusedBy'>;
+
+function columns(trace: Trace): Columns {
   return {
     allowed: new Uint8Array(trace.length),
     remaining: new Float64Array(trace.length),
@@ -46,15 +48,43 @@ function columns(trace: Trace) {
   };
 }
 
+interface Counts {
+  admitted: number;
+  admittedUnits: number;
+  refusedUnits: number;
+  never: number;
+}
+
+const newCounts = (): Counts => ({ admitted: 0, admittedUnits: 0, refusedUnits: 0, never: 0 });
+
+/** A lane's run from its columns and the counts its loop kept. */
+function runOf(
+  trace: Trace,
+  lane: Lane,
+  cols: Columns,
+  counts: Counts,
+  refusedByLimit: readonly number[],
+): LaneRun {
+  const { admitted, admittedUnits, refusedUnits, never } = counts;
+  return {
+    lane,
+    ...cols,
+    admitted,
+    refused: trace.length - admitted,
+    admittedUnits,
+    refusedUnits,
+    neverAdmissible: never,
+    refusedByLimit,
+  };
+}
+
 function single(trace: Trace, lane: Lane): LaneRun {
   const { algorithm, name } = lane.limits[0]!;
   const { times, keys, costs } = trace;
-  const { allowed, remaining, delay, refusedBy } = columns(trace);
+  const cols = columns(trace);
+  const { allowed, remaining, delay, refusedBy } = cols;
   const states = new Array<unknown>(trace.names.length);
-  let admitted = 0;
-  let admittedUnits = 0;
-  let refusedUnits = 0;
-  let never = 0;
+  const counts = newCounts();
   for (let i = 0; i < trace.length; i++) {
     const k = keys[i]!;
     const step = algorithm.consume(states[k], times[i]!, costs[i]!, name);
@@ -64,43 +94,28 @@ function single(trace: Trace, lane: Lane): LaneRun {
     delay[i] = d.delay;
     if (d.allowed) {
       allowed[i] = 1;
-      admitted++;
-      admittedUnits += costs[i]!;
+      counts.admitted++;
+      counts.admittedUnits += costs[i]!;
     } else {
       refusedBy[i] = 1;
-      refusedUnits += costs[i]!;
-      if (d.reason === 'cost-exceeds-limit') never++;
+      counts.refusedUnits += costs[i]!;
+      if (d.reason === 'cost-exceeds-limit') counts.never++;
     }
   }
-  const refused = trace.length - admitted;
-  return {
-    lane,
-    allowed,
-    remaining,
-    delay,
-    refusedBy,
-    admitted,
-    refused,
-    admittedUnits,
-    refusedUnits,
-    neverAdmissible: never,
-    refusedByLimit: [refused],
-  };
+  return runOf(trace, lane, cols, counts, [trace.length - counts.admitted]);
 }
 
 function layered(trace: Trace, lane: Lane): LaneRun {
   const { times, keys, costs, names } = trace;
-  const { allowed, remaining, delay, refusedBy } = columns(trace);
+  const cols = columns(trace);
+  const { allowed, remaining, delay, refusedBy } = cols;
   const m = lane.limits.length;
   const stored = lane.limits.map(() => new Array<unknown>(names.length));
   // One call per limit, rewritten per request: settleBatch reads them and keeps none.
   const calls = lane.limits.map((l) => ({ algorithm: l.algorithm, key: '', cost: 1, policy: l.name }));
   const states = new Array<unknown>(m);
   const refusedByLimit = new Array<number>(m).fill(0);
-  let admitted = 0;
-  let admittedUnits = 0;
-  let refusedUnits = 0;
-  let never = 0;
+  const counts = newCounts();
   for (let i = 0; i < trace.length; i++) {
     const k = keys[i]!;
     const key = names[k]!;
@@ -121,8 +136,8 @@ function layered(trace: Trace, lane: Lane): LaneRun {
     delay[i] = d.delay;
     if (d.allowed) {
       allowed[i] = 1;
-      admitted++;
-      admittedUnits += cost;
+      counts.admitted++;
+      counts.admittedUnits += cost;
     } else {
       let bits = 0;
       for (let j = 0; j < m; j++) {
@@ -132,23 +147,11 @@ function layered(trace: Trace, lane: Lane): LaneRun {
         }
       }
       refusedBy[i] = bits;
-      refusedUnits += cost;
-      if (d.reason === 'cost-exceeds-limit') never++;
+      counts.refusedUnits += cost;
+      if (d.reason === 'cost-exceeds-limit') counts.never++;
     }
   }
-  return {
-    lane,
-    allowed,
-    remaining,
-    delay,
-    refusedBy,
-    admitted,
-    refused: trace.length - admitted,
-    admittedUnits,
-    refusedUnits,
-    neverAdmissible: never,
-    refusedByLimit,
-  };
+  return runOf(trace, lane, cols, counts, refusedByLimit);
 }
 
 /**

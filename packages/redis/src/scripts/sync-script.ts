@@ -1,0 +1,98 @@
+import { WRITE_LUA } from '../lua/algorithms.js';
+import { PRELUDE_LUA } from '../lua/prelude.js';
+
+/**
+ * One sync cycle of one node (one hash slot on a Cluster): adds each key's delta to the fleet's
+ * state (the Lua twin of `synced/merge-rules.ts`, rule by rule) and returns every key's state.
+ * States are stored as `RedisStore` stores them (a hash per user key, one field per limit, the
+ * same list of numbers), so a `RedisStore` on the same prefix reads and decides on them.
+ *
+ * Idempotent per batch: the node numbers its batches, and the ack key holds the last one applied.
+ * A batch whose reply was lost (a timeout) is sent again with its number; if Redis had applied it,
+ * the deltas are skipped and only the states are returned, so nothing is counted twice.
+ *
+ * KEYS[1]   the node's ack key (in this hash slot)
+ * KEYS[i+1] the hash of entry i's user key
+ * ARGV[1]   the batch's number (integer ≥ 1, increasing per node)
+ * ARGV[2]   now, ms since the epoch (for the keys' expiry)
+ * ARGV[3]   grace: ms a key outlives its state (nodes whose clocks lag still read it)
+ * ARGV[4]   ms the ack key lives
+ * ARGV[5…]  per entry, in order: rule code, its field (the limit's fingerprint), the rule's params,
+ *           then its delta ('' for none: a pull)
+ *             1 counter:       window, count, windowStart
+ *             2 sub-windows:   precision, size, index, c0 … cP
+ *             3 virtual clock: offset, step, floor
+ *
+ * Returns `{ applied, state1, …, stateN }`: applied 1 when this call added the deltas, 0 when an
+ * earlier call had; each state encoded as stored ('' for none).
+ */
+export const SYNC_SCRIPT = `${PRELUDE_LUA}${WRITE_LUA}
+local seq = tonumber(ARGV[1])
+local now, grace = tonumber(ARGV[2]), tonumber(ARGV[3])
+local acked = redis.call('GET', KEYS[1])
+local fresh = acked == false or tonumber(acked) < seq
+local out = { fresh and 1 or 0 }
+local a = 5
+for i = 2, #KEYS do
+  local code, field = tonumber(ARGV[a]), ARGV[a + 1]
+  a = a + 1
+  local raw = redis.call('HGET', KEYS[i], field)
+  local state = nil
+  if raw then state = decode(raw) end
+  local expiry = nil
+  if code == 2 then
+    local precision, size = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    if ARGV[a + 3] == '' then
+      a = a + 4
+    else
+      local index = tonumber(ARGV[a + 3])
+      local delta = { index }
+      for j = 1, precision + 1 do delta[j + 1] = tonumber(ARGV[a + 3 + j]) end
+      a = a + precision + 5
+      if fresh then
+        if state == nil then
+          state = delta
+        else
+          local top = math.max(index, state[1])
+          local sum = { top }
+          for j = 1, precision + 1 do sum[j + 1] = 0 end
+          for _, list in ipairs({ state, delta }) do
+            local shift = top - list[1]
+            for j = 0, precision - shift do sum[j + shift + 2] = sum[j + shift + 2] + list[j + 2] end
+          end
+          state = sum
+        end
+        expiry = (state[1] + precision + 1) * size
+      end
+    end
+  elseif ARGV[a + 2] == '' then
+    -- Counter or virtual clock, a pull: its param, then ''.
+    a = a + 3
+  else
+    -- Counter: window, count, windowStart. Virtual clock: offset, step, floor.
+    local p, d1, d2 = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+    a = a + 4
+    if not fresh then
+    elseif code == 3 then
+      if state == nil then state = { d2 } else state = { math.max(state[1] + d1, d2) } end
+      expiry = state[1] + p
+    elseif state == nil or state[2] <= d2 then
+      -- A delta of a window older than the state's is over: dropped.
+      if state == nil or state[2] < d2 then state = { d1, d2 } else state = { state[1] + d1, d2 } end
+      expiry = d2 + p
+    end
+  end
+  if expiry ~= nil then
+    local px = math.ceil(expiry - now) + grace
+    if px > 0 then
+      redis.call('HSET', KEYS[i], field, encode(state, true))
+      expire(KEYS[i], px)
+    else
+      redis.call('HDEL', KEYS[i], field)
+    end
+  end
+  if state == nil then out[i] = '' else out[i] = encode(state, true) end
+end
+if fresh then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4]) end
+return out
+`;

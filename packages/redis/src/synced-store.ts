@@ -1,0 +1,327 @@
+import { randomBytes } from 'node:crypto';
+import type { Algorithm, Decision, Store } from '@sluice/core';
+import { type LimitCall, settleBatch, UNCHANGED } from '@sluice/core/adapter';
+import type { BreakerState } from './breaker.js';
+import { CallGate } from './call-gate.js';
+import { watchClusterNodes } from './cluster-nodes.js';
+import { escapeKey } from './key-escape.js';
+import { RedisStore } from './redis-store.js';
+import { type ScriptCommand, scriptCommand } from './script-command.js';
+import { RESET_SCRIPT } from './scripts/reset-script.js';
+import { SYNC_SCRIPT } from './scripts/sync-script.js';
+import { hashSlot } from './slot.js';
+import { type Entry, LocalTable, type Space } from './synced/local-table.js';
+import { mergeRule } from './synced/merge-rules.js';
+import {
+  type ResolvedSyncedOptions,
+  resolveSyncedOptions,
+  type SyncedStoreOptions,
+} from './synced/options.js';
+import { applyReply, buildBatch, type SyncGroup } from './synced/sync-batch.js';
+
+const SYNC_COMMAND = 'sluiceSync';
+/** RedisStore's name for the same script: a client shared by both stores registers it once. */
+const RESET_COMMAND = 'sluiceReset';
+
+/**
+ * Local-first limits synced to Redis. Every decision is made in this process, against its local
+ * view of the key (no I/O on the request path); every `interval` one sync cycle sends what this
+ * node consumed on each key it used (one script per cycle, one per hash slot on a Cluster) and
+ * brings back the fleet's state, so the nodes converge. The fleet may admit more than the limit
+ * by a stated bound (README: "Local-first, synced"), never by more. Fixed window, sliding window
+ * counter, continuous token bucket and GCRA; the others are refused with `ERR_SLUICE_UNSUPPORTED`.
+ *
+ * @example
+ * const client = new Redis({ enableOfflineQueue: false });
+ * const limiter = new Limiter({
+ *   algorithm: gcra({ rate: 100, period: '1s' }),
+ *   store: new SyncedStore({ client, interval: '100ms' }),
+ * });
+ */
+export class SyncedStore implements Store {
+  readonly prefix: string;
+  private readonly options: ResolvedSyncedOptions;
+  private readonly guard: CallGate;
+  private readonly command: ScriptCommand;
+  private readonly resetCommand: ScriptCommand<number>;
+  private readonly table: LocalTable;
+  private readonly spaces = new Map<string, Space>();
+  private lastAlgorithm: Algorithm | undefined;
+  private lastSpace: Space | undefined;
+  private readonly cluster: boolean;
+  /** The node's ack key (a hash tag follows it on a Cluster). */
+  private readonly ackBase: string;
+  private queued: Entry[] = [];
+  /** Groups whose reply was lost: sent again, with their number, before anything new. */
+  private resend: SyncGroup[] = [];
+  private seq = 0;
+  /**
+   * The time of the latest decision: a batch's keys expire relative to it, so states written at
+   * a caller's `now` (replays, tests) live their life in that time, not in the clock's.
+   */
+  private latest: number | undefined;
+  private running: Promise<void> | undefined;
+  private following: Promise<void> | undefined;
+  private readonly timer: ReturnType<typeof setInterval> | undefined;
+  private exactStore: RedisStore | undefined;
+  private closed = false;
+
+  constructor(options: SyncedStoreOptions) {
+    this.options = resolveSyncedOptions(options);
+    const { client, prefix } = this.options.redis;
+    this.prefix = prefix;
+    this.cluster = client.isCluster;
+    watchClusterNodes(client);
+    this.guard = new CallGate(this.options.redis);
+    this.command = scriptCommand(client, SYNC_COMMAND, SYNC_SCRIPT);
+    this.resetCommand = scriptCommand(client, RESET_COMMAND, RESET_SCRIPT);
+    this.table = new LocalTable(this.options.maxKeys);
+    this.ackBase = `${prefix}sync-ack:${randomBytes(8).toString('hex')}:`;
+    if (this.options.interval > 0) {
+      this.timer = setInterval(() => {
+        if (this.running === undefined) void this.sync();
+      }, this.options.interval);
+      this.timer.unref?.();
+    }
+  }
+
+  /** The circuit breaker's state (`'closed'` when there is no breaker). */
+  get breakerState(): BreakerState {
+    return this.guard.state;
+  }
+
+  /** True while the last sync failed: decisions then use `outageShare` of each limit. */
+  get outage(): boolean {
+    return this.resend.length > 0;
+  }
+
+  /** Keys held in this process. */
+  get keyCount(): number {
+    return this.table.size;
+  }
+
+  /** The local view of one key (the algorithm's state), for tests and debugging. */
+  inspect(algorithm: Algorithm, key: string): unknown {
+    return this.spaces.get(algorithm.fingerprint)?.entries.get(key)?.view;
+  }
+
+  consume(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
+    const at = now ?? this.options.redis.clock();
+    this.latest = at;
+    const share = this.outage ? this.options.outageShare : 1;
+    if (calls.length === 1) {
+      const call = calls[0]!;
+      const entry = this.entry(call.algorithm, call.key);
+      const step = call.algorithm.consume(entry.view, at, call.cost / share, call.policy);
+      const decision = share === 1 ? step.decision : floorRemaining(step.decision);
+      if (!step.decision.allowed) return [decision];
+      const exact = this.options.exactAbove;
+      if (exact !== undefined && share === 1 && decision.remaining < (1 - exact) * decision.limit) {
+        return this.exact(entry, call, at, now).then((d) => [d]);
+      }
+      entry.view = step.state;
+      entry.delta = entry.space.rule.add(entry.delta, step.state, at, call.cost);
+      return [decision];
+    }
+    const entries = calls.map((call) => this.entry(call.algorithm, call.key));
+    const scaled = share === 1 ? calls : calls.map((call) => ({ ...call, cost: call.cost / share }));
+    const { decisions, writes } = settleBatch(
+      scaled,
+      entries.map((entry) => entry.view),
+      at,
+    );
+    const allowed = decisions.every((d) => d.allowed);
+    entries.forEach((entry, i) => {
+      const next = writes[i];
+      if (next === UNCHANGED) return;
+      entry.view = next;
+      if (allowed) entry.delta = entry.space.rule.add(entry.delta, next, at, calls[i]!.cost);
+    });
+    return share === 1 ? decisions : decisions.map(floorRemaining);
+  }
+
+  peek(calls: readonly LimitCall[], now: number | undefined): Decision[] {
+    const at = now ?? this.options.redis.clock();
+    return calls.map((call) => {
+      const entry = this.entry(call.algorithm, call.key);
+      return call.algorithm.peek(entry.view, at, call.cost, call.policy);
+    });
+  }
+
+  /** Forgets the keys here and deletes them in Redis. Rejects with `ERR_SLUICE_STORE_FAILURE` when Redis fails. */
+  async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
+    if (calls.length === 0) return;
+    const entries = calls.map((call) => this.entry(call.algorithm, call.key));
+    for (const entry of entries) {
+      entry.view = undefined;
+      entry.delta = undefined;
+      this.table.remove(entry);
+    }
+    // One reset script per user key, deleting these limits' fields (as RedisStore.reset does).
+    const fields = new Map<string, string[]>();
+    for (const entry of entries) {
+      const list = fields.get(entry.redisKey) ?? [];
+      list.push(entry.space.field);
+      fields.set(entry.redisKey, list);
+    }
+    await this.guard.strict('reset', calls.length, () =>
+      Promise.all([...fields].map(([key, list]) => this.resetCommand(1, key, ...list))),
+    );
+  }
+
+  /**
+   * One sync cycle: sends what this node consumed since the last one (or, after a failure, the
+   * lost batch again) and reads the fleet's state back. Never rejects: a failure is reported to
+   * `onError` (`operation: 'sync'`) and the batch is sent again next cycle. A call while a cycle
+   * runs waits for the next one (shared by every caller meanwhile), so what was consumed before
+   * the call is sent by the time it resolves, if Redis answers.
+   */
+  sync(): Promise<void> {
+    if (this.following !== undefined) return this.following;
+    if (this.running === undefined) return this.start();
+    const following = this.running.then(() => {
+      this.following = undefined;
+      return this.start();
+    });
+    this.following = following;
+    return following;
+  }
+
+  /**
+   * Stops the timer and flushes: at most two cycles (a lost batch, then what is left), each
+   * bounded by `timeout`. Then forgets every key. The client is the caller's to close.
+   */
+  async shutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    await this.sync();
+    if (this.resend.length > 0 || this.queued.length > 0) await this.sync();
+    this.table.clear(this.spaces.values());
+    this.queued = [];
+    await this.exactStore?.shutdown();
+  }
+
+  private start(): Promise<void> {
+    const running = this.cycle().finally(() => {
+      this.running = undefined;
+    });
+    this.running = running;
+    return running;
+  }
+
+  private async cycle(): Promise<void> {
+    let groups = this.resend;
+    if (groups.length === 0) {
+      if (this.queued.length === 0) return;
+      const queued = this.queued;
+      this.queued = [];
+      const at = this.latest ?? this.options.redis.clock();
+      groups = buildBatch(queued, this.requeue, ++this.seq, at, this.ackBase, this.cluster);
+    }
+    const lost: SyncGroup[] = [];
+    await Promise.all(
+      groups.map((group) =>
+        this.guard.map(
+          'sync',
+          group.entries.length,
+          () => this.command(group.keys.length, ...group.keys, ...group.args),
+          (reply) => applyReply(group, reply),
+          () => {
+            lost.push(group);
+          },
+        ),
+      ),
+    );
+    this.resend = lost;
+    // Entries used meanwhile were queued again if they were not already in this batch.
+    if (lost.length > 0) for (const group of lost) for (const entry of group.entries) this.queue(entry);
+  }
+
+  /**
+   * A decision near the limit, made in Redis: a sync (this key's consumption reaches Redis), then
+   * `RedisStore`'s script on the same key. If Redis fails, the local view decides.
+   */
+  private async exact(entry: Entry, call: LimitCall, at: number, now: number | undefined): Promise<Decision> {
+    await this.sync();
+    this.exactStore ??= new RedisStore({
+      client: this.options.redis.client,
+      prefix: this.prefix,
+      clock: this.options.redis.clock,
+      timeout: this.options.redis.timeout,
+      failurePolicy: 'deny',
+      breaker: false,
+    });
+    const [decision] = await this.exactStore.consume([call], now);
+    const step = call.algorithm.consume(entry.view, at, call.cost, call.policy);
+    if (decision!.reason === 'store-unavailable') {
+      if (step.decision.allowed) {
+        entry.view = step.state;
+        entry.delta = entry.space.rule.add(entry.delta, step.state, at, call.cost);
+        this.queue(entry);
+      }
+      return step.decision;
+    }
+    // Redis counted it: the view takes it (it is not sent again).
+    if (decision!.allowed && step.decision.allowed) entry.view = step.state;
+    return decision!;
+  }
+
+  /** The entry of a key, made if new; queued for the next sync (a key in use is kept fresh). */
+  private entry(algorithm: Algorithm, key: string): Entry {
+    const space = algorithm === this.lastAlgorithm ? this.lastSpace! : this.space(algorithm);
+    let entry = space.entries.get(key);
+    if (entry === undefined) {
+      const redisKey = `${this.prefix}{${escapeKey(key)}}`;
+      entry = {
+        space,
+        key,
+        redisKey,
+        slot: this.cluster ? hashSlot(redisKey) : 0,
+        view: undefined,
+        delta: undefined,
+        queued: false,
+        pulls: 0,
+        generation: 0,
+      };
+      this.table.add(entry);
+    } else {
+      this.table.use(entry);
+    }
+    this.queue(entry);
+    return entry;
+  }
+
+  /** Puts a used entry in the next batch, and the one after (see `Entry.pulls`). */
+  private queue(entry: Entry): void {
+    entry.pulls = 2;
+    this.requeue(entry);
+  }
+
+  private readonly requeue = (entry: Entry): void => {
+    if (entry.queued) return;
+    entry.queued = true;
+    this.queued.push(entry);
+  };
+
+  private space(algorithm: Algorithm): Space {
+    let space = this.spaces.get(algorithm.fingerprint);
+    if (space === undefined) {
+      space = {
+        algorithm,
+        rule: mergeRule(algorithm),
+        field: algorithm.fingerprint,
+        entries: new Map(),
+      };
+      this.spaces.set(algorithm.fingerprint, space);
+    }
+    this.lastAlgorithm = algorithm;
+    this.lastSpace = space;
+    return space;
+  }
+}
+
+/** A decision made with a scaled cost (an outage) reports whole units. */
+function floorRemaining(decision: Decision): Decision {
+  return { ...decision, remaining: Math.floor(decision.remaining) };
+}
