@@ -38,6 +38,7 @@ export default defineConfig({
     alias: {
       '@sluice/core/adapter': fileURLToPath(new URL('./packages/core/src/adapter.ts', import.meta.url)),
       '@sluice/core': source('core'),
+      '@sluice/redis/gate': fileURLToPath(new URL('./packages/redis/src/gate.ts', import.meta.url)),
       '@sluice/redis': source('redis'),
       '@sluice/express': source('express'),
       '@sluice/fastify': source('fastify'),

@@ -1,6 +1,7 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
+import type { BreakerOptions } from './breaker.js';
 import { type BreakerState, CircuitBreaker } from './breaker.js';
-import type { RedisStoreErrorEvent, ResolvedOptions } from './options.js';
+import type { RedisStoreErrorEvent } from './options.js';
 import { Deadlines, timeoutError } from './timeout.js';
 
 export type Operation = RedisStoreErrorEvent['operation'];
@@ -12,8 +13,28 @@ export type Operation = RedisStoreErrorEvent['operation'];
  */
 const NO_WAIT = new Set(['ready', 'end', 'wait']);
 
+/** The client as the gate reads it: its status, and its first `ready` (or `end`). */
+export interface GateClient {
+  readonly status: string;
+  once(event: 'ready' | 'end', listener: (...args: unknown[]) => void): unknown;
+  removeListener(event: 'ready' | 'end', listener: (...args: unknown[]) => void): unknown;
+}
+
+/** What the gate needs: the resolved failure options of its store (see `resolveFailureOptions`). */
+export interface GateOptions {
+  readonly client: GateClient;
+  readonly clock: () => number;
+  readonly timeout: number;
+  readonly readyTimeout: number;
+  readonly breaker: Required<BreakerOptions> | undefined;
+  readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
+  readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
+  /** Who speaks in error messages: the store and what it calls. @default { store: 'RedisStore', backend: 'Redis' } */
+  readonly names?: { readonly store: string; readonly backend: string };
+}
+
 /**
- * The gate every call to Redis passes, limits and leases alike: the circuit breaker, the
+ * The gate every call to Redis passes (and every call of ServerStore to a sluice-server), limits and leases alike: the circuit breaker, the
  * timeout, and the `onError` report. Callers supply what to answer instead (the failure policy).
  */
 export class CallGate {
@@ -25,9 +46,13 @@ export class CallGate {
   private starting: Promise<boolean> | undefined;
   /** Limits and lease sets of the calls waiting (the `keys` of a `'connect'` report). */
   private waitingKeys = 0;
+  private readonly store: string;
+  private readonly backend: string;
 
-  constructor(private readonly options: ResolvedOptions) {
-    this.deadlines = new Deadlines(options.timeout);
+  constructor(private readonly options: GateOptions) {
+    this.store = options.names?.store ?? 'RedisStore';
+    this.backend = options.names?.backend ?? 'Redis';
+    this.deadlines = new Deadlines(options.timeout, undefined, undefined, undefined, this.backend);
     // A client ready before any call (now, or later in the background) is never waited for again.
     const client = options.client;
     this.started = options.readyTimeout === 0 || client.status === 'ready';
@@ -118,7 +143,7 @@ export class CallGate {
           this.report(
             'connect',
             waited,
-            new SluiceError(ErrorCode.STORE_FAILURE, `RedisStore: the Redis client ${why}`),
+            new SluiceError(ErrorCode.STORE_FAILURE, `${this.store}: the ${this.backend} client ${why}`),
           );
         }
         resolve(ready);
@@ -160,7 +185,7 @@ export class CallGate {
         keys,
         new SluiceError(
           ErrorCode.STORE_FAILURE,
-          `RedisStore: the circuit breaker is open; ${operation} not applied`,
+          `${this.store}: the circuit breaker is open; ${operation} not applied`,
         ),
       );
       return Promise.resolve(undefined);
@@ -205,7 +230,10 @@ export class CallGate {
     const deadlines = this.deadlines;
     return new Promise<T>((resolve, reject) => {
       const deadline = deadlines.add(() => {
-        this.failed(operation, keys, timeoutError(operation, deadlines.ms), fail).then(resolve, reject);
+        this.failed(operation, keys, timeoutError(operation, deadlines.ms, deadlines.backend), fail).then(
+          resolve,
+          reject,
+        );
       });
       pending.then(
         (reply) => {
@@ -252,14 +280,14 @@ export class CallGate {
       if (starting !== undefined && !(await starting)) {
         throw new SluiceError(
           ErrorCode.STORE_FAILURE,
-          `RedisStore: the Redis client was not ready; ${operation} not applied`,
+          `${this.store}: the ${this.backend} client was not ready; ${operation} not applied`,
         );
       }
     }
     if (this.breaker !== undefined && !this.breaker.admit()) {
       throw new SluiceError(
         ErrorCode.STORE_FAILURE,
-        `RedisStore: the circuit breaker is open; ${operation} not applied`,
+        `${this.store}: the circuit breaker is open; ${operation} not applied`,
       );
     }
     try {
@@ -268,9 +296,13 @@ export class CallGate {
     } catch (error) {
       this.count(isReplyError(error));
       this.report(operation, keys, error);
-      throw new SluiceError(ErrorCode.STORE_FAILURE, `RedisStore: ${operation} failed: ${messageOf(error)}`, {
-        cause: error,
-      });
+      throw new SluiceError(
+        ErrorCode.STORE_FAILURE,
+        `${this.store}: ${operation} failed: ${messageOf(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 

@@ -129,6 +129,59 @@ const KNOWN = [
 
 const BREAKER_KNOWN = ['failures', 'cooldown'] as const satisfies readonly (keyof BreakerOptions)[];
 
+/**
+ * The options of a store's failure handling, shared by RedisStore and ServerStore (each documents
+ * them for its own backend, with the same semantics and defaults).
+ */
+export type FailureOptions = Pick<
+  RedisStoreOptions,
+  'timeout' | 'readyTimeout' | 'failurePolicy' | 'breaker' | 'onError' | 'onBreakerChange'
+>;
+
+/** {@link FailureOptions} validated, defaults applied. */
+export interface ResolvedFailureOptions {
+  readonly timeout: number;
+  readonly readyTimeout: number;
+  readonly failurePolicy: FailurePolicy;
+  readonly breaker: Required<BreakerOptions> | undefined;
+  readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
+  readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
+}
+
+/**
+ * Validates the failure options of `store` (its name leads each error message) and applies the
+ * defaults: timeout 100 ms, readyTimeout 2000 ms, failurePolicy 'allow', breaker
+ * `{ failures: 5, cooldown: 1000 }`. Throws `ERR_SLUICE_INVALID_OPTION` naming the option.
+ */
+export function resolveFailureOptions(store: string, options: FailureOptions): ResolvedFailureOptions {
+  const policy = options.failurePolicy ?? 'allow';
+  if (policy !== 'allow' && policy !== 'deny' && !isStore(policy)) {
+    throw invalid(
+      'failurePolicy',
+      "must be 'allow', 'deny' or a Store (e.g. new MemoryStore())",
+      policy,
+      store,
+    );
+  }
+  let breaker: Required<BreakerOptions> | undefined;
+  if (options.breaker !== false) {
+    const given = options.breaker ?? {};
+    assertKnownOptions(`${store} breaker`, given, BREAKER_KNOWN);
+    breaker = {
+      failures: integerOption('breaker.failures', given.failures ?? 5),
+      cooldown: positiveOption('breaker.cooldown', given.cooldown ?? 1000),
+    };
+  }
+  return {
+    timeout: timerOption(store, 'timeout', options.timeout ?? 100, false),
+    readyTimeout: timerOption(store, 'readyTimeout', options.readyTimeout ?? 2000, true),
+    failurePolicy: policy,
+    breaker,
+    onError: functionOption(store, 'onError', options.onError),
+    onBreakerChange: functionOption(store, 'onBreakerChange', options.onBreakerChange),
+  };
+}
+
 export interface ResolvedOptions {
   readonly client: RedisClient;
   readonly prefix: string;
@@ -145,12 +198,14 @@ export interface ResolvedOptions {
   readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
 }
 
-function invalid(option: string, message: string, value: unknown): SluiceError {
-  return new SluiceError(ErrorCode.INVALID_OPTION, `RedisStore: ${option} ${message}`, { option, value });
+function invalid(option: string, message: string, value: unknown, store = 'RedisStore'): SluiceError {
+  return new SluiceError(ErrorCode.INVALID_OPTION, `${store}: ${option} ${message}`, { option, value });
 }
 
-function functionOption<T>(option: string, value: T | undefined): T | undefined {
-  if (value !== undefined && typeof value !== 'function') throw invalid(option, 'must be a function', value);
+function functionOption<T>(store: string, option: string, value: T | undefined): T | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw invalid(option, 'must be a function', value, store);
+  }
   return value;
 }
 
@@ -158,7 +213,7 @@ function functionOption<T>(option: string, value: T | undefined): T | undefined 
 const MAX_TIMER = 2 ** 31 - 1;
 
 /** ms for a timer: finite, above 0 (or 0 when `zero` is allowed), at most MAX_TIMER. */
-function timerOption(option: string, value: unknown, zero: boolean): number {
+function timerOption(store: string, option: string, value: unknown, zero: boolean): number {
   if (
     typeof value !== 'number' ||
     !Number.isFinite(value) ||
@@ -167,7 +222,7 @@ function timerOption(option: string, value: unknown, zero: boolean): number {
     (value === 0 && !zero)
   ) {
     const least = zero ? 'from 0' : 'above 0';
-    throw invalid(option, `must be a number of ms ${least} up to ${MAX_TIMER}`, value);
+    throw invalid(option, `must be a number of ms ${least} up to ${MAX_TIMER}`, value, store);
   }
   return value;
 }
@@ -209,31 +264,13 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
     throw invalid('prefix', 'must be a string without { or } (they would choose the hash slot)', prefix);
   }
-  const policy = options.failurePolicy ?? 'allow';
-  if (policy !== 'allow' && policy !== 'deny' && !isStore(policy)) {
-    throw invalid('failurePolicy', "must be 'allow', 'deny' or a Store (e.g. new MemoryStore())", policy);
-  }
-  let breaker: Required<BreakerOptions> | undefined;
-  if (options.breaker !== false) {
-    const given = options.breaker ?? {};
-    assertKnownOptions('RedisStore breaker', given, BREAKER_KNOWN);
-    breaker = {
-      failures: integerOption('breaker.failures', given.failures ?? 5),
-      cooldown: positiveOption('breaker.cooldown', given.cooldown ?? 1000),
-    };
-  }
   return {
     client: client as RedisClient,
     prefix,
     redisTime: oneOfOption('time', options.time ?? 'client', ['client', 'redis']) === 'redis',
-    clock: functionOption('clock', options.clock) ?? Date.now,
+    clock: functionOption('RedisStore', 'clock', options.clock) ?? Date.now,
     replayGrace: replayGraceOption(options.replayGrace ?? '10m'),
-    timeout: timerOption('timeout', options.timeout ?? 100, false),
-    readyTimeout: timerOption('readyTimeout', options.readyTimeout ?? 2000, true),
-    failurePolicy: policy,
-    breaker,
+    ...resolveFailureOptions('RedisStore', options),
     denyCache: integerOption('denyCache', options.denyCache ?? 0, 0),
-    onError: functionOption('onError', options.onError),
-    onBreakerChange: functionOption('onBreakerChange', options.onBreakerChange),
   };
 }

@@ -1,15 +1,9 @@
-import { type Decision, ErrorCode, SluiceError } from '@sluice/core';
-import {
-  decide,
-  type LeaseAcquire,
-  type LeaseCall,
-  type LeaseStore,
-  leaseDecision,
-} from '@sluice/core/adapter';
+import type { Decision } from '@sluice/core';
+import { type LeaseAcquire, type LeaseCall, type LeaseStore, leaseDecision } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
 import { leaseKeys } from './key-escape.js';
+import { LeaseFailureAnswers } from './lease-failure.js';
 import type { ResolvedOptions } from './options.js';
-import { PolicyLeases } from './policy-leases.js';
 import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { LEASE_SCRIPT } from './scripts/lease-script.js';
 
@@ -30,13 +24,14 @@ const LEASE_COMMAND = 'sluiceLease';
  */
 export class RedisLeases implements LeaseStore {
   private readonly script: ScriptCommand;
-  private readonly policyLeases = new PolicyLeases();
+  private readonly failure: LeaseFailureAnswers;
 
   constructor(
     private readonly options: ResolvedOptions,
     private readonly gate: CallGate,
   ) {
     this.script = scriptCommand(options.client, LEASE_COMMAND, LEASE_SCRIPT);
+    this.failure = new LeaseFailureAnswers(options.failurePolicy, gate, options.clock);
   }
 
   /** The Redis keys of one lease set: the sorted set and its ttl (what `redis-cli` shows). */
@@ -46,7 +41,7 @@ export class RedisLeases implements LeaseStore {
 
   /** Leases answered by the failure policy and not yet released (for tests and metrics). */
   get policyLeaseCount(): number {
-    return this.policyLeases.size;
+    return this.failure.size;
   }
 
   acquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
@@ -60,7 +55,7 @@ export class RedisLeases implements LeaseStore {
       },
       () => {
         if (sent !== undefined) this.releaseIfLate(sent, call);
-        return this.failAcquire(call, now);
+        return this.failure.acquire(call, now);
       },
     );
   }
@@ -73,23 +68,13 @@ export class RedisLeases implements LeaseStore {
         this.run(call, now, { op: 'peek', limit: call.limit, ttl: call.ttl }).then((reply) =>
           readLease(reply, call),
         ),
-      () => this.failPeek(call, now),
+      () => this.failure.peek(call, now),
     );
   }
 
   /** Never rejects: a failure is reported to `onError` and answers `false` (the ttl cleans up). */
   async release(call: LeaseCall, now: number | undefined): Promise<boolean> {
-    const policy = this.policyLeases.take(call.id);
-    if (policy !== undefined) {
-      if (policy.store === undefined) return false;
-      try {
-        return await policy.store.release(call, now);
-      } catch (error) {
-        this.gate.report('fallback', 1, error);
-        return false;
-      }
-    }
-    return this.releaseInRedis(call, now);
+    return (await this.failure.release(call, now)) ?? (await this.releaseInRedis(call, now));
   }
 
   /**
@@ -97,14 +82,13 @@ export class RedisLeases implements LeaseStore {
    * Redis fails: an administrative action whose caller must know it did not happen.
    */
   async reset(space: string, key: string): Promise<void> {
-    const policy = this.options.failurePolicy;
-    if (typeof policy === 'object') await policy.leases?.reset(space, key);
+    await this.failure.reset(space, key);
     await this.gate.strict('reset', 1, () => deleteKeys(this.options.client, this.keysFor(space, key)));
   }
 
   /** Forgets the leases the failure policy answered for (`RedisStore.shutdown`). */
   clear(): void {
-    this.policyLeases.clear();
+    this.failure.clear();
   }
 
   // Redis ------------------------------------------------------------------------------------------
@@ -146,58 +130,6 @@ export class RedisLeases implements LeaseStore {
       },
     );
   }
-
-  // Failure ----------------------------------------------------------------------------------------
-
-  private async failAcquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
-    const policy = this.options.failurePolicy;
-    if (policy === 'deny') return this.unavailable(call);
-    const answer = await this.fallback((leases) => leases.acquire(call, now));
-    if (answer !== undefined) {
-      if (answer.decision.allowed) this.remember(call, answer.leases);
-      return answer.decision;
-    }
-    // Fail open: admitted as a fresh set would admit it, held nowhere.
-    this.remember(call, undefined);
-    return decide(true, call.limit, call.limit - 1, 0, 0, 0, call.policy, undefined);
-  }
-
-  private async failPeek(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
-    if (this.options.failurePolicy === 'deny') return this.unavailable(call);
-    const answer = await this.fallback((leases) => leases.peek(call, now));
-    return answer?.decision ?? decide(true, call.limit, call.limit, 0, 0, 0, call.policy, undefined);
-  }
-
-  /**
-   * The fallback store's answer when the policy is a store with leases; `undefined` (fail open)
-   * when the policy is `'allow'`, the store has no leases, or it failed too (both reported).
-   */
-  private async fallback(
-    run: (leases: LeaseStore) => Decision | Promise<Decision>,
-  ): Promise<{ decision: Decision; leases: LeaseStore } | undefined> {
-    const policy = this.options.failurePolicy;
-    if (policy === 'allow' || policy === 'deny') return undefined;
-    const leases = policy.leases;
-    if (leases === undefined) {
-      this.gate.report('fallback', 1, noLeases());
-      return undefined;
-    }
-    try {
-      return { decision: await run(leases), leases };
-    } catch (error) {
-      this.gate.report('fallback', 1, error);
-      return undefined;
-    }
-  }
-
-  private unavailable(call: LeaseAcquire): Decision {
-    return decide(false, call.limit, 0, 0, this.gate.retryAfter(), 0, call.policy, 'store-unavailable');
-  }
-
-  private remember(call: LeaseAcquire, store: LeaseStore | undefined): void {
-    const now = this.options.clock();
-    this.policyLeases.add(call.id, now + call.ttl, store, now);
-  }
 }
 
 /** `{ now, allowed, count, oldest, newest }` → the same decision the memory leases give. */
@@ -214,11 +146,4 @@ function readLease(reply: readonly unknown[], call: LeaseAcquire): Decision {
 
 function score(value: unknown): number | undefined {
   return typeof value === 'string' ? Number(value) : undefined;
-}
-
-function noLeases(): SluiceError {
-  return new SluiceError(
-    ErrorCode.UNSUPPORTED,
-    'RedisStore: the fallback store has no leases (store.leases); the lease was admitted (fail open)',
-  );
 }

@@ -36,12 +36,14 @@ export class Deadlines {
    * @param ms the timeout of every call, ms
    * @param clock monotonic ms (tests inject one)
    * @param schedule runs `run` once after `delay` ms (tests inject one)
+   * @param backend what a timeout says did not answer
    */
   constructor(
     readonly ms: number,
     private readonly clock: () => number = () => performance.now(),
     private readonly schedule: (run: () => void, delay: number) => Timer = setTimeout,
     private readonly defer: (run: () => void) => unknown = setImmediate,
+    readonly backend = 'Redis',
   ) {}
 
   /** Starts the clock of one call; `expire` runs if it has not settled by then. */
@@ -71,7 +73,7 @@ export class Deadlines {
   /** Settles with `promise`, or rejects after `ms` (the late outcome of `promise` is still observed). */
   race<T>(promise: Promise<T>, operation: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const deadline = this.add(() => reject(timeoutError(operation, this.ms)));
+      const deadline = this.add(() => reject(timeoutError(operation, this.ms, this.backend)));
       promise.then(
         (value) => {
           if (this.settle(deadline)) resolve(value);
@@ -126,6 +128,6 @@ export class Deadlines {
   };
 }
 
-export function timeoutError(operation: string, ms: number): SluiceError {
-  return new SluiceError(ErrorCode.STORE_FAILURE, `Redis did not answer ${operation} within ${ms} ms`);
+export function timeoutError(operation: string, ms: number, backend = 'Redis'): SluiceError {
+  return new SluiceError(ErrorCode.STORE_FAILURE, `${backend} did not answer ${operation} within ${ms} ms`);
 }

@@ -1,54 +1,24 @@
 import { type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
-import {
-  assertKnownOptions,
-  type LeaseAcquire,
-  type LeaseStore,
-  type LimitCall,
-  requireOption,
-} from '@sluice/core/adapter';
+import { assertKnownOptions, type LimitCall, requireOption } from '@sluice/core/adapter';
+import type { BreakerState, FailurePolicy } from '@sluice/redis';
+import { resolveFailureOptions } from '@sluice/redis/gate';
 import type { Redis } from 'ioredis';
 import { HashRing } from './hash-ring.js';
-import { compactDecisions, decisionOf, encodeCalls, keyArg, type Wire } from './store-wire.js';
-
-export interface ServerStoreOptions {
-  /**
-   * An ioredis client connected to a sluice-server (host, port, password, TLS and timeouts are
-   * ioredis's options; `commandTimeout` bounds each decision). The store never closes it.
-   * Give either `client` or `clients`.
-   */
-  client?: Redis;
-  /**
-   * Several sluice-servers, each owning part of the key space: a key goes to the server a
-   * consistent-hash ring (160 virtual nodes per server, named by the client's `host:port`) picks
-   * for it. Adding a server moves about 1/(n+1) of the keys to it; their state starts fresh there.
-   * The store never closes these clients.
-   */
-  clients?: readonly Redis[];
-  /** Prepended to every key (a namespace per application on a shared server). @default '' */
-  prefix?: string;
-  /**
-   * The time of a decision made without `now`, ms since the epoch. @default the server's clock
-   * (one clock for every client, as Redis `TIME` is for RedisStore)
-   */
-  clock?: () => number;
-}
-
-const KNOWN = [
-  'client',
-  'clients',
-  'prefix',
-  'clock',
-] as const satisfies readonly (keyof ServerStoreOptions)[];
+import { type Guard, guardFor, worstState } from './server-guard.js';
+import { ServerLeases } from './server-leases.js';
+import { KNOWN, type ServerStoreOptions } from './server-store-options.js';
+import { compactDecisions, encodeCalls, type Wire } from './store-wire.js';
 
 /**
  * A `Store` on a sluice-server: each decision is one command (SL.CHECK with every layered limit),
- * so one round trip, all-or-nothing on the server. Failures reject, and the Limiter reports
- * them as ERR_SLUICE_STORE_FAILURE.
+ * so one round trip, all-or-nothing on the server. Every call is bounded by `timeout` and passes
+ * the circuit breaker; failures go to the failure policy and `onError`, never to the caller
+ * (RedisStore's failure handling, from `@sluice/redis/gate`). `reset` rejects when it fails.
  *
  * @example
  * const limiter = new Limiter({
  *   algorithm: gcra({ rate: 10, period: '1s' }),
- *   store: new ServerStore({ client: new Redis({ port: 9049 }) }),
+ *   store: new ServerStore({ client: new Redis({ port: 9049, enableOfflineQueue: false }) }),
  * });
  */
 export class ServerStore implements Store {
@@ -56,6 +26,9 @@ export class ServerStore implements Store {
   private readonly ring: HashRing<Redis> | undefined;
   private readonly prefix: string;
   private readonly clock: (() => number) | undefined;
+  /** The failure handling of each server's client. */
+  private readonly guards = new Map<Redis, Guard>();
+  private readonly failurePolicy: FailurePolicy;
 
   constructor(options: ServerStoreOptions) {
     assertKnownOptions('ServerStore', options, KNOWN);
@@ -83,6 +56,27 @@ export class ServerStore implements Store {
       });
     }
     this.clock = options.clock;
+    const failure = resolveFailureOptions('ServerStore', options);
+    this.failurePolicy = failure.failurePolicy;
+    const clock = options.clock ?? Date.now;
+    for (const client of options.clients ?? [this.client!]) {
+      this.guards.set(client, guardFor(client, failure, clock));
+    }
+    this.leases = new ServerLeases(
+      (key) => this.clientFor(key),
+      (client) => this.guard(client),
+      (now) => now ?? this.clock?.(),
+      (key) => this.prefix + key,
+    );
+  }
+
+  /** The breaker's state; with `clients`, the worst of the servers' (`'open'` if any is open). */
+  get breakerState(): BreakerState {
+    return worstState([...this.guards.values()]);
+  }
+
+  private guard(client: Redis): Guard {
+    return this.guards.get(client)!;
   }
 
   /** The server owning `key` (the user key, before the prefix): every limit of one key lives there. */
@@ -110,53 +104,18 @@ export class ServerStore implements Store {
     return encodeCalls(calls, now ?? this.clock?.(), this.prefix, compact);
   }
 
-  /** Concurrency leases, held in the server's memory (see SL.LEASE). */
-  readonly leases: LeaseStore = {
-    acquire: async (call, now) => this.lease('ACQUIRE', call, now),
-    peek: async (call, now) => this.lease('PEEK', call, now),
-    release: async (call, now) => {
-      const at = now ?? this.clock?.();
-      const reply = await this.clientFor(call.key).call(
-        'SL.LEASE',
-        'RELEASE',
-        keyArg(call.space),
-        keyArg(this.prefix + call.key),
-        call.id,
-        ...(at === undefined ? [] : ['AT', String(at)]),
-      );
-      return reply === 1;
-    },
-    reset: async (space, key) => {
-      await this.clientFor(key).call('SL.LEASE', 'RESET', keyArg(space), keyArg(this.prefix + key));
-    },
-  };
-
-  private async lease(
-    verb: 'ACQUIRE' | 'PEEK',
-    call: LeaseAcquire,
-    now: number | undefined,
-  ): Promise<Decision> {
-    const at = now ?? this.clock?.();
-    const reply = (await this.clientFor(call.key).call(
-      'SL.LEASE',
-      verb,
-      keyArg(call.space),
-      keyArg(this.prefix + call.key),
-      call.id,
-      String(call.limit),
-      String(call.ttl),
-      String(call.retryAfter),
-      call.policy,
-      ...(at === undefined ? [] : ['AT', String(at)]),
-    )) as Wire;
-    return decisionOf(reply);
-  }
+  /**
+   * Concurrency leases, held in the server's memory (see SL.LEASE), under the same timeout, breaker
+   * and failure policy as limits.
+   */
+  readonly leases: ServerLeases;
 
   /**
    * One SL.CHECK per server holding some of the keys: all-or-nothing on that server. When the
-   * keys span servers and one server refuses (or fails), what the others admitted is refunded
-   * (SL.REFUND, `Algorithm.refund`), as RedisStore does across Cluster slots. Between the two
-   * commands another request may see the consumed tokens; an algorithm without `refund` keeps them.
+   * keys span servers and one server refuses (or fails, and the failure policy refuses), what the
+   * others admitted is refunded (SL.REFUND, `Algorithm.refund`), as RedisStore does across Cluster
+   * slots. Between the two commands another request may see the consumed tokens; an algorithm
+   * without `refund` keeps them.
    */
   async consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     assertPlainCalls(calls);
@@ -164,31 +123,52 @@ export class ServerStore implements Store {
     const groups = [...this.groups(calls)];
     if (groups.length === 1) {
       const [client] = groups[0]!;
-      return compactDecisions((await client.call('SL.CHECK', ...this.args(calls, at, true))) as Wire, calls);
+      const { gate, answers } = this.guard(client);
+      return gate.map(
+        'consume',
+        calls.length,
+        () => client.call('SL.CHECK', ...this.args(calls, at, true)),
+        (reply) => compactDecisions(reply as Wire, calls),
+        () => answers.consume(calls, now),
+      );
     }
-    const results = await Promise.allSettled(
-      groups.map(async ([client, indices]) => {
+    // Which groups the failure policy answered: their refund goes to it, not to their server.
+    const byPolicy = groups.map(() => false);
+    const results = await Promise.all(
+      groups.map(([client, indices], g) => {
         const mine = indices.map((i) => calls[i]!);
-        return compactDecisions((await client.call('SL.CHECK', ...this.args(mine, at, true))) as Wire, mine);
+        const { gate, answers } = this.guard(client);
+        return gate.map(
+          'consume',
+          mine.length,
+          () => client.call('SL.CHECK', ...this.args(mine, at, true)),
+          (reply) => compactDecisions(reply as Wire, mine),
+          () => {
+            byPolicy[g] = true;
+            return answers.consume(mine, now);
+          },
+        );
       }),
     );
-    const admitted = results.map((r) => r.status === 'fulfilled' && r.value.every((d) => d.allowed));
+    const admitted = results.map((decisions) => decisions.every((d) => d.allowed));
     if (!admitted.every(Boolean)) {
       await Promise.all(
-        groups.map(async ([, indices], g) => {
-          if (admitted[g])
-            await this.refund(
-              indices.map((i) => calls[i]!),
-              at,
-            ).catch(() => {});
+        groups.map(async ([client, indices], g) => {
+          if (!admitted[g]) return;
+          const mine = indices.map((i) => calls[i]!);
+          const { gate, answers } = this.guard(client);
+          if (byPolicy[g]) await answers.refund(mine, now);
+          else
+            await gate.compensate('rollback', mine.length, () =>
+              client.call('SL.REFUND', ...this.args(mine, at)),
+            );
         }),
       );
     }
     const decisions: Decision[] = new Array(calls.length);
     results.forEach((result, g) => {
-      if (result.status === 'rejected') throw result.reason;
       groups[g]![1].forEach((i, j) => {
-        decisions[i] = result.value[j]!;
+        decisions[i] = result[j]!;
       });
     });
     return decisions;
@@ -201,9 +181,13 @@ export class ServerStore implements Store {
     await Promise.all(
       [...this.groups(calls)].map(async ([client, indices]) => {
         const mine = indices.map((i) => calls[i]!);
-        const reply = compactDecisions(
-          (await client.call('SL.PEEK', ...this.args(mine, at, true))) as Wire,
-          mine,
+        const { gate, answers } = this.guard(client);
+        const reply = await gate.map(
+          'peek',
+          mine.length,
+          () => client.call('SL.PEEK', ...this.args(mine, at, true)),
+          (wire) => compactDecisions(wire as Wire, mine),
+          () => answers.peek(mine, now),
         );
         indices.forEach((i, j) => {
           decisions[i] = reply[j]!;
@@ -213,58 +197,78 @@ export class ServerStore implements Store {
     return decisions;
   }
 
+  /**
+   * Gives back held units (SL.REFUND). Never rejects: a failure is reported to `onError`
+   * (`operation: 'refund'`); while a server is unavailable the fallback store (when that is the
+   * policy) is refunded instead, since it took the consumption then.
+   */
   async refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
     const at = now ?? this.clock?.();
     await Promise.all(
-      [...this.groups(calls)].map(([client, indices]) =>
-        client.call(
-          'SL.REFUND',
-          ...this.args(
-            indices.map((i) => calls[i]!),
-            at,
-          ),
-        ),
-      ),
+      [...this.groups(calls)].map(([client, indices]) => {
+        const mine = indices.map((i) => calls[i]!);
+        const { gate, answers } = this.guard(client);
+        return gate.run(
+          'refund',
+          mine.length,
+          () => client.call('SL.REFUND', ...this.args(mine, at)).then(() => undefined),
+          () => answers.refund(mine, now),
+        );
+      }),
     );
   }
 
-  /** Takes up to each call's cost, never below zero (`SL.CHARGE`, core's `chargeStep`); answers the units taken. */
+  /**
+   * Takes up to each call's cost, never below zero (`SL.CHARGE`, core's `chargeStep`); answers
+   * the units taken. Never rejects: a failure is reported to `onError` (`operation: 'charge'`);
+   * while a server is unavailable the fallback store (when that is the policy) is charged instead.
+   */
   async charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[]> {
     const at = now ?? this.clock?.();
     const taken = calls.map(() => 0);
     await Promise.all(
       [...this.groups(calls)].map(async ([client, indices]) => {
-        const reply = (await client.call(
-          'SL.CHARGE',
-          ...this.args(
-            indices.map((i) => calls[i]!),
-            at,
-          ),
-        )) as number[];
+        const mine = indices.map((i) => calls[i]!);
+        const { gate, answers } = this.guard(client);
+        const units = await gate.map(
+          'charge',
+          mine.length,
+          () => client.call('SL.CHARGE', ...this.args(mine, at)),
+          (reply) => (reply as unknown[]).map(Number),
+          () => answers.charge(mine, now),
+        );
         indices.forEach((i, j) => {
-          taken[i] = Number(reply[j]);
+          taken[i] = units?.[j] ?? 0;
         });
       }),
     );
     return taken;
   }
 
+  /** Deletes the limits' state (and the fallback store's). Rejects with `ERR_SLUICE_STORE_FAILURE` when a server fails. */
   async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
+    const policy = this.failurePolicy;
+    if (typeof policy === 'object') await policy.reset(calls);
     await Promise.all(
       [...this.groups(calls)].map(([client, indices]) =>
-        client.call(
-          'SL.RESET',
-          ...this.args(
-            indices.map((i) => calls[i]!),
-            undefined,
+        this.guard(client).gate.strict('reset', indices.length, () =>
+          client.call(
+            'SL.RESET',
+            ...this.args(
+              indices.map((i) => calls[i]!),
+              undefined,
+            ),
           ),
         ),
       ),
     );
   }
 
-  shutdown(): void {
-    // The client is the caller's: nothing of ours to release.
+  /** Forgets the leases the failure policy answered and shuts down the fallback store. The clients are the caller's. */
+  async shutdown(): Promise<void> {
+    for (const guard of this.guards.values()) guard.leases.clear();
+    const policy = this.failurePolicy;
+    if (typeof policy === 'object') await policy.shutdown();
   }
 }
 
