@@ -277,49 +277,61 @@ function resolveLimits(limits: readonly LimitDefinition[]): ResolvedLimit[] {
       'block',
     ] satisfies (keyof LimitDefinition)[]);
     assertAlgorithm(`limits[${i}].algorithm`, limit.algorithm);
-    const name = limit.name ?? limit.algorithm.kind;
-    if (typeof name !== 'string' || name === '') {
-      throw new SluiceError(
-        ErrorCode.INVALID_OPTION,
-        `limits[${i}].name must be a non-empty string; got ${describeValue(name)}`,
-        {
-          option: `limits[${i}].name`,
-          value: name,
-        },
-      );
-    }
-    if (names.has(name)) {
-      throw new SluiceError(
-        ErrorCode.DUPLICATE_LIMIT,
-        `limits[${i}].name ${JSON.stringify(name)} is used twice; give each limit its own name`,
-        {
-          option: `limits[${i}].name`,
-          value: name,
-        },
-      );
-    }
-    names.add(name);
-    // The name is part of the stored key (in the fingerprint, outside a Redis Cluster hash tag):
-    // limits with equal parameters but different names never share state, the same name and
-    // parameters are one limit wherever they appear.
-    const enforce = limit.enforce ?? true;
-    if (typeof enforce !== 'boolean') {
-      throw new SluiceError(
-        ErrorCode.INVALID_OPTION,
-        `limits[${i}].enforce must be true or false; got ${describeValue(enforce)}`,
-        { option: `limits[${i}].enforce`, value: enforce },
-      );
-    }
-    if (!enforce && limit.algorithm.kind === 'leaky-bucket-queue') {
-      throw new SluiceError(
-        ErrorCode.INVALID_OPTION,
-        `limits[${i}] uses leakyBucketQueue(), whose admission holds the request; a limit in shadow mode (enforce: false) never holds one, so its queue would not describe the traffic`,
-        { option: `limits[${i}].enforce`, value: enforce },
-      );
-    }
+    const name = limitName(i, limit.name ?? limit.algorithm.kind, names);
+    const enforce = enforceOption(i, limit.enforce);
+    assertShadowable(i, enforce, limit.algorithm);
     const block = limit.block === undefined ? undefined : resolveBlock(`limits[${i}].block`, limit.block);
     return { name, algorithm: bindName(limit.algorithm, name), enforce, block };
   });
+}
+
+/**
+ * A limit's name: a non-empty string no other limit of the list has (added to `names`). The name
+ * is part of the stored key (in the fingerprint, outside a Redis Cluster hash tag): limits with
+ * equal parameters but different names never share state, the same name and parameters are one
+ * limit wherever they appear.
+ */
+export function limitName(i: number, name: unknown, names: Set<string>): string {
+  if (typeof name !== 'string' || name === '') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `limits[${i}].name must be a non-empty string; got ${describeValue(name)}`,
+      { option: `limits[${i}].name`, value: name },
+    );
+  }
+  if (names.has(name)) {
+    throw new SluiceError(
+      ErrorCode.DUPLICATE_LIMIT,
+      `limits[${i}].name ${JSON.stringify(name)} is used twice; give each limit its own name`,
+      { option: `limits[${i}].name`, value: name },
+    );
+  }
+  names.add(name);
+  return name;
+}
+
+/** A limit's `enforce` (default true; `false` is shadow mode). */
+export function enforceOption(i: number, value: unknown): boolean {
+  const enforce = value ?? true;
+  if (typeof enforce !== 'boolean') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `limits[${i}].enforce must be true or false; got ${describeValue(enforce)}`,
+      { option: `limits[${i}].enforce`, value: enforce },
+    );
+  }
+  return enforce;
+}
+
+/** A limit in shadow mode never holds a request, so a queue would not describe the traffic. */
+export function assertShadowable(i: number, enforce: boolean, algorithm: Algorithm): void {
+  if (!enforce && algorithm.kind === 'leaky-bucket-queue') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `limits[${i}] uses leakyBucketQueue(), whose admission holds the request; a limit in shadow mode (enforce: false) never holds one, so its queue would not describe the traffic`,
+      { option: `limits[${i}].enforce`, value: enforce },
+    );
+  }
 }
 
 /** Accepts the algorithms the factories make (`tokenBucket(...)`, `gcra(...)`, …). */

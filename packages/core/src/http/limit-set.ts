@@ -1,7 +1,16 @@
 import { type Algorithm, bindName } from '../algorithm.js';
 import { type BlockPolicy, resolveBlock } from '../block.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { assertAlgorithm, type LimitDefinition, Limiter, limitCall, storeOption } from '../limiter.js';
+import {
+  assertAlgorithm,
+  assertShadowable,
+  enforceOption,
+  type LimitDefinition,
+  Limiter,
+  limitCall,
+  limitName,
+  storeOption,
+} from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
@@ -101,40 +110,9 @@ export class LimitSet<Req> {
           );
         }
         if (plan === undefined) assertAlgorithm(`limits[${i}].algorithm`, limit.algorithm);
-        const name = limit.name ?? (limit.algorithm as Algorithm).kind;
-        if (typeof name !== 'string' || name === '') {
-          throw new SluiceError(
-            ErrorCode.INVALID_OPTION,
-            `limits[${i}].name must be a non-empty string; got ${describeValue(name)}`,
-            { option: `limits[${i}].name`, value: name },
-          );
-        }
-        if (names.has(name)) {
-          throw new SluiceError(
-            ErrorCode.DUPLICATE_LIMIT,
-            `limits[${i}].name ${JSON.stringify(name)} is used twice; give each limit its own name`,
-            { option: `limits[${i}].name`, value: name },
-          );
-        }
-        names.add(name);
-        const enforce = limit.enforce ?? true;
-        if (typeof enforce !== 'boolean') {
-          throw new SluiceError(
-            ErrorCode.INVALID_OPTION,
-            `limits[${i}].enforce must be true or false; got ${describeValue(enforce)}`,
-            { option: `limits[${i}].enforce`, value: enforce },
-          );
-        }
-        // A limit in shadow mode never holds a request, so a queue would not describe the traffic.
-        const checkShadowPlan = (algorithm: Algorithm): void => {
-          if (!enforce && algorithm.kind === 'leaky-bucket-queue') {
-            throw new SluiceError(
-              ErrorCode.INVALID_OPTION,
-              `limits[${i}] uses leakyBucketQueue(), whose admission holds the request; a limit in shadow mode (enforce: false) never holds one, so its queue would not describe the traffic`,
-              { option: `limits[${i}].enforce`, value: enforce },
-            );
-          }
-        };
+        const name = limitName(i, limit.name ?? (limit.algorithm as Algorithm).kind, names);
+        const enforce = enforceOption(i, limit.enforce);
+        const checkShadowPlan = (algorithm: Algorithm): void => assertShadowable(i, enforce, algorithm);
         if (plan === undefined) checkShadowPlan(limit.algorithm as Algorithm);
         const block = limit.block === undefined ? undefined : resolveBlock(`limits[${i}].block`, limit.block);
         return {
