@@ -35,6 +35,15 @@ export function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {
   return groups;
 }
 
+/** A peek or consume of a batch whose keys span several slots; `fail` answers by the policy. */
+type SplitCall = (
+  batch: ScriptCommand,
+  calls: readonly LimitCall[],
+  slots: readonly SlotGroup[],
+  time: string,
+  fail: () => Decision[] | Promise<Decision[]>,
+) => Promise<Decision[]>;
+
 /**
  * Layered limits whose keys span several Cluster hash slots: the batch script once per slot, in
  * parallel, each all-or-nothing within its slot; a consume that not every slot admitted gives back
@@ -47,15 +56,8 @@ export class ClusterSplit {
   ) {}
 
   /** A peek: the batch script once per slot, in parallel. */
-  peek(
-    batch: ScriptCommand,
-    calls: readonly LimitCall[],
-    slots: readonly SlotGroup[],
-    time: string,
-    fail: () => Decision[] | Promise<Decision[]>,
-  ): Promise<Decision[]> {
-    return this.gate.run('peek', calls.length, () => this.peekSlots(batch, calls, slots, time), fail);
-  }
+  readonly peek: SplitCall = (batch, calls, slots, time, fail) =>
+    this.gate.run('peek', calls.length, () => this.peekSlots(batch, calls, slots, time), fail);
 
   /**
    * A consume. The refunds run after the consume's deadline, under their own: a slow refund must
@@ -63,13 +65,7 @@ export class ClusterSplit {
    * `'allow'`). A slot that failed is answered by the policy once the others are refunded; after a
    * timeout the policy answers at once and the refunds run in the background when the slots reply.
    */
-  async consume(
-    batch: ScriptCommand,
-    calls: readonly LimitCall[],
-    slots: readonly SlotGroup[],
-    time: string,
-    fail: () => Decision[] | Promise<Decision[]>,
-  ): Promise<Decision[]> {
+  readonly consume: SplitCall = async (batch, calls, slots, time, fail) => {
     // Settle (never reject) once each admitting slot is refunded or its failure reported.
     const refunds: Promise<void>[] = [];
     const decisions = await this.gate.run(
@@ -80,7 +76,7 @@ export class ClusterSplit {
     );
     if (refunds.length > 0) await Promise.all(refunds);
     return decisions;
-  }
+  };
 
   private async peekSlots(
     batch: ScriptCommand,
