@@ -229,3 +229,32 @@ describe('plans per request with shadow mode and blocks', () => {
     expect(code(() => limiter(options))).toBe(expected);
   });
 });
+
+describe('regression: a store that could not be asked writes no quota headers', () => {
+  it("RedisStore's 'deny' answer (reason store-unavailable) sets no RateLimit headers, as the adapters' own storeFailure: 'deny' does", async () => {
+    const { Redis } = await import('ioredis');
+    const { RedisStore } = await import('@sluice/redis');
+    // Nothing listens on port 1: every call fails at once (offline queue off, no start-up wait).
+    const client = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false });
+    client.on('error', () => {});
+    const store = new RedisStore({ client, failurePolicy: 'deny', readyTimeout: 0, onError: () => {} });
+    try {
+      const http = limiter({
+        name: 'api',
+        algorithm: fixedWindow({ limit: 3, window: '10s' }),
+        key: byUser,
+        store,
+      });
+      const decision = (await http.evaluate({ user: 'ann' })) as Decision;
+      expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+      const headers = new Map<string, string>();
+      http.writeHeaders({ user: 'ann' }, decision, headers, (res, name, value) => {
+        res.set(name, String(value));
+      });
+      // r=0 would tell the client its quota is spent, when nothing was counted.
+      expect([...headers.keys()]).toEqual([]);
+    } finally {
+      client.disconnect();
+    }
+  });
+});

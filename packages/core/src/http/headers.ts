@@ -124,7 +124,9 @@ export class RateLimitHeaders {
    * so the last middleware's replaces them.
    */
   write<Res>(decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>, plan?: PlanOf): void {
-    if (this.format === false || decision.policy === '') return;
+    // A store that could not be asked (reason 'store-unavailable') counted nothing: its numbers are
+    // no quota, and `r=0` would tell the client it spent one.
+    if (this.format === false || decision.policy === '' || decision.reason === 'store-unavailable') return;
     if (plan !== undefined) this.resolve(decision, plan);
     let limits = decision.limits.length === 0 ? [decision] : decision.limits;
     if (this.hidesShadows) {
