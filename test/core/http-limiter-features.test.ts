@@ -17,8 +17,12 @@ const access: RequestAccessBase<Req> = {
 };
 const byUser = (req: Req) => req.user;
 
+/** A fixed instant: windows aligned to the epoch must not end between a test's requests. */
+const T0 = Date.UTC(2026, 0, 1, 0, 0, 1);
+
 function limiter(options: HttpLimitOptions<Req>, errors: Error[] = []): HttpLimiter<Req> {
-  return new HttpLimiter<Req>('test', options, access, {
+  const clocked = { store: new MemoryStore({ clock: () => T0 }), ...options };
+  return new HttpLimiter<Req>('test', clocked, access, {
     onError: (error) => errors.push(error),
     onWarning: () => undefined,
     onReleaseError: () => undefined,
