@@ -7,18 +7,20 @@
  *    paced request rate over 1,000 keys; script calls counted by Redis (`INFO commandstats`), with
  *    Redis CPU per request. The point of the mode: flat in the request rate.
  *
- * Writes bench/results/synced.md. usage: node --import tsx src/synced/main.ts [--quick]
+ * Writes bench/results/synced.md. usage: node --import tsx src/synced/main.ts [--quick] [--only=in-process]
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type Algorithm, fixedWindow, gcra, Limiter, MemoryStore, type Store } from '@sluice/core';
-import { SyncedStore } from '@sluice/redis';
+import { RedisStore, SyncedStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { machine } from '../lib/machine.js';
 import { startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median } from '../lib/stats.js';
 
 const quick = process.argv.includes('--quick');
+/** `--only=in-process` measures that part alone and prints it (the results file is written by full runs only). */
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 const ROUND_MS = quick ? 100 : 300;
 const ROUNDS = quick ? 3 : 7;
 const HIGH = 1_000_000_000;
@@ -85,6 +87,64 @@ async function inProcess(port: number) {
   return { rows, ratios };
 }
 
+/**
+ * What `exactAbove` costs: a key past the threshold is decided in Redis (a sync of the key, then
+ * RedisStore's script), so it is compared with RedisStore itself and with the same key decided
+ * locally. Awaited one at a time, as one request after another; 10,000 keys would only spread the
+ * same round trips. Fixed window of 1e9: a first check of 600 M units puts the key past
+ * `exactAbove: 0.5`, and it stays there (allowed) for the whole run.
+ */
+async function exactCost(port: number) {
+  const algorithm = fixedWindow({ limit: HIGH, window: HOUR });
+  const client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false });
+  const make: [string, () => Store][] = [
+    ['SyncedStore, key below exactAbove (local)', () => new SyncedStore({ client, interval: '100ms' })],
+    [
+      'SyncedStore, key past exactAbove: 0.5 (exact)',
+      () => new SyncedStore({ client, interval: '100ms', exactAbove: 0.5 }),
+    ],
+    ['RedisStore (every decision in Redis)', () => new RedisStore({ client })],
+  ];
+  const subjects = make.map(([label, store], i) => ({
+    label,
+    store: store(),
+    key: `exact:${i}`,
+    rounds: [] as number[],
+    cursor: { i: 0 },
+  }));
+  const limiters = subjects.map((s) => new Limiter({ algorithm, store: s.store }));
+  for (const [i, s] of subjects.entries()) {
+    if (i === 1) await limiters[i]!.check(s.key, { cost: 600_000_000 });
+    const d = await limiters[i]!.check(s.key);
+    if (!d.allowed) throw new Error(`${s.label}: refused while warming up`);
+  }
+  const drive1 = async (limiter: Limiter, key: string, ms: number) => {
+    let ops = 0;
+    const start = performance.now();
+    while (performance.now() - start < ms) {
+      for (let b = 0; b < 100; b++) {
+        const d = await limiter.check(key);
+        if (!d.allowed) throw new Error('refused during the exactAbove bench');
+      }
+      ops += 100;
+    }
+    return ops / ((performance.now() - start) / 1000);
+  };
+  for (const [i, s] of subjects.entries()) await drive1(limiters[i]!, s.key, ROUND_MS);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [i, s] of subjects.entries()) s.rounds.push(await drive1(limiters[i]!, s.key, ROUND_MS));
+  }
+  const rows = subjects.map((s) => {
+    const rate = median(s.rounds);
+    const versus = median(s.rounds.map((v, i) => v / subjects[2]!.rounds[i]!));
+    log(`  ${s.label}: ${formatRate(rate)}/s`);
+    return `| ${s.label} | ${formatRate(rate)} | ${formatRatio(versus)} |`;
+  });
+  for (const s of subjects) await s.store.shutdown();
+  client.disconnect();
+  return rows;
+}
+
 /** Script calls and Redis CPU µs so far. */
 async function redisSide(admin: Redis): Promise<{ calls: number; cpu: number }> {
   const info = `${await admin.info('commandstats')}\n${await admin.info('cpu')}`;
@@ -135,6 +195,12 @@ async function main(): Promise<void> {
   try {
     log('== in process');
     const inProc = await inProcess(redis.port);
+    if (only === 'in-process') {
+      for (const row of inProc.rows) log(row);
+      return;
+    }
+    log('== exactAbove');
+    const exact = await exactCost(redis.port);
     log('== Redis commands');
     const table: string[] = [];
     for (const interval of [10, 100, 1000]) {
@@ -157,6 +223,14 @@ async function main(): Promise<void> {
       '| algorithm | keys | MemoryStore | SyncedStore | SyncedStore ÷ MemoryStore (per round, median) |',
       '| --- | --- | --- | --- | --- |',
       ...inProc.rows,
+      '',
+      `## What \`exactAbove\` costs: one key, awaited one decision at a time (median of ${ROUNDS} interleaved rounds of ${ROUND_MS} ms)`,
+      '',
+      'A key past the threshold is decided in Redis: the node first syncs what it consumed on the key, then runs RedisStore\'s script on it, two round trips per decision. Below the threshold the same key is decided locally.',
+      '',
+      '| subject | decisions/s | ÷ RedisStore (per round, median) |',
+      '| --- | --- | --- |',
+      ...exact,
       '',
       '## Redis script calls per second, one node, 1,000 keys, GCRA (`INFO commandstats`)',
       '',

@@ -108,8 +108,13 @@ export class Limiter {
   private readonly single: boolean;
   /** Whether any limit is in shadow mode: decisions are then marked (`Decision.shadow`). */
   private readonly shadows: boolean;
-  /** A plain `MemoryStore` behind a single limit: `check` takes its direct path (no batch arrays). */
-  private readonly memory: MemoryStore | undefined;
+  /**
+   * The store, when a single enforced limit without a block sits on a store with `consumeOne`:
+   * `check` of a string key then takes its direct path (no batch arrays).
+   */
+  private readonly direct: Store | undefined;
+  /** The store's `consume` when the limiter was made: a replaced one (a test's spy) sees every call. */
+  private readonly directConsume: Store['consume'];
 
   constructor(options: LimiterOptions) {
     assertKnownOptions('Limiter', options, KNOWN);
@@ -122,29 +127,29 @@ export class Limiter {
     this.single = this.limits.length === 1;
     this.shadows = this.limits.some((limit) => !limit.enforce);
     this.store = storeOption(options.store);
-    this.memory =
+    this.directConsume = this.store.consume;
+    this.direct =
       this.single &&
       this.limits[0]!.enforce &&
       this.limits[0]!.block === undefined &&
-      Object.getPrototypeOf(this.store) === MemoryStore.prototype
-        ? (this.store as MemoryStore)
+      definesBoth(this.store, 'consume', 'consumeOne')
+        ? this.store
         : undefined;
   }
 
   /** Consumes `cost` from every limit, or from none. Smyte's `reduce`. */
   check(keys: LimitKeys, options?: CheckOptions): MaybePromise<Decision> {
-    const memory = this.memory;
-    // The direct path does what `store.consume([call])` does, unless that method was replaced (a spy).
-    if (memory !== undefined && typeof keys === 'string' && memory.consume === MEMORY_CONSUME) {
+    const direct = this.direct;
+    if (direct !== undefined && typeof keys === 'string' && direct.consume === this.directConsume) {
       const cost = this.cost(options);
       const limit = this.limits[0]!;
-      let decision: Decision;
+      let decision: MaybePromise<Decision>;
       try {
-        decision = memory.consumeOne(limit.algorithm, keys, cost, limit.name, options?.now ?? memory.clock());
+        decision = direct.consumeOne!(limit.algorithm, keys, cost, limit.name, options?.now);
       } catch (error) {
         return Promise.reject(storeFailure(error));
       }
-      return combine([decision]);
+      return decision instanceof Promise ? decision.then(single, rejected) : combine([decision]);
     }
     const calls = this.calls(keys, options);
     if (calls.length === 0) return UNLIMITED;
@@ -222,7 +227,6 @@ export class Limiter {
   }
 }
 
-const MEMORY_CONSUME = MemoryStore.prototype.consume;
 
 /** The store call of one limit; `shadow` and `block` only when the limit has them. */
 export function limitCall(limit: ResolvedLimit, key: string, cost: number): LimitCall {
@@ -239,11 +243,23 @@ export function limitCall(limit: ResolvedLimit, key: string, cost: number): Limi
   return call;
 }
 
+/**
+ * Whether the object nearest on `value`'s prototype chain that has `a` also has `b` as its own:
+ * a subclass or an instance replacing `consume` alone keeps its `consume` on every call.
+ */
+function definesBoth(value: object, a: string, b: string): boolean {
+  for (let o: object | null = value; o !== null; o = Object.getPrototypeOf(o)) {
+    if (Object.hasOwn(o, a)) return Object.hasOwn(o, b) && typeof (o as Record<string, unknown>)[b] === 'function';
+  }
+  return false;
+}
+
+const single = (decision: Decision): Decision => combine([decision]);
+const rejected = (error: unknown): Promise<never> => Promise.reject(storeFailure(error));
+
 function settle(result: MaybePromise<Decision[]>): MaybePromise<Decision> {
   if (Array.isArray(result)) return combine(result);
-  return (result as Promise<Decision[]>).then(combine, (error: unknown) =>
-    Promise.reject(storeFailure(error)),
-  );
+  return (result as Promise<Decision[]>).then(combine, rejected);
 }
 
 /** `assertKnownOptions` for the per-call options, without its `Object.keys` array on the hot path. */

@@ -195,12 +195,18 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * The common single-limit case, without the batch's arrays: what `consume([call], now)` does.
-   * `Limiter` calls it directly for a single limit on a memory store (the hot path of the
-   * benchmark): one map lookup, the algorithm's step, and the new state stored in the key's cell.
-   * @internal
+   * The common single-limit case, without the batch's arrays: what `consume([call], now)` does
+   * (`Store.consumeOne`): one map lookup, the algorithm's step, and the new state stored in the
+   * key's cell.
    */
-  consumeOne(algorithm: Algorithm, key: string, cost: number, policy: string, now: number): Decision {
+  consumeOne(
+    algorithm: Algorithm,
+    key: string,
+    cost: number,
+    policy: string,
+    at: number | undefined,
+  ): Decision {
+    const now = at ?? this.clock();
     const space = algorithm === this.lastAlgorithm ? this.lastSpace! : this.space(algorithm);
     const cell = space.young.get(key) ?? this.fromOld(space, key);
     if (cell === undefined) {

@@ -64,6 +64,19 @@ export interface Store {
   reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): MaybePromise<void>;
   shutdown(): MaybePromise<void>;
   /**
+   * Optional: what `consume([call], now)` answers for one call without `shadow` or `block`,
+   * without the batch's two arrays. `Limiter` calls it for a single limit on a string key (the
+   * commonest call there is) whenever the store has it and its `consume` has not been replaced
+   * since the limiter was made (a test's spy sees every call).
+   */
+  consumeOne?(
+    algorithm: Algorithm,
+    key: string,
+    cost: number,
+    policy: string,
+    now: number | undefined,
+  ): MaybePromise<Decision>;
+  /**
    * Optional: gives back the units of calls admitted earlier with a delay whose request never ran
    * (`Algorithm.refund`; calls whose algorithm has no `refund` are ignored). Adapters call it when
    * a client disconnects while held; a store without it keeps the slot until the queue drains.

@@ -65,9 +65,14 @@ export class SyncedStore implements Store {
   private readonly timer: ReturnType<typeof setInterval> | undefined;
   private exactStore: RedisStore | undefined;
   private closed = false;
+  /** Copied from the options: read on every decision. */
+  private readonly clock: () => number;
+  private readonly exactAbove: number | undefined;
 
   constructor(options: SyncedStoreOptions) {
     this.options = resolveSyncedOptions(options);
+    this.clock = this.options.redis.clock;
+    this.exactAbove = this.options.exactAbove;
     const { client, prefix } = this.options.redis;
     this.prefix = prefix;
     this.cluster = client.isCluster;
@@ -106,23 +111,14 @@ export class SyncedStore implements Store {
   }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
+    if (calls.length === 1) {
+      const call = calls[0]!;
+      const decision = this.consumeOne(call.algorithm, call.key, call.cost, call.policy, now);
+      return decision instanceof Promise ? decision.then((d) => [d]) : [decision];
+    }
     const at = now ?? this.options.redis.clock();
     this.latest = at;
     const share = this.outage ? this.options.outageShare : 1;
-    if (calls.length === 1) {
-      const call = calls[0]!;
-      const entry = this.entry(call.algorithm, call.key);
-      const step = call.algorithm.consume(entry.view, at, call.cost / share, call.policy);
-      const decision = share === 1 ? step.decision : floorRemaining(step.decision);
-      if (!step.decision.allowed) return [decision];
-      const exact = this.options.exactAbove;
-      if (exact !== undefined && share === 1 && decision.remaining < (1 - exact) * decision.limit) {
-        return this.exact(entry, call, at, now).then((d) => [d]);
-      }
-      entry.view = step.state;
-      entry.delta = entry.space.rule.add(entry.delta, step.state, at, call.cost);
-      return [decision];
-    }
     const entries = calls.map((call) => this.entry(call.algorithm, call.key));
     const scaled = share === 1 ? calls : calls.map((call) => ({ ...call, cost: call.cost / share }));
     const { decisions, writes } = settleBatch(
@@ -138,6 +134,40 @@ export class SyncedStore implements Store {
       if (allowed) entry.delta = entry.space.rule.add(entry.delta, next, at, calls[i]!.cost);
     });
     return share === 1 ? decisions : decisions.map(floorRemaining);
+  }
+
+  /** One call, without the batch's arrays (`Store.consumeOne`): the Limiter's direct path. */
+  consumeOne(
+    algorithm: Algorithm,
+    key: string,
+    cost: number,
+    policy: string,
+    now: number | undefined,
+  ): Decision | Promise<Decision> {
+    const at = now ?? this.clock();
+    this.latest = at;
+    const entry = this.entry(algorithm, key);
+    if (this.resend.length > 0) return this.outageOne(entry, cost, policy, at);
+    const step = algorithm.consume(entry.view, at, cost, policy);
+    const decision = step.decision;
+    if (!decision.allowed) return decision;
+    const exact = this.exactAbove;
+    if (exact !== undefined && decision.remaining < (1 - exact) * decision.limit) {
+      return this.exact(entry, { algorithm, key, cost, policy }, at, now);
+    }
+    entry.view = step.state;
+    entry.delta = entry.space.rule.add(entry.delta, step.state, at, cost);
+    return decision;
+  }
+
+  /** A decision while Redis is away: against `outageShare` of the limit (the cost scaled up). */
+  private outageOne(entry: Entry, cost: number, policy: string, at: number): Decision {
+    const step = entry.space.algorithm.consume(entry.view, at, cost / this.options.outageShare, policy);
+    if (step.decision.allowed) {
+      entry.view = step.state;
+      entry.delta = entry.space.rule.add(entry.delta, step.state, at, cost);
+    }
+    return floorRemaining(step.decision);
   }
 
   peek(calls: readonly LimitCall[], now: number | undefined): Decision[] {
@@ -295,7 +325,9 @@ export class SyncedStore implements Store {
   /** Puts a used entry in the next batch, and the one after (see `Entry.pulls`). */
   private queue(entry: Entry): void {
     entry.pulls = 2;
-    this.requeue(entry);
+    if (entry.queued) return;
+    entry.queued = true;
+    this.queued.push(entry);
   }
 
   private readonly requeue = (entry: Entry): void => {
