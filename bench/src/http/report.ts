@@ -68,6 +68,20 @@ function verdicts(rows: readonly HttpRow[]): Verdict[] {
             : undefined,
         figure: valid(redis) ? versus(redis) : 'invalid',
       });
+    // Issue 13: local-first decisions should cost about what the memory store costs: ≥ 0.9× bare
+    // Fastify, and Express's against its no-op middleware floor (its bare app does less than any middleware).
+    const synced = row(`${framework}:sluice:synced`);
+    const floor = framework === 'fastify' ? row('fastify:bare') : row('express:noop');
+    if (synced !== undefined) {
+      const ratio = valid(synced) && valid(floor) ? floor.cpuPerRequest / synced.cpuPerRequest : Number.NaN;
+      out.push({
+        target: `HTTP: ${name} + sluice on SyncedStore ≥ 0.9× ${framework === 'fastify' ? 'bare' : 'the no-op middleware floor'} (server CPU per request)`,
+        met: Number.isFinite(ratio) ? ratio >= 0.9 : undefined,
+        figure: Number.isFinite(ratio)
+          ? `${formatRatio(ratio)} (memory store: ${formatRatio(valid(memory) && valid(floor) ? floor.cpuPerRequest / memory.cpuPerRequest : Number.NaN)}; Redis CPU ${synced.redisCpuPerRequest.toFixed(1)} µs/req, exact Redis ${redis?.redisCpuPerRequest.toFixed(1) ?? '–'})`
+          : 'invalid',
+      });
+    }
   }
   return out;
 }
