@@ -47,7 +47,7 @@ describe("Limiter: the direct path (Store.consumeOne) never bypasses a store's o
     expect(new Limiter({ algorithm, store }).check('k', { now: 0 })).toMatchObject({ remaining: 0 });
   });
 
-  it("a subclass that replaces consume (and not consumeOne) has its consume called", () => {
+  it('a subclass that replaces consume (and not consumeOne) has its consume called', () => {
     const seen: number[] = [];
     class Counting extends MemoryStore {
       override consume(...args: Parameters<MemoryStore['consume']>) {

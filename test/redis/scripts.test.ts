@@ -17,6 +17,7 @@ import { LUA_ALGORITHMS } from '../../packages/redis/src/lua/algorithms.js';
 import { batchScript } from '../../packages/redis/src/scripts/batch-script.js';
 import { type LeanLimit, leanBatchScript } from '../../packages/redis/src/scripts/lean-batch-script.js';
 import { leanSingleScript, singleScript } from '../../packages/redis/src/scripts/single-script.js';
+import { SYNC_SCRIPT } from '../../packages/redis/src/scripts/sync-script.js';
 import { algorithmArgs, luaAlgorithm } from '../../packages/redis/src/wire.js';
 
 const file = (name: string) => `./__scripts__/${name}.lua`;
@@ -91,6 +92,10 @@ describe('generated Lua scripts', () => {
 
     it('split refund', async () => {
       await expect(SPLIT_REFUND_SCRIPT).toMatchFileSnapshot(file('split-refund'));
+    });
+
+    it("sync (SyncedStore's cycle)", async () => {
+      await expect(SYNC_SCRIPT).toMatchFileSnapshot(file('sync'));
     });
 
     it('reset', async () => {

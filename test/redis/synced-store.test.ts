@@ -189,6 +189,36 @@ describe('SyncedStore: memory, exact mode, shutdown', () => {
     await store!.shutdown();
   });
 
+  it('regression: consumption waiting to be sent is bounded too (2 × maxKeys keys); what is dropped is reported, and the rest still reaches Redis', async () => {
+    // Without a sync (Redis away, or a flood between two cycles) every used key waited in the
+    // queue, evicted or not: 100,000 new keys held 100,000 entries past maxKeys 100.
+    const algorithm = fixedWindow({ limit: 5, window: 60_000 });
+    const events: RedisStoreErrorEvent[] = [];
+    const [store] = fleet(standalone, 1, { maxKeys: 100, onError: (event) => events.push(event) });
+    const limiter = new Limiter({ algorithm, store: store! });
+    for (let i = 0; i < 100_000; i++) limiter.check(`flood:${i}`, { now: START });
+    expect(store!.keyCount).toBeLessThanOrEqual(100);
+    expect(store!.pending).toBeLessThanOrEqual(200);
+    const dropped = events.filter((e) => e.operation === 'sync');
+    expect(dropped.length).toBeGreaterThan(0);
+    expect(dropped.reduce((n, e) => n + e.keys, 0)).toBe(100_000 - store!.pending);
+    expect((dropped[0]!.error as { code?: string }).code).toBe('ERR_SLUICE_STORE_FAILURE');
+    // The keys still held are sent: Redis has the newest key's unit.
+    await store!.sync();
+    const redis = new RedisStore({
+      client: standalone,
+      prefix: store!.prefix,
+      timeout: 5_000,
+      breaker: false,
+    });
+    const [newest] = await redis.peek(
+      [{ algorithm: limiter.limits[0]!.algorithm, key: 'flood:99999', cost: 1, policy: 'fixed-window' }],
+      START,
+    );
+    expect(newest!.remaining).toBe(4);
+    await store!.shutdown();
+  });
+
   it('exactAbove: near the limit decisions go to Redis; the excess falls from (N-1)·L to what the nodes admit locally unseen', async () => {
     const algorithm = fixedWindow({ limit: 20, window: 60_000 });
     const total = async (options: Partial<SyncedStoreOptions>) => {

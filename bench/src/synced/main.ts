@@ -226,7 +226,7 @@ async function main(): Promise<void> {
       '',
       `## What \`exactAbove\` costs: one key, awaited one decision at a time (median of ${ROUNDS} interleaved rounds of ${ROUND_MS} ms)`,
       '',
-      'A key past the threshold is decided in Redis: the node first syncs what it consumed on the key, then runs RedisStore\'s script on it, two round trips per decision. Below the threshold the same key is decided locally.',
+      "A key past the threshold is decided in Redis: the node first syncs what it consumed on the key, then runs RedisStore's script on it, two round trips per decision. Below the threshold the same key is decided locally.",
       '',
       '| subject | decisions/s | ÷ RedisStore (per round, median) |',
       '| --- | --- | --- |',

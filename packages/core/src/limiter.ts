@@ -227,7 +227,6 @@ export class Limiter {
   }
 }
 
-
 /** The store call of one limit; `shadow` and `block` only when the limit has them. */
 export function limitCall(limit: ResolvedLimit, key: string, cost: number): LimitCall {
   if (limit.enforce && limit.block === undefined)
@@ -249,7 +248,8 @@ export function limitCall(limit: ResolvedLimit, key: string, cost: number): Limi
  */
 function definesBoth(value: object, a: string, b: string): boolean {
   for (let o: object | null = value; o !== null; o = Object.getPrototypeOf(o)) {
-    if (Object.hasOwn(o, a)) return Object.hasOwn(o, b) && typeof (o as Record<string, unknown>)[b] === 'function';
+    if (Object.hasOwn(o, a))
+      return Object.hasOwn(o, b) && typeof (o as Record<string, unknown>)[b] === 'function';
   }
   return false;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Algorithm, Decision, Store } from '@sluice/core';
-import { type LimitCall, settleBatch, UNCHANGED } from '@sluice/core/adapter';
+import { type Algorithm, type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
+import { chargeStep, type LimitCall, settleBatch, UNCHANGED } from '@sluice/core/adapter';
 import type { BreakerState } from './breaker.js';
 import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';
@@ -100,6 +100,11 @@ export class SyncedStore implements Store {
     return this.resend.length > 0;
   }
 
+  /** Keys whose use waits for the next sync (at most `2 × maxKeys`). */
+  get pending(): number {
+    return this.queued.length;
+  }
+
   /** Keys held in this process. */
   get keyCount(): number {
     return this.table.size;
@@ -175,6 +180,50 @@ export class SyncedStore implements Store {
     return calls.map((call) => {
       const entry = this.entry(call.algorithm, call.key);
       return call.algorithm.peek(entry.view, at, call.cost, call.policy);
+    });
+  }
+
+  /**
+   * Gives back units admitted earlier (`Store.refund`: a held request whose client left, a
+   * response that `count` does not count, `settle` downwards): off the local view at once, and
+   * off the fleet's state at the next sync (counts never below zero, a clock never past a full
+   * limit). A key this node no longer holds has nothing to give back here.
+   */
+  refund(calls: readonly LimitCall[], now: number | undefined): void {
+    const at = now ?? this.clock();
+    for (const call of calls) {
+      const { algorithm } = call;
+      if (algorithm.refund === undefined) continue;
+      const entry = this.held(algorithm, call.key);
+      if (entry === undefined || entry.view === undefined) continue;
+      // `cost`, also in an outage, where the admission took `cost / outageShare` from the view:
+      // the view stays on the safe side, and the fleet gets back exactly what it was sent.
+      const next = algorithm.refund(entry.view, at, call.cost);
+      if (next === entry.view) continue;
+      entry.delta = entry.space.rule.refund(entry.delta, entry.view, next, at, call.cost);
+      entry.view = next;
+      this.latest = at;
+      this.queue(entry);
+    }
+  }
+
+  /**
+   * Takes up to each call's cost without refusing (`Store.charge`: `settle` upwards, a plan
+   * change), as far as this node's view has room; the units taken reach the fleet at the next
+   * sync, as admissions do (so the fleet-wide excess bound covers them too). During an outage it
+   * takes against the whole limit, not `outageShare` of it: a charge never refuses, so a share
+   * would only change how much of the actual cost goes uncounted.
+   */
+  charge(calls: readonly LimitCall[], now: number | undefined): number[] {
+    const at = now ?? this.clock();
+    this.latest = at;
+    return calls.map((call) => {
+      const entry = this.entry(call.algorithm, call.key);
+      const { state, taken } = chargeStep(call, entry.view, at);
+      if (state === UNCHANGED || taken <= 0) return 0;
+      entry.view = state;
+      entry.delta = entry.space.rule.add(entry.delta, state, at, taken);
+      return taken;
     });
   }
 
@@ -322,12 +371,52 @@ export class SyncedStore implements Store {
     return entry;
   }
 
+  /** The entry of a key this node holds, or undefined (nothing is made). */
+  private held(algorithm: Algorithm, key: string): Entry | undefined {
+    return this.spaces.get(algorithm.fingerprint)?.entries.get(key);
+  }
+
   /** Puts a used entry in the next batch, and the one after (see `Entry.pulls`). */
   private queue(entry: Entry): void {
     entry.pulls = 2;
     if (entry.queued) return;
     entry.queued = true;
+    if (this.queued.length >= 2 * this.options.maxKeys) this.dropEvicted();
     this.queued.push(entry);
+  }
+
+  /**
+   * Bounds the queue: an evicted key's unsent consumption waits in it for the next sync, so while
+   * no sync runs (Redis away, or more new keys between two cycles than `maxKeys`) the queue would
+   * grow with every new key. Past `2 × maxKeys` the evicted keys' consumption is dropped, and
+   * reported (`operation: 'sync'`, `keys`: how many): the fleet never learns of it, so it may admit
+   * that much more than the bound says. The keys still held (at most `maxKeys`) stay queued.
+   */
+  private dropEvicted(): void {
+    const kept: Entry[] = [];
+    for (const entry of this.queued) {
+      if (entry.space.entries.get(entry.key) === entry) kept.push(entry);
+      else {
+        entry.queued = false;
+        entry.delta = undefined;
+      }
+    }
+    const dropped = this.queued.length - kept.length;
+    this.queued = kept;
+    if (dropped === 0) return;
+    try {
+      this.options.redis.onError?.({
+        operation: 'sync',
+        keys: dropped,
+        error: new SluiceError(
+          ErrorCode.STORE_FAILURE,
+          `SyncedStore: the unsent consumption of ${dropped} evicted keys was dropped (more than maxKeys ${this.options.maxKeys} keys used since the last sync that reached Redis)`,
+        ),
+        breaker: this.guard.state,
+      });
+    } catch {
+      // onError must not throw; if it does, the request path is not the place to fail.
+    }
   }
 
   private readonly requeue = (entry: Entry): void => {

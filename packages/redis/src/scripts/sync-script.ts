@@ -23,6 +23,9 @@ import { PRELUDE_LUA } from '../lua/prelude.js';
  *             2 sub-windows:   precision, size, index, c0 … cP
  *             3 virtual clock: offset, step, floor
  *
+ * Deltas may be negative (refunds): counts stop at 0, the virtual clock's floor stops a refund at
+ * a full limit (see `MergeRule.refund`).
+ *
  * Returns `{ applied, state1, …, stateN }`: applied 1 when this call added the deltas, 0 when an
  * earlier call had; each state encoded as stored ('' for none).
  */
@@ -52,6 +55,7 @@ for i = 2, #KEYS do
       if fresh then
         if state == nil then
           state = delta
+          for j = 2, precision + 2 do state[j] = math.max(0, state[j]) end
         else
           local top = math.max(index, state[1])
           local sum = { top }
@@ -60,6 +64,8 @@ for i = 2, #KEYS do
             local shift = top - list[1]
             for j = 0, precision - shift do sum[j + shift + 2] = sum[j + shift + 2] + list[j + 2] end
           end
+          -- A refund's negative counts stop at 0, as the algorithm's refund does.
+          for j = 2, precision + 2 do sum[j] = math.max(0, sum[j]) end
           state = sum
         end
         expiry = (state[1] + precision + 1) * size
@@ -78,7 +84,8 @@ for i = 2, #KEYS do
       expiry = state[1] + p
     elseif state == nil or state[2] <= d2 then
       -- A delta of a window older than the state's is over: dropped.
-      if state == nil or state[2] < d2 then state = { d1, d2 } else state = { state[1] + d1, d2 } end
+      -- A refund's negative count stops at 0, as the algorithm's refund does.
+      if state == nil or state[2] < d2 then state = { math.max(0, d1), d2 } else state = { math.max(0, state[1] + d1), d2 } end
       expiry = d2 + p
     end
   end

@@ -1,4 +1,5 @@
 import { type Algorithm, ErrorCode, SluiceError } from '@sluice/core';
+import { EPSILON } from '@sluice/core/adapter';
 
 /**
  * What one node consumed on one key since it last sent: a delta the sync script adds to the
@@ -24,6 +25,14 @@ export interface MergeRule {
    * in place when it can (no allocation per request); a delta is never shared.
    */
   add(delta: Delta | undefined, view: unknown, now: number, cost: number): Delta;
+  /**
+   * The delta after `cost` units admitted earlier were given back at `now` (`Algorithm.refund`),
+   * which changed the view from `before` to `after`. Counters send what the view lost (the
+   * algorithm's refund stops at zero, and a count clamped later would not add up: 3 − 5 + 1 is
+   * not max(0, 3 − 5) + 1); the virtual clock sends the refund's own map, which composes exactly.
+   * Updates `delta` in place when it can.
+   */
+  refund(delta: Delta | undefined, before: unknown, after: unknown, now: number, cost: number): Delta;
   /** `state` (the fleet's, from Redis; undefined when none) with `delta` added. */
   merge(state: unknown, delta: Delta): unknown;
 }
@@ -33,25 +42,42 @@ export interface MergeRule {
  * dropped (its window is over, for every node whose clock is past it); a newer one replaces it.
  */
 function counterRule(window: number): MergeRule {
+  const add = (delta: Delta | undefined, view: unknown, cost: number): Delta => {
+    const start = (view as readonly number[])[1]!;
+    if (delta === undefined || delta[1] !== start) return [cost, start];
+    delta[0]! += cost;
+    return delta;
+  };
   return {
     code: 1,
     params: [window],
-    add(delta, view, _now, cost) {
-      const start = (view as readonly number[])[1]!;
-      if (delta === undefined || delta[1] !== start) return [cost, start];
-      delta[0]! += cost;
-      return delta;
-    },
+    add: (delta, view, _now, cost) => add(delta, view, cost),
+    // A refund changes only the view's own window (the algorithm's refund leaves an older one as
+    // it is): what that window's count lost comes off the fleet's, which stops at 0.
+    refund: (delta, before, after, _now, _cost) =>
+      add(
+        delta,
+        before,
+        ((after as readonly number[] | undefined)?.[0] ?? 0) - (before as readonly number[])[0]!,
+      ),
     merge(state, delta) {
       const s = state as readonly number[] | undefined;
-      if (s === undefined || s[1]! < delta[1]!) return delta.slice();
-      return s[1] === delta[1] ? [s[0]! + delta[0]!, s[1]!] : s;
+      if (s === undefined || s[1]! < delta[1]!) return delta[0]! >= 0 ? delta.slice() : [0, delta[1]!];
+      return s[1] === delta[1] ? [Math.max(0, s[0]! + delta[0]!), s[1]!] : s;
     },
   };
 }
 
-/** Two sub-window lists `[index, newest, …, oldest]` added count by count, aligned on the newer index. */
-function addSubWindows(a: readonly number[], b: readonly number[], precision: number): number[] {
+/**
+ * Two sub-window lists `[index, newest, …, oldest]` added count by count, aligned on the newer
+ * index. `clamp`: the sum is a state (a refund's negative counts stop at 0); two deltas add as they are.
+ */
+function addSubWindows(
+  a: readonly number[],
+  b: readonly number[],
+  precision: number,
+  clamp = false,
+): number[] {
   const index = Math.max(a[0]!, b[0]!);
   const out = new Array<number>(precision + 2).fill(0);
   out[0] = index;
@@ -59,6 +85,7 @@ function addSubWindows(a: readonly number[], b: readonly number[], precision: nu
     const shift = index - list[0]!;
     for (let i = 0; i + shift <= precision; i++) out[i + shift + 1]! += list[i + 1]!;
   }
+  if (clamp) for (let i = 1; i < out.length; i++) if (out[i]! < 0) out[i] = 0;
   return out;
 }
 
@@ -74,10 +101,21 @@ function subWindowRule(precision: number, size: number): MergeRule {
       unit[1] = cost;
       return delta === undefined ? unit : addSubWindows(delta, unit, precision);
     },
+    // As the algorithm's refund: what the sub-window of `now` lost (counted from the view's
+    // newest) comes off the fleet's, which stops at 0.
+    refund(delta, before, after, now, _cost) {
+      const from = before as readonly number[];
+      const index = from[0]!;
+      const at = index - Math.floor((now + EPSILON) / size) + 1;
+      const unit = new Array<number>(precision + 2).fill(0);
+      unit[0] = index;
+      unit[at] = ((after as readonly number[] | undefined)?.[at] ?? 0) - from[at]!;
+      return delta === undefined ? unit : addSubWindows(delta, unit, precision);
+    },
     merge(state, delta) {
       return state === undefined
-        ? delta.slice()
-        : addSubWindows(state as readonly number[], delta, precision);
+        ? delta.map((count, i) => (i > 0 && count < 0 ? 0 : count))
+        : addSubWindows(state as readonly number[], delta, precision, true);
     },
   };
 }
@@ -101,6 +139,16 @@ function virtualClockRule(unit: number, offset: number): MergeRule {
       if (delta === undefined) return [step, floor];
       delta[1] = Math.max(delta[1]! + step, floor);
       delta[0]! += step;
+      return delta;
+    },
+    // A refund is the map x ↦ max(x − cost·unit, now − offset) (the clock never goes back past a
+    // full limit), and composes with the run's map as any admission does: still max(x + step, floor).
+    refund(delta, _before, _after, now, cost) {
+      const back = cost * unit;
+      const full = now - offset;
+      if (delta === undefined) return [-back, full];
+      delta[1] = Math.max(delta[1]! - back, full);
+      delta[0]! -= back;
       return delta;
     },
     merge(state, delta) {
