@@ -155,6 +155,19 @@ function redisVerdicts(redisSection: Section<RedisResult>): Verdict[] {
       met: layered / single >= 0.85,
       figure: formatRatio(layered / single),
     });
+    // Issue 16's measure: against the raw EVALSHA token bucket, with the default client and with
+    // auto-pipelining (where Redis's own CPU, three limits' Lua, sets the pace).
+    const piped = (id: string) =>
+      redisSection.result.rows.find((r) => r.id === id && r.pipelining)?.opsPerSecond;
+    const pipedLayered = piped('sluice:layered');
+    const pipedFloor = piped('floor');
+    const ratios = [layered / floor, ...(pipedLayered && pipedFloor ? [pipedLayered / pipedFloor] : [])];
+    out.push({
+      target:
+        'Redis: 3 layered limits on one user key ≥ 0.8× the EVALSHA floor (default client / auto-pipelining)',
+      met: ratios.every((r) => r >= 0.8),
+      figure: ratios.map(formatRatio).join(' / '),
+    });
   }
   // The deny cache against rate-limiter-flexible on the same abusive traffic: plain, and with its
   // own local block (`inMemoryBlockOnConsumed`), the like-for-like comparison.

@@ -16,7 +16,7 @@ import { startRedis } from '../lib/redis-server.js';
 import { formatRate } from '../lib/stats.js';
 import { load } from './load.js';
 import { startServer } from './server-process.js';
-import { httpSubject } from './subjects.js';
+import { httpSubject, usesRedis } from './subjects.js';
 
 interface ProfileNode {
   readonly id: number;
@@ -44,7 +44,7 @@ const dir = `${tmpdir()}/sluice-profiles/`;
 await mkdir(dir, { recursive: true });
 const before = new Set(await readdir(dir));
 
-const redis = subject.store === 'redis' ? await startRedis() : undefined;
+const redis = usesRedis(subject) ? await startRedis() : undefined;
 try {
   const server = await startServer(id, redis?.port, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   await load(server, 2, undefined, subject.shape);

@@ -73,12 +73,17 @@ function verdicts(rows: readonly HttpRow[]): Verdict[] {
     const synced = row(`${framework}:sluice:synced`);
     const floor = framework === 'fastify' ? row('fastify:bare') : row('express:noop');
     if (synced !== undefined) {
-      const ratio = valid(synced) && valid(floor) ? floor.cpuPerRequest / synced.cpuPerRequest : Number.NaN;
+      // Per-round CPU ratios to the bare app (as every other row), over the floor's for Express.
+      const toFloor = (r: HttpRow | undefined) =>
+        valid(r) && valid(floor)
+          ? r.cpuRatioToBare / (framework === 'fastify' ? 1 : floor.cpuRatioToBare)
+          : Number.NaN;
+      const ratio = toFloor(synced);
       out.push({
         target: `HTTP: ${name} + sluice on SyncedStore ≥ 0.9× ${framework === 'fastify' ? 'bare' : 'the no-op middleware floor'} (server CPU per request)`,
         met: Number.isFinite(ratio) ? ratio >= 0.9 : undefined,
         figure: Number.isFinite(ratio)
-          ? `${formatRatio(ratio)} (memory store: ${formatRatio(valid(memory) && valid(floor) ? floor.cpuPerRequest / memory.cpuPerRequest : Number.NaN)}; Redis CPU ${synced.redisCpuPerRequest.toFixed(1)} µs/req, exact Redis ${redis?.redisCpuPerRequest.toFixed(1) ?? '–'})`
+          ? `${formatRatio(ratio)} (memory store: ${formatRatio(toFloor(memory))}; Redis CPU ${synced.redisCpuPerRequest.toFixed(1)} µs/req, exact Redis ${redis?.redisCpuPerRequest.toFixed(1) ?? '–'})`
           : 'invalid',
       });
     }
