@@ -68,6 +68,20 @@ describe('options of issue 14, validated at creation', () => {
     expect(code(() => limiter(options))).toBe(expected);
   });
 
+  it("count on a store that cannot give units back is refused at creation, not counted silently", () => {
+    const memory = new MemoryStore();
+    // A store without refund (a custom one): every response would keep its units.
+    const keeping: Store = {
+      consume: (calls, now) => memory.consume(calls, now),
+      peek: (calls, now) => memory.peek(calls, now),
+      reset: (calls) => memory.reset(calls),
+      shutdown: () => memory.shutdown(),
+    };
+    expect(code(() => limiter({ algorithm, count: 'failed', store: keeping }))).toBe('ERR_SLUICE_UNSUPPORTED');
+    expect(code(() => limiter({ algorithm, count: () => true, store: keeping }))).toBe('ERR_SLUICE_UNSUPPORTED');
+    expect(code(() => limiter({ algorithm, count: 'all', store: keeping }))).toBe('created');
+  });
+
   it('settle refuses an actual cost that is not an integer ≥ 0, by throwing (the app’s mistake)', () => {
     const http = limiter({ algorithm, key: byUser });
     for (const actual of [-1, 1.5, Number.NaN, '3' as unknown as number]) {

@@ -124,7 +124,8 @@ export interface HttpLimitOptions<Req> {
   cost?: number | ((req: Req) => number | Promise<number>);
   /**
    * Which responses keep their units (see `CountWhen`); the others give them back when the
-   * response ends. `'failed'` makes a login limit count only failed attempts.
+   * response ends. `'failed'` makes a login limit count only failed attempts. Needs a store with
+   * `refund` (every built-in store has it); otherwise creation fails with `ERR_SLUICE_UNSUPPORTED`.
    * @default 'all'
    */
   count?: CountWhen<Req>;

@@ -107,6 +107,14 @@ export class HttpLimiter<Req> {
     }
     this.counts = countOption(options.count);
     this.countsOutcome = this.counts !== undefined;
+    if (this.countsOutcome && typeof this.store.refund !== 'function') {
+      // Otherwise every request would count, silently: the units of an uncounted response could not go back.
+      throw new SluiceError(
+        ErrorCode.UNSUPPORTED,
+        `count: ${typeof options.count === 'function' ? 'a function' : JSON.stringify(options.count)} needs a store that gives units back (Store.refund); this store has none`,
+        { option: 'count', value: options.count },
+      );
+    }
     this.maxDelay = parseDuration('maxDelay', options.maxDelay ?? '5s');
     this.set.limits.forEach((limit, i) => {
       if (limit.algorithm !== undefined) this.assertQueueAllowed(`limits[${i}]`, limit.algorithm);
