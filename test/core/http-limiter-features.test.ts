@@ -68,7 +68,7 @@ describe('options of issue 14, validated at creation', () => {
     expect(code(() => limiter(options))).toBe(expected);
   });
 
-  it("count on a store that cannot give units back is refused at creation, not counted silently", () => {
+  it('count on a store that cannot give units back is refused at creation, not counted silently', () => {
     const memory = new MemoryStore();
     // A store without refund (a custom one): every response would keep its units.
     const keeping: Store = {
@@ -77,8 +77,12 @@ describe('options of issue 14, validated at creation', () => {
       reset: (calls) => memory.reset(calls),
       shutdown: () => memory.shutdown(),
     };
-    expect(code(() => limiter({ algorithm, count: 'failed', store: keeping }))).toBe('ERR_SLUICE_UNSUPPORTED');
-    expect(code(() => limiter({ algorithm, count: () => true, store: keeping }))).toBe('ERR_SLUICE_UNSUPPORTED');
+    expect(code(() => limiter({ algorithm, count: 'failed', store: keeping }))).toBe(
+      'ERR_SLUICE_UNSUPPORTED',
+    );
+    expect(code(() => limiter({ algorithm, count: () => true, store: keeping }))).toBe(
+      'ERR_SLUICE_UNSUPPORTED',
+    );
     expect(code(() => limiter({ algorithm, count: 'all', store: keeping }))).toBe('created');
   });
 
