@@ -11,8 +11,8 @@ import {
 } from '@sluice/core';
 import { RedisStore, type RedisStoreErrorEvent, SyncedStore, type SyncedStoreOptions } from '@sluice/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisProcess, startRedis } from '../setup/redis-server.js';
-import type { Cluster, Redis } from './client-family.js';
+import { freePort, type RedisProcess, startRedis } from '../setup/redis-server.js';
+import { type Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';
 
 const START = 1_700_000_400_000 - (1_700_000_400_000 % 3_600_000);
@@ -203,6 +203,14 @@ describe('SyncedStore: memory, exact mode, shutdown', () => {
     expect(dropped.length).toBeGreaterThan(0);
     expect(dropped.reduce((n, e) => n + e.keys, 0)).toBe(100_000 - store!.pending);
     expect((dropped[0]!.error as { code?: string }).code).toBe('ERR_SLUICE_STORE_FAILURE');
+    // Keys only read lose nothing when they are dropped from the queue, and are not reported.
+    const [reader] = fleet(standalone, 1, { maxKeys: 100, onError: (event) => events.push(event) });
+    const before = events.length;
+    const reading = new Limiter({ algorithm, store: reader! });
+    for (let i = 0; i < 1000; i++) reading.peek(`read:${i}`, { now: START });
+    expect(reader!.pending).toBeLessThanOrEqual(200);
+    expect(events.length).toBe(before);
+    await reader!.shutdown();
     // The keys still held are sent: Redis has the newest key's unit.
     await store!.sync();
     const redis = new RedisStore({
@@ -246,6 +254,75 @@ describe('SyncedStore: memory, exact mode, shutdown', () => {
     await a!.shutdown();
     await b!.sync();
     expect(await limiter.check('k', { now: START })).toMatchObject({ remaining: 10 - 1 - 4 - 1 });
+  });
+});
+
+describe('SyncedStore: an exact decision while Redis cannot be reached', () => {
+  it("regression: it is bounded by the store's readyTimeout and timeout, and reported to onError (it waited RedisStore's default 2 s, unreported)", async () => {
+    const nobody = new Redis({ host: '127.0.0.1', port: await freePort(), enableOfflineQueue: false });
+    nobody.on('error', () => undefined);
+    const events: RedisStoreErrorEvent[] = [];
+    const store = new SyncedStore({
+      client: nobody,
+      prefix: uniquePrefix('synced'),
+      interval: 0,
+      timeout: 300,
+      readyTimeout: 100,
+      exactAbove: 0.5,
+      breaker: false,
+      onError: (event) => events.push(event),
+    });
+    const limiter = new Limiter({ algorithm: fixedWindow({ limit: 10, window: 60_000 }), store });
+    try {
+      expect(await admitted(limiter, 'k', 5, START)).toBe(5);
+      const started = performance.now();
+      // Past exactAbove: a sync (fails), then the exact store's call (fails), then the local view decides.
+      const decision = await limiter.check('k', { now: START });
+      const waited = performance.now() - started;
+      expect(decision).toMatchObject({ allowed: true, remaining: 4 });
+      // Two readyTimeouts of 100 ms, with room for a busy machine; the default is 2,000 ms.
+      expect(waited).toBeLessThan(1500);
+      // The sync's failure and the exact decision's, each reported.
+      expect(events.map((e) => e.operation)).toEqual(['connect', 'connect']);
+    } finally {
+      await store.shutdown();
+      nobody.disconnect();
+    }
+  });
+});
+
+describe('SyncedStore: giving back during an outage', () => {
+  it("regression: with outageShare < 1, admissions given back (count: 'failed', successful logins) never lock the key out", async () => {
+    const nobody = new Redis({ host: '127.0.0.1', port: await freePort(), enableOfflineQueue: false });
+    nobody.on('error', () => undefined);
+    const store = new SyncedStore({
+      client: nobody,
+      prefix: uniquePrefix('synced'),
+      interval: 0,
+      timeout: 300,
+      readyTimeout: 100,
+      outageShare: 1 / 3,
+      breaker: false,
+      onError: () => undefined,
+    });
+    const limiter = new Limiter({ algorithm: fixedWindow({ limit: 5, window: 60_000 }), store });
+    const algorithm = limiter.limits[0]!.algorithm;
+    try {
+      // A unit to send, and a sync that fails: the node is in an outage.
+      expect((await limiter.check('login', { now: START })).allowed).toBe(true);
+      store.refund([{ algorithm, key: 'login', cost: 1, policy: 'fixed-window' }], START);
+      await store.sync();
+      expect(store.outage).toBe(true);
+      // Each admission takes 3 of the view's 5 (a third of the limit per node); each refund must
+      // give those 3 back, not 1 (which locked the user out after two logins).
+      for (let i = 0; i < 10; i++) {
+        expect((await limiter.check('login', { now: START })).allowed).toBe(true);
+        store.refund([{ algorithm, key: 'login', cost: 1, policy: 'fixed-window' }], START);
+      }
+    } finally {
+      await store.shutdown();
+      nobody.disconnect();
+    }
   });
 });
 

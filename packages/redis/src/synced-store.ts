@@ -191,16 +191,18 @@ export class SyncedStore implements Store {
    */
   refund(calls: readonly LimitCall[], now: number | undefined): void {
     const at = now ?? this.clock();
+    const share = this.outage ? this.options.outageShare : 1;
     for (const call of calls) {
       const { algorithm } = call;
       if (algorithm.refund === undefined) continue;
       const entry = this.held(algorithm, call.key);
       if (entry === undefined || entry.view === undefined) continue;
-      // `cost`, also in an outage, where the admission took `cost / outageShare` from the view:
-      // the view stays on the safe side, and the fleet gets back exactly what it was sent.
-      const next = algorithm.refund(entry.view, at, call.cost);
+      // In an outage an admission takes `cost / outageShare` from the view (and sends `cost`), so
+      // a refund gives the view that much back: a login that succeeds must not lock its user out
+      // under `count: 'failed'`. The fleet gets back what was sent, `cost`.
+      const next = algorithm.refund(entry.view, at, call.cost / share);
       if (next === entry.view) continue;
-      entry.delta = entry.space.rule.refund(entry.delta, entry.view, next, at, call.cost);
+      entry.delta = entry.space.rule.refund(entry.delta, entry.view, next, at, call.cost, share);
       entry.view = next;
       this.latest = at;
       this.queue(entry);
@@ -250,7 +252,8 @@ export class SyncedStore implements Store {
 
   /**
    * One sync cycle: sends what this node consumed since the last one (or, after a failure, the
-   * lost batch again) and reads the fleet's state back. Never rejects: a failure is reported to
+   * lost batch again) and reads the fleet's state back, for the keys used in the last two cycles
+   * (a key idle longer is pulled by the cycle after its next use). Never rejects: a failure is reported to
    * `onError` (`operation: 'sync'`) and the batch is sent again next cycle. A call while a cycle
    * runs waits for the next one (shared by every caller meanwhile), so what was consumed before
    * the call is sent by the time it resolves, if Redis answers.
@@ -267,8 +270,8 @@ export class SyncedStore implements Store {
   }
 
   /**
-   * Stops the timer and flushes: at most two cycles (a lost batch, then what is left), each
-   * bounded by `timeout`. Then forgets every key. The client is the caller's to close.
+   * Stops the timer and flushes: at most three cycles (the one in flight, a lost batch sent
+   * again, then what is left), each bounded by `timeout`. Then forgets every key. The client is the caller's to close.
    */
   async shutdown(): Promise<void> {
     if (this.closed) return;
@@ -323,11 +326,15 @@ export class SyncedStore implements Store {
    */
   private async exact(entry: Entry, call: LimitCall, at: number, now: number | undefined): Promise<Decision> {
     await this.sync();
+    const { client, clock, timeout, readyTimeout, onError } = this.options.redis;
+    // The store's own bounds and report: an exact decision waits no longer than a sync would.
     this.exactStore ??= new RedisStore({
-      client: this.options.redis.client,
+      client,
       prefix: this.prefix,
-      clock: this.options.redis.clock,
-      timeout: this.options.redis.timeout,
+      clock,
+      timeout,
+      readyTimeout,
+      ...(onError === undefined ? {} : { onError }),
       failurePolicy: 'deny',
       breaker: false,
     });
@@ -394,14 +401,17 @@ export class SyncedStore implements Store {
    */
   private dropEvicted(): void {
     const kept: Entry[] = [];
+    let dropped = 0;
     for (const entry of this.queued) {
       if (entry.space.entries.get(entry.key) === entry) kept.push(entry);
       else {
+        // Only unsent units are lost: a key only read (peek), or whose units wait in a lost batch
+        // (sent again as it is), loses nothing.
+        if (entry.delta !== undefined) dropped++;
         entry.queued = false;
         entry.delta = undefined;
       }
     }
-    const dropped = this.queued.length - kept.length;
     this.queued = kept;
     if (dropped === 0) return;
     try {

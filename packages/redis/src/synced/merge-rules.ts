@@ -30,11 +30,27 @@ export interface MergeRule {
    * which changed the view from `before` to `after`. Counters send what the view lost (the
    * algorithm's refund stops at zero, and a count clamped later would not add up: 3 − 5 + 1 is
    * not max(0, 3 − 5) + 1); the virtual clock sends the refund's own map, which composes exactly.
-   * Updates `delta` in place when it can.
+   * `share`: the view counts each unit `1 / share` (an outage, `outageShare`), so what it lost is
+   * scaled back to units before it is sent. Updates `delta` in place when it can.
    */
-  refund(delta: Delta | undefined, before: unknown, after: unknown, now: number, cost: number): Delta;
+  refund(
+    delta: Delta | undefined,
+    before: unknown,
+    after: unknown,
+    now: number,
+    cost: number,
+    share: number,
+  ): Delta;
   /** `state` (the fleet's, from Redis; undefined when none) with `delta` added. */
   merge(state: unknown, delta: Delta): unknown;
+}
+
+/**
+ * The units a view that counts each one `1 / share` lost (`share` < 1 in an outage), rounded down
+ * (the safe side: a float product such as 3 × ⅓ must not send 0.9999…).
+ */
+function units(lost: number, share: number): number {
+  return share === 1 ? lost : Math.floor(lost * share + 1e-9);
 }
 
 /**
@@ -54,11 +70,14 @@ function counterRule(window: number): MergeRule {
     add: (delta, view, _now, cost) => add(delta, view, cost),
     // A refund changes only the view's own window (the algorithm's refund leaves an older one as
     // it is): what that window's count lost comes off the fleet's, which stops at 0.
-    refund: (delta, before, after, _now, _cost) =>
+    refund: (delta, before, after, _now, _cost, share) =>
       add(
         delta,
         before,
-        ((after as readonly number[] | undefined)?.[0] ?? 0) - (before as readonly number[])[0]!,
+        -units(
+          (before as readonly number[])[0]! - ((after as readonly number[] | undefined)?.[0] ?? 0),
+          share,
+        ),
       ),
     merge(state, delta) {
       const s = state as readonly number[] | undefined;
@@ -103,13 +122,13 @@ function subWindowRule(precision: number, size: number): MergeRule {
     },
     // As the algorithm's refund: what the sub-window of `now` lost (counted from the view's
     // newest) comes off the fleet's, which stops at 0.
-    refund(delta, before, after, now, _cost) {
+    refund(delta, before, after, now, _cost, share) {
       const from = before as readonly number[];
       const index = from[0]!;
       const at = index - Math.floor((now + EPSILON) / size) + 1;
       const unit = new Array<number>(precision + 2).fill(0);
       unit[0] = index;
-      unit[at] = ((after as readonly number[] | undefined)?.[at] ?? 0) - from[at]!;
+      unit[at] = -units(from[at]! - ((after as readonly number[] | undefined)?.[at] ?? 0), share);
       return delta === undefined ? unit : addSubWindows(delta, unit, precision);
     },
     merge(state, delta) {
