@@ -140,6 +140,39 @@ describe.each(subjects)('SyncedStore (%s)', (_name, client) => {
     expect(refused).toMatchObject({ allowed: false, policy: 'burst' });
     expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 97 });
   });
+
+  it('regression: a shadow limit that refuses does not stop the enforced limits of its batch from reaching Redis', async () => {
+    const [a] = fleet(client, 1);
+    const enforced = fixedWindow({ limit: 10, window: 60_000 });
+    const limiter = new Limiter({
+      store: a!,
+      limits: [
+        { name: 'enforced', algorithm: enforced },
+        { name: 'trial', algorithm: fixedWindow({ limit: 1, window: 60_000 }), enforce: false },
+      ],
+    });
+    for (let i = 0; i < 3; i++) expect((await limiter.check('k', { now: START })).allowed).toBe(true);
+    await a!.sync();
+    // What the fleet holds for the enforced limit: all three admissions (it held one).
+    const redis = new RedisStore({ client, prefix: a!.prefix, timeout: 5_000, breaker: false });
+    const [fleetView] = await redis.peek(
+      [{ algorithm: limiter.limits[0]!.algorithm, key: 'k', cost: 1, policy: 'enforced' }],
+      START,
+    );
+    expect(fleetView!.remaining).toBe(7);
+  });
+
+  it('blocks are refused with ERR_SLUICE_UNSUPPORTED, not silently never applied', async () => {
+    const [a] = fleet(client, 1);
+    const limiter = new Limiter({
+      store: a!,
+      limits: [{ algorithm: fixedWindow({ limit: 1, window: 1000 }), block: { duration: '1m' } }],
+    });
+    await expect(limiter.check('k', { now: START })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_UNSUPPORTED',
+      option: 'block',
+    });
+  });
 });
 
 describe('SyncedStore refuses what it cannot serve', () => {

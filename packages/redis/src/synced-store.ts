@@ -116,6 +116,7 @@ export class SyncedStore implements Store {
   }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
+    assertNoBlocks(calls);
     if (calls.length === 1) {
       const call = calls[0]!;
       const decision = this.consumeOne(call.algorithm, call.key, call.cost, call.policy, now);
@@ -131,12 +132,12 @@ export class SyncedStore implements Store {
       entries.map((entry) => entry.view),
       at,
     );
-    const allowed = decisions.every((d) => d.allowed);
     entries.forEach((entry, i) => {
       const next = writes[i];
       if (next === UNCHANGED) return;
       entry.view = next;
-      if (allowed) entry.delta = entry.space.rule.add(entry.delta, next, at, calls[i]!.cost);
+      // Written and admitted: the batch admitted (a refusing shadow limit does not veto it).
+      if (decisions[i]!.allowed) entry.delta = entry.space.rule.add(entry.delta, next, at, calls[i]!.cost);
     });
     return share === 1 ? decisions : decisions.map(floorRemaining);
   }
@@ -449,6 +450,23 @@ export class SyncedStore implements Store {
     this.lastAlgorithm = algorithm;
     this.lastSpace = space;
     return space;
+  }
+}
+
+/**
+ * A block is one key's refusal for a while after it went over its limit: each node would block on
+ * its own view, at its own time, and the fleet would not agree on it. Refused, coded, rather than
+ * answered as a plain limit that never blocks.
+ */
+function assertNoBlocks(calls: readonly LimitCall[]): void {
+  for (const call of calls) {
+    if (call.block !== undefined) {
+      throw new SluiceError(
+        ErrorCode.UNSUPPORTED,
+        `SyncedStore does not support block on limit ${JSON.stringify(call.policy)}; use RedisStore or MemoryStore for it`,
+        { option: 'block', value: call.policy },
+      );
+    }
   }
 }
 
