@@ -260,6 +260,33 @@ describe('SyncedStore: memory, exact mode, shutdown', () => {
     await store!.shutdown();
   });
 
+  it('regression: a cycle over 70,000 keys reaches Redis (one script call of them all overflowed the call stack: every sync failed, for good)', async () => {
+    const algorithm = fixedWindow({ limit: 5, window: 60_000 });
+    const events: RedisStoreErrorEvent[] = [];
+    const [store] = fleet(standalone, 1, { onError: (event) => events.push(event) });
+    const limiter = new Limiter({ algorithm, store: store! });
+    const count = 70_000;
+    for (let i = 0; i < count; i++) limiter.check(`many:${i}`, { now: START });
+    await store!.sync();
+    expect(events).toEqual([]);
+    expect(store!.outage).toBe(false);
+    const redis = new RedisStore({
+      client: standalone,
+      prefix: store!.prefix,
+      timeout: 5_000,
+      breaker: false,
+    });
+    const call = (key: string) => ({
+      algorithm: limiter.limits[0]!.algorithm,
+      key,
+      cost: 1,
+      policy: 'fixed-window',
+    });
+    const [first, last] = await redis.peek([call('many:0'), call(`many:${count - 1}`)], START);
+    expect([first!.remaining, last!.remaining]).toEqual([4, 4]);
+    await store!.shutdown();
+  });
+
   it('exactAbove: near the limit decisions go to Redis; the excess falls from (N-1)·L to what the nodes admit locally unseen', async () => {
     const algorithm = fixedWindow({ limit: 20, window: 60_000 });
     const total = async (options: Partial<SyncedStoreOptions>) => {
@@ -392,6 +419,31 @@ describe('SyncedStore while Redis is away (its own redis-server)', () => {
     await a!.sync(); // the 3 since
     expect(await client.hget(`${a!.prefix}{k}`, algorithm.fingerprint)).toBe(`8,${START}`);
     expect(a!.inspect(algorithm, 'k')).toEqual([8, START]);
+  });
+
+  it('a lost reply of a batch in several script calls (chunks of 4,096 keys) is sent again and counted once, chunk by chunk', async () => {
+    const algorithm = fixedWindow({ limit: 100, window: 60_000 });
+    const errors: RedisStoreErrorEvent[] = [];
+    const [a] = fleet(client, 1, { timeout: 500, onError: (event) => errors.push(event) });
+    const limiter = new Limiter({ algorithm, store: a! });
+    const keys = Array.from({ length: 10_000 }, (_, i) => `chunk:${i}`);
+    for (const key of keys) limiter.check(key, { now: START });
+    server.pause();
+    try {
+      await a!.sync();
+    } finally {
+      server.resume();
+    }
+    // Three chunks, each lost.
+    expect(errors.map((e) => e.operation)).toEqual(['sync', 'sync', 'sync']);
+    for (const key of [keys[0]!, keys[9_999]!]) limiter.check(key, { now: START });
+    await a!.sync(); // the lost chunks again: skipped by Redis, which had run them
+    await a!.sync(); // what came since
+    const stored = async (key: string) => client.hget(`${a!.prefix}{${key}}`, algorithm.fingerprint);
+    expect(await stored(keys[0]!)).toBe(`2,${START}`);
+    expect(await stored(keys[5_000]!)).toBe(`1,${START}`);
+    expect(await stored(keys[9_999]!)).toBe(`2,${START}`);
+    await a!.shutdown();
   });
 
   it('Redis down: each node keeps its share of the limit, reports it, and reconciles when Redis returns', async () => {

@@ -1,4 +1,4 @@
-import type { Entry } from './local-table.js';
+import type { Entry, Space } from './local-table.js';
 import { slotTag } from './slot-tags.js';
 
 /** ms a key outlives its state: a node whose clock lags the writer's still reads it. */
@@ -16,9 +16,31 @@ export interface SyncGroup {
 }
 
 /**
+ * Entries per script call at most. A call's keys and arguments are spread into function calls on
+ * the way to the socket (ours, the client's), and V8 overflows its stack at about 120,000
+ * arguments: a cycle over more keys than that failed every time, for good. Each chunk has its own
+ * ack key (the node's, the chunk's number, the slot's tag), so a chunk sent again is applied once.
+ */
+export const CHUNK = 4096;
+
+/** A group being built: its limits (spaces) are listed once, each entry names one by index. */
+interface Building {
+  readonly group: SyncGroup;
+  readonly spaces: Map<Space, number>;
+  /** Each space's rule code, field and params, in index order. */
+  readonly header: (string | number)[];
+  /** One argument per entry: its space's index, then its delta, comma-joined. */
+  readonly specs: string[];
+}
+
+/**
  * The batch of the entries queued since the last send, numbered `seq`: one group per hash slot on
  * a Cluster (one group on a standalone Redis). Takes each entry's delta: from now on the entry
  * counts only what it consumes after this send.
+ *
+ * One argument per entry (its limit's index and its delta, packed), the limits' rule codes,
+ * fields and params once per group: the client's cost per synced key is mostly per argument
+ * (ioredis converts and writes each one), and a field (the limit's fingerprint) is the longest.
  */
 export function buildBatch(
   queued: readonly Entry[],
@@ -28,26 +50,47 @@ export function buildBatch(
   ackBase: string,
   cluster: boolean,
 ): SyncGroup[] {
-  const groups = new Map<number, SyncGroup>();
+  /** The chunk being filled per hash slot, and every chunk made. */
+  const open = new Map<number, Building>();
+  const chunks: Building[] = [];
+  const chunksOf = new Map<number, number>();
   for (const entry of queued) entry.queued = false;
   for (const entry of queued) {
-    let group = groups.get(entry.slot);
-    if (group === undefined) {
-      const ack = cluster ? `${ackBase}{${slotTag(entry.slot)}}` : ackBase;
-      group = { entries: [], keys: [ack], args: [seq, now, KEY_GRACE, ACK_TTL] };
-      groups.set(entry.slot, group);
+    let building = open.get(entry.slot);
+    if (building === undefined || building.group.entries.length >= CHUNK) {
+      const chunk = chunksOf.get(entry.slot) ?? 0;
+      chunksOf.set(entry.slot, chunk + 1);
+      // The first chunk keeps the node's ack key of earlier versions; the others add their number.
+      const base = chunk === 0 ? ackBase : `${ackBase}${chunk}:`;
+      const ack = cluster ? `${base}{${slotTag(entry.slot)}}` : base;
+      building = {
+        group: { entries: [], keys: [ack], args: [] },
+        spaces: new Map(),
+        header: [],
+        specs: [],
+      };
+      open.set(entry.slot, building);
+      chunks.push(building);
     }
-    group.entries.push(entry);
-    group.keys.push(entry.redisKey);
-    const { rule } = entry.space;
-    group.args.push(rule.code, entry.space.field, ...rule.params);
-    if (entry.delta === undefined) group.args.push('');
-    else for (const n of entry.delta) group.args.push(String(n));
+    const { space } = entry;
+    let index = building.spaces.get(space);
+    if (index === undefined) {
+      index = building.spaces.size + 1;
+      building.spaces.set(space, index);
+      building.header.push(space.rule.code, space.field, ...space.rule.params);
+    }
+    building.group.entries.push(entry);
+    building.group.keys.push(entry.redisKey);
+    building.specs.push(entry.delta === undefined ? `${index}` : `${index},${entry.delta.join(',')}`);
     entry.delta = undefined;
     // Pulled again next cycle after a use: the view then holds what the others did meanwhile.
     if (--entry.pulls > 0) requeue(entry);
   }
-  return [...groups.values()];
+  return chunks.map(({ group, spaces, header, specs }) => {
+    group.args.push(seq, now, KEY_GRACE, ACK_TTL, spaces.size, ...header);
+    for (const spec of specs) group.args.push(spec);
+    return group;
+  });
 }
 
 /** Reads one group's reply into its entries: each view becomes the fleet's state plus what was consumed since the send. */
