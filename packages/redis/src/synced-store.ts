@@ -65,6 +65,8 @@ export class SyncedStore implements Store {
   private readonly timer: ReturnType<typeof setInterval> | undefined;
   private exactStore: RedisStore | undefined;
   private closed = false;
+  /** Evicted keys whose unsent units were dropped since the last report (`reportDropped`). */
+  private dropped = 0;
   /** Copied from the options: read on every decision. */
   private readonly clock: () => number;
   private readonly exactAbove: number | undefined;
@@ -294,6 +296,7 @@ export class SyncedStore implements Store {
   }
 
   private async cycle(): Promise<void> {
+    this.reportDropped();
     let groups = this.resend;
     if (groups.length === 0) {
       if (this.queued.length === 0) return;
@@ -397,7 +400,7 @@ export class SyncedStore implements Store {
    * Bounds the queue: an evicted key's unsent consumption waits in it for the next sync, so while
    * no sync runs (Redis away, or more new keys between two cycles than `maxKeys`) the queue would
    * grow with every new key. Past `2 × maxKeys` the evicted keys' consumption is dropped, and
-   * reported (`operation: 'sync'`, `keys`: how many): the fleet never learns of it, so it may admit
+   * reported by the next cycle (`operation: 'sync'`, `keys`: how many since the last report): the fleet never learns of it, so it may admit
    * that much more than the bound says. The keys still held (at most `maxKeys`) stay queued.
    */
   private dropEvicted(): void {
@@ -414,7 +417,14 @@ export class SyncedStore implements Store {
       }
     }
     this.queued = kept;
+    this.dropped += dropped;
+  }
+
+  /** Reports the keys `dropEvicted` dropped since the last report: once per cycle, off the request path. */
+  private reportDropped(): void {
+    const dropped = this.dropped;
     if (dropped === 0) return;
+    this.dropped = 0;
     try {
       this.options.redis.onError?.({
         operation: 'sync',
@@ -426,7 +436,7 @@ export class SyncedStore implements Store {
         breaker: this.guard.state,
       });
     } catch {
-      // onError must not throw; if it does, the request path is not the place to fail.
+      // onError must not throw; a sync cycle never rejects.
     }
   }
 
