@@ -67,7 +67,7 @@ export class SyncedStore implements Store {
   private closed = false;
   /** Evicted keys whose unsent units were dropped since the last report (`reportDropped`). */
   private dropped = 0;
-  /** Copied from the options: read on every decision. */
+  /** The store's clock (`options.clock`, else `Date.now`), read on every decision. */
   private readonly clock: () => number;
   private readonly exactAbove: number | undefined;
 
@@ -124,7 +124,7 @@ export class SyncedStore implements Store {
       const decision = this.consumeOne(call.algorithm, call.key, call.cost, call.policy, now);
       return decision instanceof Promise ? decision.then((d) => [d]) : [decision];
     }
-    const at = now ?? this.options.redis.clock();
+    const at = now ?? this.clock();
     this.latest = at;
     const share = this.outage ? this.options.outageShare : 1;
     const entries = calls.map((call) => this.entry(call.algorithm, call.key));
@@ -179,7 +179,7 @@ export class SyncedStore implements Store {
   }
 
   peek(calls: readonly LimitCall[], now: number | undefined): Decision[] {
-    const at = now ?? this.options.redis.clock();
+    const at = now ?? this.clock();
     return calls.map((call) => {
       const entry = this.entry(call.algorithm, call.key);
       return call.algorithm.peek(entry.view, at, call.cost, call.policy);
@@ -302,7 +302,7 @@ export class SyncedStore implements Store {
       if (this.queued.length === 0) return;
       const queued = this.queued;
       this.queued = [];
-      const at = this.latest ?? this.options.redis.clock();
+      const at = this.latest ?? this.clock();
       groups = buildBatch(queued, this.requeue, ++this.seq, at, this.ackBase, this.cluster);
     }
     const lost: SyncGroup[] = [];
