@@ -74,9 +74,22 @@ describe('ServerStore while sluice-server is down', () => {
     });
   }
 
-  it("killed mid-traffic: 'allow' (the default) answers within the timeout, each failure reported, the breaker opens", async () => {
+  it("killed mid-traffic: the default 'local' keeps the limit in this process", async () => {
     await up();
-    const serverStore = store();
+    const limiter = new Limiter({ algorithm, store: store() });
+    expect(await limiter.check('k', { now: 0 })).toMatchObject({ allowed: true, remaining: 9 });
+    await server!.kill('SIGKILL');
+    const decisions: Decision[] = [];
+    for (let i = 0; i < 14; i++) decisions.push((await limiter.check('k', { now: 0 })) as Decision);
+    // A fresh local count of the same limit: 10 admitted, then refused.
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+    expect(decisions.at(-1)).toMatchObject({ allowed: false, reason: 'rate-limited' });
+    expect(errors.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it("killed mid-traffic: 'allow' answers within the timeout, each failure reported, the breaker opens", async () => {
+    await up();
+    const serverStore = store({ failurePolicy: 'allow' });
     const limiter = new Limiter({ algorithm, store: serverStore });
     expect(await limiter.check('k', { now: 0 })).toMatchObject({ allowed: true, remaining: 9 });
 
@@ -102,7 +115,7 @@ describe('ServerStore while sluice-server is down', () => {
     const reported = errors.length;
     const fast = await timed(() => limiter.check('k', { now: 0, cost: 2 }) as Promise<Decision>);
     expect(fast.ms).toBeLessThan(TIMEOUT / 2);
-    expect(fast.decision).toMatchObject({ allowed: true, limit: 10, remaining: 8 });
+    expect(fast.decision).toMatchObject({ allowed: true, limit: 10, reason: 'store-unavailable' });
     expect(errors).toHaveLength(reported);
   });
 

@@ -1,7 +1,8 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
 import type { BreakerOptions } from './breaker.js';
 import { type BreakerState, CircuitBreaker } from './breaker.js';
-import type { RedisStoreErrorEvent } from './options.js';
+import { FailureLog, policyText } from './failure-log.js';
+import type { FailurePolicy, RedisStoreErrorEvent, StoreLogger } from './options.js';
 import { Deadlines, timeoutError } from './timeout.js';
 
 export type Operation = RedisStoreErrorEvent['operation'];
@@ -29,6 +30,16 @@ export interface GateOptions {
   readonly breaker: Required<BreakerOptions> | undefined;
   readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
   readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
+  /** Where failures are said loudly (see `FailureLog`); none: the `onError` hook has them. */
+  readonly logger: StoreLogger | undefined;
+  /** How calls are answered while the backend is away, for the log's lines. */
+  readonly failurePolicy: FailurePolicy;
+  readonly outageShare: number;
+  /**
+   * The log's words for the policy, when the store answers its own way (SyncedStore's local view).
+   * @default the failure policy's
+   */
+  readonly policyText?: string;
   /** Who speaks in error messages: the store and what it calls. @default { store: 'RedisStore', backend: 'Redis' } */
   readonly names?: { readonly store: string; readonly backend: string };
 }
@@ -48,10 +59,22 @@ export class CallGate {
   private waitingKeys = 0;
   private readonly store: string;
   private readonly backend: string;
+  private readonly log: FailureLog | undefined;
 
   constructor(private readonly options: GateOptions) {
     this.store = options.names?.store ?? 'RedisStore';
     this.backend = options.names?.backend ?? 'Redis';
+    const { logger, failurePolicy, outageShare } = options;
+    this.log =
+      logger === undefined
+        ? undefined
+        : new FailureLog(logger, options.clock, {
+            store: this.store,
+            backend: this.backend,
+            policy:
+              options.policyText ??
+              policyText(typeof failurePolicy === 'object' ? 'store' : failurePolicy, outageShare),
+          });
     this.deadlines = new Deadlines(options.timeout, undefined, undefined, undefined, this.backend);
     // A client ready before any call (now, or later in the background) is never waited for again.
     const client = options.client;
@@ -65,9 +88,10 @@ export class CallGate {
     this.breaker =
       breaker === undefined
         ? undefined
-        : new CircuitBreaker(breaker.failures, breaker.cooldown, clock, (state, previous) =>
-            onBreakerChange?.(state, previous),
-          );
+        : new CircuitBreaker(breaker.failures, breaker.cooldown, clock, (state, previous) => {
+            this.log?.breaker(state, previous, breaker.failures, breaker.cooldown);
+            onBreakerChange?.(state, previous);
+          });
   }
 
   /** The circuit breaker's state (`'closed'` when there is no breaker). */
@@ -109,11 +133,11 @@ export class CallGate {
       const starting = this.startup(keys);
       if (starting !== undefined) {
         return starting.then((ready) =>
-          ready ? this.map(operation, keys, attempt, read, fail) : answer(fail),
+          ready ? this.map(operation, keys, attempt, read, fail) : this.answer(fail),
         );
       }
     }
-    if (this.breaker !== undefined && !this.breaker.admit()) return answer(fail);
+    if (this.breaker !== undefined && !this.breaker.admit()) return this.answer(fail);
     return this.call(operation, keys, attempt, read, fail);
   }
 
@@ -247,7 +271,7 @@ export class CallGate {
             this.failed(operation, keys, error, fail, true).then(resolve, reject);
             return;
           }
-          this.breaker?.success();
+          this.succeeded();
           resolve(value);
         },
         (error: unknown) => {
@@ -267,7 +291,19 @@ export class CallGate {
   ): Promise<T> {
     this.count(answered);
     this.report(operation, keys, error);
+    return this.answer(fail);
+  }
+
+  /** `fail()`'s answer, counted for the log. */
+  private answer<T>(fail: () => T | Promise<T>): Promise<T> {
+    this.log?.answered();
     return answer(fail);
+  }
+
+  /** The backend answered a call: the breaker closes (if it was the probe) and the log says it recovered. */
+  private succeeded(): void {
+    this.breaker?.success();
+    if (this.log?.failing === true) this.log.recovered();
   }
 
   /**
@@ -292,7 +328,7 @@ export class CallGate {
     }
     try {
       await this.deadlines.race(attempt(), operation);
-      this.breaker?.success();
+      this.succeeded();
     } catch (error) {
       this.count(isReplyError(error));
       this.report(operation, keys, error);
@@ -318,7 +354,9 @@ export class CallGate {
     else this.breaker?.failure();
   }
 
+  /** Tells `onError` and the log of a failure. */
   report(operation: Operation, keys: number, error: unknown): void {
+    this.log?.failed(operation, error);
     const onError = this.options.onError;
     if (onError === undefined) return;
     try {

@@ -1,40 +1,55 @@
 import type { Decision, Store } from '@sluice/core';
 import { decide, type LimitCall } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
-import type { FailurePolicy } from './options.js';
+import type { ResolvedFailureOptions } from './options.js';
+
+/** What `FailureAnswers` reads of the resolved failure options. */
+export type FailureAnswerOptions = Pick<ResolvedFailureOptions, 'failurePolicy' | 'fallback' | 'outageShare'>;
 
 /**
- * What the store answers when Redis does not (an error, a timeout, an open breaker): the failure
- * policy's decisions. `'allow'` fails open, `'deny'` fails closed, a fallback store decides (and
- * when it throws too, the store fails open and reports it as `'fallback'`).
+ * What the store answers when its backend does not (an error, a timeout, an open breaker): the
+ * failure policy's decisions. `'local'` and a store given as the policy decide on that store,
+ * against `outageShare` of each limit (and when it throws too, the answer fails open and is
+ * reported as `'fallback'`); `'allow'` fails open, `'deny'` fails closed.
  */
 export class FailureAnswers {
+  private readonly policy: ResolvedFailureOptions['failurePolicy'];
+  private readonly fallback: Store | undefined;
+  private readonly share: number;
+
   constructor(
-    private readonly policy: FailurePolicy,
+    options: FailureAnswerOptions,
     private readonly gate: CallGate,
-  ) {}
+  ) {
+    this.policy = options.failurePolicy;
+    this.fallback = options.fallback;
+    this.share = options.outageShare;
+  }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
-    const policy = this.policy;
-    if (typeof policy === 'object') return this.fallback(calls, () => policy.consume(calls, now), true);
-    return this.decisions(policy, calls, true);
+    const fallback = this.fallback;
+    if (fallback !== undefined) {
+      return this.decideOn(calls, () => fallback.consume(this.scaled(calls), now), true);
+    }
+    return this.decisions(calls, true);
   }
 
   peek(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
-    const policy = this.policy;
-    if (typeof policy === 'object') return this.fallback(calls, () => policy.peek(calls, now), false);
-    return this.decisions(policy, calls, false);
+    const fallback = this.fallback;
+    if (fallback !== undefined)
+      return this.decideOn(calls, () => fallback.peek(this.scaled(calls), now), false);
+    return this.decisions(calls, false);
   }
 
   /**
-   * A refund Redis did not take: the fallback store took the consumption while Redis was
-   * unavailable, so it gets the refund (a failure reported as `'fallback'`); nothing otherwise.
+   * A refund the backend did not take: the fallback store took the consumption while the backend
+   * was unavailable, so it gets the refund (a failure reported as `'fallback'`); nothing otherwise.
    */
   async refund(calls: readonly LimitCall[], now: number | undefined): Promise<undefined> {
-    const policy = this.policy;
-    if (typeof policy !== 'object' || policy.refund === undefined) return undefined;
+    const fallback = this.fallback;
+    if (fallback?.refund === undefined) return undefined;
     try {
-      await policy.refund(calls, now);
+      await fallback.refund(this.scaled(calls), now);
     } catch (error) {
       this.gate.report('fallback', calls.length, error);
     }
@@ -42,61 +57,76 @@ export class FailureAnswers {
   }
 
   /**
-   * A charge Redis did not take: the fallback store, which holds the consumption while Redis is
-   * unavailable, is charged instead (a failure reported as `'fallback'`); nothing taken otherwise.
+   * A charge the backend did not take: the fallback store, which holds the consumption while the
+   * backend is unavailable, is charged instead (a failure reported as `'fallback'`); nothing taken
+   * otherwise. Answers the units taken, in the limit's units.
    */
   async charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[] | undefined> {
-    const policy = this.policy;
-    if (typeof policy !== 'object' || policy.charge === undefined) return undefined;
+    const fallback = this.fallback;
+    if (fallback?.charge === undefined) return undefined;
     try {
-      return await policy.charge(calls, now);
+      const taken = await fallback.charge(this.scaled(calls), now);
+      return this.share === 1 ? taken : taken.map((units) => units * this.share);
     } catch (error) {
       this.gate.report('fallback', calls.length, error);
       return undefined;
     }
   }
 
-  private async fallback(
+  /**
+   * The calls as the fallback store sees them: each unit counts `1 / outageShare` there, so a
+   * process uses `outageShare` of each limit while the backend is away.
+   */
+  private scaled(calls: readonly LimitCall[]): readonly LimitCall[] {
+    const share = this.share;
+    if (share === 1) return calls;
+    return calls.map((call) => ({ ...call, cost: call.cost / share }));
+  }
+
+  private async decideOn(
     calls: readonly LimitCall[],
     run: () => Decision[] | Promise<Decision[]>,
     consuming: boolean,
   ): Promise<Decision[]> {
+    let decisions: Decision[];
     try {
-      return await run();
+      decisions = await run();
     } catch (error) {
       this.gate.report('fallback', calls.length, error);
-      return this.decisions('allow', calls, consuming);
+      return this.open(calls, consuming);
     }
+    return this.share === 1 ? decisions : decisions.map((decision) => this.unscaled(decision));
   }
 
   /**
-   * Fail open: allowed, reported as a fresh limit would be after (consume) or before (peek) this
-   * request; nothing is counted anywhere. Fail closed: refused with `'store-unavailable'`, to retry
-   * when the breaker next probes Redis.
+   * A fallback decision in the limit's units: `remaining` is what this process may still admit
+   * (the scaled units left times the share, whole), so headers never promise more than the share.
    */
-  private decisions(
-    policy: Exclude<FailurePolicy, Store>,
-    calls: readonly LimitCall[],
-    consuming: boolean,
-  ): Decision[] {
-    if (policy === 'allow') {
-      return calls.map((call) => {
-        const limit = call.algorithm.limit;
-        return decide(
-          true,
-          limit,
-          Math.max(0, limit - (consuming ? call.cost : 0)),
-          0,
-          0,
-          0,
-          call.policy,
-          undefined,
-        );
-      });
-    }
+  private unscaled(decision: Decision): Decision {
+    const remaining = Math.floor(decision.remaining * this.share + 1e-9);
+    const limits =
+      decision.limits.length === 0 ? decision.limits : decision.limits.map((d) => this.unscaled(d));
+    return { ...decision, remaining, limits };
+  }
+
+  /**
+   * `'allow'`: allowed, counted nowhere, with reason `'store-unavailable'` so that no quota is
+   * reported for it (nothing was counted: a fresh quota would be untrue). `'deny'`: refused with
+   * `'store-unavailable'`, to retry when the breaker next probes the backend.
+   */
+  private decisions(calls: readonly LimitCall[], consuming: boolean): Decision[] {
+    if (this.policy !== 'deny') return this.open(calls, consuming);
     const retryAfter = this.gate.retryAfter();
     return calls.map((call) =>
       decide(false, call.algorithm.limit, 0, 0, retryAfter, 0, call.policy, 'store-unavailable'),
     );
+  }
+
+  private open(calls: readonly LimitCall[], consuming: boolean): Decision[] {
+    return calls.map((call) => {
+      const limit = call.algorithm.limit;
+      const remaining = Math.max(0, limit - (consuming ? call.cost : 0));
+      return decide(true, limit, remaining, 0, 0, 0, call.policy, 'store-unavailable');
+    });
   }
 }

@@ -1,7 +1,7 @@
 export type { BreakerOptions, BreakerState } from './breaker.js';
 export { escapeKey, leaseKeys } from './key-escape.js';
 export type { NodeRedisClient } from './node-redis.js';
-export type { FailurePolicy, RedisStoreErrorEvent, RedisStoreOptions } from './options.js';
+export type { FailurePolicy, RedisStoreErrorEvent, RedisStoreOptions, StoreLogger } from './options.js';
 export type { RedisLeases } from './redis-leases.js';
 export { RedisStore } from './redis-store.js';
 export { BATCH_SCRIPT } from './scripts/batch-script.js';

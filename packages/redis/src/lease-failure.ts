@@ -1,24 +1,32 @@
 import { type Decision, ErrorCode, SluiceError } from '@sluice/core';
 import { decide, type LeaseAcquire, type LeaseCall, type LeaseStore } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
-import type { FailurePolicy } from './options.js';
+import type { FailureAnswerOptions } from './failure-policy.js';
 import { PolicyLeases } from './policy-leases.js';
 
 /**
- * What a store answers for a concurrency lease when its backend does not: `'allow'` admits with a
- * lease whose release does nothing, `'deny'` refuses with reason `'store-unavailable'`, a fallback
- * store's leases decide (and take that lease's release). The leases it answered are remembered,
- * so that their release goes where they were taken, never to the backend.
+ * What a store answers for a concurrency lease when its backend does not: `'local'` and a store
+ * given as the policy decide on that store's leases (`outageShare` of each limit, at least one
+ * lease) and take that lease's release, `'allow'` admits with a lease whose release does nothing,
+ * `'deny'` refuses with reason `'store-unavailable'`. The leases it answered are remembered, so
+ * that their release goes where they were taken, never to the backend.
  */
 export class LeaseFailureAnswers {
   private readonly policyLeases = new PolicyLeases();
+  private readonly policy: FailureAnswerOptions['failurePolicy'];
+  private readonly fallbackStore: FailureAnswerOptions['fallback'];
+  private readonly share: number;
 
   constructor(
-    private readonly policy: FailurePolicy,
+    options: FailureAnswerOptions,
     private readonly gate: CallGate,
     private readonly clock: () => number,
     private readonly store = 'RedisStore',
-  ) {}
+  ) {
+    this.policy = options.failurePolicy;
+    this.fallbackStore = options.fallback;
+    this.share = options.outageShare;
+  }
 
   /** Leases answered by the failure policy and not yet released. */
   get size(): number {
@@ -27,7 +35,7 @@ export class LeaseFailureAnswers {
 
   async acquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
     if (this.policy === 'deny') return this.unavailable(call);
-    const answer = await this.fallback((leases) => leases.acquire(call, now));
+    const answer = await this.fallback((leases) => leases.acquire(this.scaled(call), now));
     if (answer !== undefined) {
       if (answer.decision.allowed) this.remember(call, answer.leases);
       return answer.decision;
@@ -39,7 +47,7 @@ export class LeaseFailureAnswers {
 
   async peek(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
     if (this.policy === 'deny') return this.unavailable(call);
-    const answer = await this.fallback((leases) => leases.peek(call, now));
+    const answer = await this.fallback((leases) => leases.peek(this.scaled(call), now));
     return answer?.decision ?? decide(true, call.limit, call.limit, 0, 0, 0, call.policy, undefined);
   }
 
@@ -64,8 +72,13 @@ export class LeaseFailureAnswers {
 
   /** Deletes the fallback store's lease set (the backend's is the caller's to delete). */
   async reset(space: string, key: string): Promise<void> {
-    const policy = this.policy;
-    if (typeof policy === 'object') await policy.leases?.reset(space, key);
+    await this.fallbackStore?.leases?.reset(space, key);
+  }
+
+  /** The call against `outageShare` of its limit, at least one lease. */
+  private scaled(call: LeaseAcquire): LeaseAcquire {
+    if (this.share === 1) return call;
+    return { ...call, limit: Math.max(1, Math.floor(call.limit * this.share + 1e-9)) };
   }
 
   clear(): void {
@@ -79,8 +92,8 @@ export class LeaseFailureAnswers {
   private async fallback(
     run: (leases: LeaseStore) => Decision | Promise<Decision>,
   ): Promise<{ decision: Decision; leases: LeaseStore } | undefined> {
-    const policy = this.policy;
-    if (policy === 'allow' || policy === 'deny') return undefined;
+    const policy = this.fallbackStore;
+    if (policy === undefined) return undefined;
     const leases = policy.leases;
     if (leases === undefined) {
       this.gate.report(

@@ -1,6 +1,7 @@
-import { type Duration, ErrorCode, SluiceError, type Store } from '@sluice/core';
+import { type Duration, ErrorCode, MemoryStore, SluiceError, type Store } from '@sluice/core';
 import {
   assertKnownOptions,
+  describeValue,
   integerOption,
   oneOfOption,
   parseDuration,
@@ -12,11 +13,23 @@ import { fromNodeRedis, isNodeRedis, type NodeRedisClient } from './node-redis.j
 
 /**
  * What a call gets when Redis fails (error, timeout, or the breaker is open):
- * - `'allow'`: fail open (as Stripe does): allowed, counted nowhere.
- * - `'deny'`: refused with reason `'store-unavailable'`.
- * - a `Store` (e.g. `new MemoryStore()`): that store decides instead, per process.
+ * - `'local'` (the default): a `MemoryStore` in this process decides, with the same limits (scaled
+ *   by `outageShare`): each process keeps limiting on its own, so a fleet of N admits at most N
+ *   times the limit (the limit, with `outageShare: 1 / N`), never everything.
+ * - `'allow'`: fail open: allowed, counted nowhere (reason `'store-unavailable'`, so no quota
+ *   headers are written for it). The limit is off while Redis is away.
+ * - `'deny'`: refused with reason `'store-unavailable'` (adapters answer 503).
+ * - a `Store` (e.g. a `MemoryStore` of your own): that store decides instead, per process, as `'local'` does.
  */
-export type FailurePolicy = 'allow' | 'deny' | Store;
+export type FailurePolicy = 'local' | 'allow' | 'deny' | Store;
+
+/**
+ * Where a store writes its failure log: anything with `warn(message)` (console, pino, winston,
+ * Nest's `Logger`, `fastify.log`).
+ */
+export interface StoreLogger {
+  warn(message: string): void;
+}
 
 /** What went wrong, for alerting. */
 export interface RedisStoreErrorEvent {
@@ -96,8 +109,16 @@ export interface RedisStoreOptions {
    * @default 2000
    */
   readyTimeout?: number;
-  /** See {@link FailurePolicy}. @default 'allow' */
+  /** See {@link FailurePolicy}. @default 'local' */
   failurePolicy?: FailurePolicy;
+  /**
+   * The share of each limit the failure policy's store (`'local'`, or a store given as the policy)
+   * lets this process use while Redis is away: each unit it admits counts `1 / outageShare`
+   * there. `1 / N` for N app processes keeps the fleet within the limit during an outage; 1 lets
+   * each process use the whole limit. A number in (0, 1].
+   * @default 1
+   */
+  outageShare?: number;
   /** The circuit breaker, or `false` to pay the timeout on every call. @default { failures: 5, cooldown: 1000 } */
   breaker?: BreakerOptions | false;
   /**
@@ -108,6 +129,13 @@ export interface RedisStoreOptions {
   denyCache?: number;
   /** Called on every failed call to Redis (not on calls the open breaker short-circuits). Must not throw. */
   onError?: (event: RedisStoreErrorEvent) => void;
+  /**
+   * Where the store says that Redis is failing, in a few lines rather than one per request: when
+   * failing starts (with the policy answering meanwhile), when the circuit breaker opens or
+   * closes, a count every 10 s while it lasts, and when Redis answers again. `false`: no log.
+   * @default console, when `onError` is not given; none when it is (the hook has every failure)
+   */
+  logger?: StoreLogger | false;
   /** Called when the breaker changes state. */
   onBreakerChange?: (state: BreakerState, previous: BreakerState) => void;
 }
@@ -125,6 +153,8 @@ const KNOWN = [
   'denyCache',
   'onError',
   'onBreakerChange',
+  'outageShare',
+  'logger',
 ] as const satisfies readonly (keyof RedisStoreOptions)[];
 
 const BREAKER_KNOWN = ['failures', 'cooldown'] as const satisfies readonly (keyof BreakerOptions)[];
@@ -135,7 +165,14 @@ const BREAKER_KNOWN = ['failures', 'cooldown'] as const satisfies readonly (keyo
  */
 export type FailureOptions = Pick<
   RedisStoreOptions,
-  'timeout' | 'readyTimeout' | 'failurePolicy' | 'breaker' | 'onError' | 'onBreakerChange'
+  | 'timeout'
+  | 'readyTimeout'
+  | 'failurePolicy'
+  | 'outageShare'
+  | 'breaker'
+  | 'onError'
+  | 'onBreakerChange'
+  | 'logger'
 >;
 
 /** {@link FailureOptions} validated, defaults applied. */
@@ -143,26 +180,36 @@ export interface ResolvedFailureOptions {
   readonly timeout: number;
   readonly readyTimeout: number;
   readonly failurePolicy: FailurePolicy;
+  /** The store that decides while the backend is away: `'local'`'s own `MemoryStore`, or the policy's store. */
+  readonly fallback: Store | undefined;
+  readonly outageShare: number;
   readonly breaker: Required<BreakerOptions> | undefined;
   readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
   readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
+  readonly logger: StoreLogger | undefined;
 }
 
 /**
  * Validates the failure options of `store` (its name leads each error message) and applies the
- * defaults: timeout 100 ms, readyTimeout 2000 ms, failurePolicy 'allow', breaker
- * `{ failures: 5, cooldown: 1000 }`. Throws `ERR_SLUICE_INVALID_OPTION` naming the option.
+ * defaults: timeout 100 ms, readyTimeout 2000 ms, failurePolicy 'local' (a `MemoryStore` on
+ * `clock`), outageShare 1, breaker `{ failures: 5, cooldown: 1000 }`, logger console unless
+ * `onError` is given. Throws `ERR_SLUICE_INVALID_OPTION` naming the option.
  */
-export function resolveFailureOptions(store: string, options: FailureOptions): ResolvedFailureOptions {
-  const policy = options.failurePolicy ?? 'allow';
-  if (policy !== 'allow' && policy !== 'deny' && !isStore(policy)) {
+export function resolveFailureOptions(
+  store: string,
+  options: FailureOptions,
+  clock: () => number = Date.now,
+): ResolvedFailureOptions {
+  const policy = options.failurePolicy ?? 'local';
+  if (policy !== 'local' && policy !== 'allow' && policy !== 'deny' && !isStore(policy)) {
     throw invalid(
       'failurePolicy',
-      "must be 'allow', 'deny' or a Store (e.g. new MemoryStore())",
+      "must be 'local', 'allow', 'deny' or a Store (e.g. new MemoryStore())",
       policy,
       store,
     );
   }
+  const onError = functionOption(store, 'onError', options.onError);
   let breaker: Required<BreakerOptions> | undefined;
   if (options.breaker !== false) {
     const given = options.breaker ?? {};
@@ -176,26 +223,56 @@ export function resolveFailureOptions(store: string, options: FailureOptions): R
     timeout: timerOption(store, 'timeout', options.timeout ?? 100, false),
     readyTimeout: timerOption(store, 'readyTimeout', options.readyTimeout ?? 2000, true),
     failurePolicy: policy,
+    fallback:
+      policy === 'local' ? new MemoryStore({ clock }) : typeof policy === 'object' ? policy : undefined,
+    outageShare: shareOption(store, 'outageShare', options.outageShare ?? 1),
     breaker,
-    onError: functionOption(store, 'onError', options.onError),
+    onError,
     onBreakerChange: functionOption(store, 'onBreakerChange', options.onBreakerChange),
+    logger: loggerOption(store, options.logger, onError),
   };
 }
 
-export interface ResolvedOptions {
+/** A fraction in (0, 1]. */
+export function shareOption(store: string, option: string, value: unknown): number {
+  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
+    throw invalid(
+      option,
+      `must be a number above 0 and at most 1; got ${describeValue(value)}`,
+      value,
+      store,
+    );
+  }
+  return value;
+}
+
+/** The logger: the given one, none for `false`, else console when no `onError` hook has the failures. */
+function loggerOption(
+  store: string,
+  logger: StoreLogger | false | undefined,
+  onError: unknown,
+): StoreLogger | undefined {
+  if (logger === false) return undefined;
+  if (logger === undefined) return onError === undefined ? console : undefined;
+  if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
+    throw invalid(
+      'logger',
+      'must be an object with a warn(message) method (console, pino…) or false',
+      logger,
+      store,
+    );
+  }
+  return logger;
+}
+
+export interface ResolvedOptions extends ResolvedFailureOptions {
   readonly client: RedisClient;
   readonly prefix: string;
   readonly redisTime: boolean;
   readonly clock: () => number;
   /** ms, a whole number (see `RedisStoreOptions.replayGrace`). */
   readonly replayGrace: number;
-  readonly timeout: number;
-  readonly readyTimeout: number;
-  readonly failurePolicy: FailurePolicy;
-  readonly breaker: Required<BreakerOptions> | undefined;
   readonly denyCache: number;
-  readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
-  readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
 }
 
 function invalid(option: string, message: string, value: unknown, store = 'RedisStore'): SluiceError {
@@ -264,13 +341,14 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
     throw invalid('prefix', 'must be a string without { or } (they would choose the hash slot)', prefix);
   }
+  const clock = functionOption('RedisStore', 'clock', options.clock) ?? Date.now;
   return {
     client: client as RedisClient,
     prefix,
     redisTime: oneOfOption('time', options.time ?? 'client', ['client', 'redis']) === 'redis',
-    clock: functionOption('RedisStore', 'clock', options.clock) ?? Date.now,
+    clock,
     replayGrace: replayGraceOption(options.replayGrace ?? '10m'),
-    ...resolveFailureOptions('RedisStore', options),
+    ...resolveFailureOptions('RedisStore', options, clock),
     denyCache: integerOption('denyCache', options.denyCache ?? 0, 0),
   };
 }

@@ -16,9 +16,9 @@ const LEASE_COMMAND = 'sluiceLease';
  * `FleetShedder` on a shared Redis counts the whole fleet's requests in flight.
  *
  * Every call goes through the store's timeout, breaker and failure policy. When Redis is
- * unavailable an acquire is answered by the policy: `'allow'` admits with a lease whose release
- * does nothing, `'deny'` refuses with reason `'store-unavailable'`, a fallback store's leases
- * decide (and take that lease's release). A release never rejects: a failure is reported to
+ * unavailable an acquire is answered by the policy: `'local'` (or a fallback store) decides on
+ * its leases in this process (and takes that lease's release), `'allow'` admits with a lease
+ * whose release does nothing, `'deny'` refuses with reason `'store-unavailable'`. A release never rejects: a failure is reported to
  * `onError` and answers `false`; the lease then expires in Redis after its ttl. An acquire that
  * timed out but that Redis still ran later is released as soon as its late reply shows it admitted.
  */
@@ -31,7 +31,7 @@ export class RedisLeases implements LeaseStore {
     private readonly gate: CallGate,
   ) {
     this.script = scriptCommand(options.client, LEASE_COMMAND, LEASE_SCRIPT);
-    this.failure = new LeaseFailureAnswers(options.failurePolicy, gate, options.clock);
+    this.failure = new LeaseFailureAnswers(options, gate, options.clock);
   }
 
   /** The Redis keys of one lease set: the sorted set and its ttl (what `redis-cli` shows). */

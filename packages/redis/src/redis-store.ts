@@ -33,7 +33,7 @@ type Mode = 'consume' | 'peek';
  * const client = new Redis({ enableOfflineQueue: false });
  * const limiter = new Limiter({
  *   algorithm: gcra({ rate: 10, period: '1s' }),
- *   store: new RedisStore({ client, failurePolicy: new MemoryStore() }),
+ *   store: new RedisStore({ client }), // while Redis is away, the same limits in this process
  * });
  */
 export class RedisStore implements Store {
@@ -60,7 +60,7 @@ export class RedisStore implements Store {
     watchClusterNodes(client);
     this.scripts = new ScriptRegistry(client);
     this.gate = new CallGate(this.options);
-    this.failure = new FailureAnswers(this.options.failurePolicy, this.gate);
+    this.failure = new FailureAnswers(this.options, this.gate);
     this.split = new ClusterSplit(this.gate, this.scripts.splitRefund);
     this.leases = new RedisLeases(this.options, this.gate);
     this.denied = this.options.denyCache > 0 ? new DenyCache(this.options.denyCache) : undefined;
@@ -108,8 +108,7 @@ export class RedisStore implements Store {
   /** Deletes the limits' fields (and forgets local refusals). Rejects with `ERR_SLUICE_STORE_FAILURE` when Redis fails. */
   async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
     for (const call of calls) this.denied?.forget(call);
-    const policy = this.options.failurePolicy;
-    if (typeof policy === 'object') await policy.reset(calls);
+    await this.options.fallback?.reset(calls);
     if (calls.length === 0) return;
     // One script per user key (a Cluster routes each to its slot's node), deleting its limits' fields.
     const fields = new Map<string, string[]>();
@@ -207,8 +206,7 @@ export class RedisStore implements Store {
   async shutdown(): Promise<void> {
     this.denied?.clear();
     this.leases.clear();
-    const policy = this.options.failurePolicy;
-    if (typeof policy === 'object') await policy.shutdown();
+    await this.options.fallback?.shutdown();
   }
 
   /**

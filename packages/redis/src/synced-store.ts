@@ -4,6 +4,7 @@ import { chargeStep, type LimitCall, settleBatch, UNCHANGED } from '@sluice/core
 import type { BreakerState } from './breaker.js';
 import { CallGate } from './call-gate.js';
 import { watchClusterNodes } from './cluster-nodes.js';
+import { formatShare } from './failure-log.js';
 import { escapeKey } from './key-escape.js';
 import { RedisStore } from './redis-store.js';
 import { type ScriptCommand, scriptCommand } from './script-command.js';
@@ -41,7 +42,7 @@ const RESET_COMMAND = 'sluiceReset';
 export class SyncedStore implements Store {
   readonly prefix: string;
   private readonly options: ResolvedSyncedOptions;
-  private readonly guard: CallGate;
+  private readonly gate: CallGate;
   private readonly command: ScriptCommand;
   private readonly resetCommand: ScriptCommand<number>;
   private readonly table: LocalTable;
@@ -79,7 +80,11 @@ export class SyncedStore implements Store {
     this.prefix = prefix;
     this.cluster = client.isCluster;
     watchClusterNodes(client);
-    this.guard = new CallGate(this.options.redis);
+    const share = this.options.outageShare;
+    this.gate = new CallGate({
+      ...this.options.redis,
+      policyText: `this process's view (${share === 1 ? 'the same limits' : `${formatShare(share)} of each limit`}; synced again when Redis answers)`,
+    });
     this.command = scriptCommand(client, SYNC_COMMAND, SYNC_SCRIPT);
     this.resetCommand = scriptCommand(client, RESET_COMMAND, RESET_SCRIPT);
     this.table = new LocalTable(this.options.maxKeys);
@@ -94,7 +99,7 @@ export class SyncedStore implements Store {
 
   /** The circuit breaker's state (`'closed'` when there is no breaker). */
   get breakerState(): BreakerState {
-    return this.guard.state;
+    return this.gate.state;
   }
 
   /** True while the last sync failed: decisions then use `outageShare` of each limit. */
@@ -248,7 +253,7 @@ export class SyncedStore implements Store {
       list.push(entry.space.field);
       fields.set(entry.redisKey, list);
     }
-    await this.guard.strict('reset', calls.length, () =>
+    await this.gate.strict('reset', calls.length, () =>
       Promise.all([...fields].map(([key, list]) => this.resetCommand(1, key, ...list))),
     );
   }
@@ -308,7 +313,7 @@ export class SyncedStore implements Store {
     const lost: SyncGroup[] = [];
     await Promise.all(
       groups.map((group) =>
-        this.guard.map(
+        this.gate.map(
           'sync',
           group.entries.length,
           () => this.command(group.keys.length, ...group.keys, ...group.args),
@@ -330,15 +335,17 @@ export class SyncedStore implements Store {
    */
   private async exact(entry: Entry, call: LimitCall, at: number, now: number | undefined): Promise<Decision> {
     await this.sync();
-    const { client, clock, timeout, readyTimeout, onError } = this.options.redis;
-    // The store's own bounds and report: an exact decision waits no longer than a sync would.
+    const { client, clock, timeout, readyTimeout } = this.options.redis;
+    // The store's own bounds and report (this store's onError and log): an exact decision waits
+    // no longer than a sync would.
     this.exactStore ??= new RedisStore({
       client,
       prefix: this.prefix,
       clock,
       timeout,
       readyTimeout,
-      ...(onError === undefined ? {} : { onError }),
+      onError: (event) => this.gate.report(event.operation, event.keys, event.error),
+      logger: false,
       failurePolicy: 'deny',
       breaker: false,
     });
@@ -425,19 +432,14 @@ export class SyncedStore implements Store {
     const dropped = this.dropped;
     if (dropped === 0) return;
     this.dropped = 0;
-    try {
-      this.options.redis.onError?.({
-        operation: 'sync',
-        keys: dropped,
-        error: new SluiceError(
-          ErrorCode.STORE_FAILURE,
-          `SyncedStore: the unsent consumption of ${dropped} evicted keys was dropped (more than maxKeys ${this.options.maxKeys} keys used since the last sync that reached Redis)`,
-        ),
-        breaker: this.guard.state,
-      });
-    } catch {
-      // onError must not throw; a sync cycle never rejects.
-    }
+    this.gate.report(
+      'sync',
+      dropped,
+      new SluiceError(
+        ErrorCode.STORE_FAILURE,
+        `SyncedStore: the unsent consumption of ${dropped} evicted keys was dropped (more than maxKeys ${this.options.maxKeys} keys used since the last sync that reached Redis)`,
+      ),
+    );
   }
 
   private readonly requeue = (entry: Entry): void => {

@@ -27,8 +27,8 @@ export function guardFor(client: Redis, failure: ResolvedFailureOptions, clock: 
   });
   return {
     gate,
-    answers: new FailureAnswers(failure.failurePolicy, gate),
-    leases: new LeaseFailureAnswers(failure.failurePolicy, gate, clock, 'ServerStore'),
+    answers: new FailureAnswers(failure, gate),
+    leases: new LeaseFailureAnswers(failure, gate, clock, 'ServerStore'),
   };
 }
 

@@ -1,4 +1,10 @@
-import type { BreakerOptions, BreakerState, FailurePolicy, RedisStoreErrorEvent } from '@sluice/redis';
+import type {
+  BreakerOptions,
+  BreakerState,
+  FailurePolicy,
+  RedisStoreErrorEvent,
+  StoreLogger,
+} from '@sluice/redis';
 import type { Redis } from 'ioredis';
 
 /** What went wrong, for alerting: the same event as RedisStore's (see `onError`). */
@@ -42,11 +48,24 @@ export interface ServerStoreOptions {
    */
   readyTimeout?: number;
   /**
-   * What a call gets when the server fails (error, timeout, or the breaker is open): `'allow'`
-   * (fail open, counted nowhere), `'deny'` (refused with reason `'store-unavailable'`), or a
-   * `Store` such as `new MemoryStore()` deciding instead, per process. @default 'allow'
+   * What a call gets when the server fails (error, timeout, or the breaker is open): `'local'`
+   * (a `MemoryStore` in this process decides, with the same limits scaled by `outageShare`),
+   * `'allow'` (fail open, counted nowhere), `'deny'` (refused with reason `'store-unavailable'`),
+   * or a `Store` of your own deciding instead, per process. @default 'local'
    */
   failurePolicy?: FailurePolicy;
+  /**
+   * The share of each limit the policy's store lets this process use while the server is away
+   * (each unit counts `1 / outageShare` there): `1 / N` for N app processes. A number in (0, 1].
+   * @default 1
+   */
+  outageShare?: number;
+  /**
+   * Where the store says a server is failing, in a few lines (when it starts, breaker changes, a
+   * count every 10 s, recovery); `false`: no log.
+   * @default console, when `onError` is not given; none when it is
+   */
+  logger?: StoreLogger | false;
   /**
    * The circuit breaker (one per server with `clients`), or `false` to pay the timeout on every
    * call: after `failures` consecutive failures, calls are answered by the policy at once for
@@ -68,6 +87,8 @@ export const KNOWN = [
   'timeout',
   'readyTimeout',
   'failurePolicy',
+  'outageShare',
+  'logger',
   'breaker',
   'onError',
   'onBreakerChange',

@@ -1,6 +1,6 @@
 import { type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
 import { assertKnownOptions, type LimitCall, requireOption } from '@sluice/core/adapter';
-import type { BreakerState, FailurePolicy } from '@sluice/redis';
+import type { BreakerState } from '@sluice/redis';
 import { resolveFailureOptions } from '@sluice/redis/gate';
 import type { Redis } from 'ioredis';
 import { HashRing } from './hash-ring.js';
@@ -28,7 +28,8 @@ export class ServerStore implements Store {
   private readonly clock: (() => number) | undefined;
   /** The failure handling of each server's client. */
   private readonly guards = new Map<Redis, Guard>();
-  private readonly failurePolicy: FailurePolicy;
+  /** The store that decides while a server is away (the failure policy's), if any. */
+  private readonly fallback: Store | undefined;
 
   constructor(options: ServerStoreOptions) {
     assertKnownOptions('ServerStore', options, KNOWN);
@@ -56,9 +57,9 @@ export class ServerStore implements Store {
       });
     }
     this.clock = options.clock;
-    const failure = resolveFailureOptions('ServerStore', options);
-    this.failurePolicy = failure.failurePolicy;
     const clock = options.clock ?? Date.now;
+    const failure = resolveFailureOptions('ServerStore', options, clock);
+    this.fallback = failure.fallback;
     for (const client of options.clients ?? [this.client!]) {
       this.guards.set(client, guardFor(client, failure, clock));
     }
@@ -247,8 +248,7 @@ export class ServerStore implements Store {
 
   /** Deletes the limits' state (and the fallback store's). Rejects with `ERR_SLUICE_STORE_FAILURE` when a server fails. */
   async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
-    const policy = this.failurePolicy;
-    if (typeof policy === 'object') await policy.reset(calls);
+    await this.fallback?.reset(calls);
     await Promise.all(
       [...this.groups(calls)].map(([client, indices]) =>
         this.guard(client).gate.strict('reset', indices.length, () =>
@@ -267,8 +267,7 @@ export class ServerStore implements Store {
   /** Forgets the leases the failure policy answered and shuts down the fallback store. The clients are the caller's. */
   async shutdown(): Promise<void> {
     for (const guard of this.guards.values()) guard.leases.clear();
-    const policy = this.failurePolicy;
-    if (typeof policy === 'object') await policy.shutdown();
+    await this.fallback?.shutdown();
   }
 }
 

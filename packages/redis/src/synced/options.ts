@@ -2,7 +2,13 @@ import { type Duration, ErrorCode, SluiceError } from '@sluice/core';
 import { assertKnownOptions, describeValue, integerOption, parseDuration } from '@sluice/core/adapter';
 import type { BreakerOptions, BreakerState } from '../breaker.js';
 import type { RedisClient } from '../client.js';
-import { type RedisStoreErrorEvent, type ResolvedOptions, resolveOptions } from '../options.js';
+import {
+  type RedisStoreErrorEvent,
+  type ResolvedOptions,
+  resolveOptions,
+  type StoreLogger,
+  shareOption,
+} from '../options.js';
 
 export interface SyncedStoreOptions {
   /**
@@ -32,6 +38,12 @@ export interface SyncedStoreOptions {
   breaker?: BreakerOptions | false;
   /** Called on every failed sync (`operation: 'sync'`) and exact decision. Must not throw. */
   onError?: (event: RedisStoreErrorEvent) => void;
+  /**
+   * Where the store says that syncs fail, in a few lines (as `RedisStore`'s `logger`): when
+   * failing starts, breaker changes, a count every 10 s, recovery. `false`: no log.
+   * @default console, when `onError` is not given; none when it is
+   */
+  logger?: StoreLogger | false;
   /** Called when the breaker changes state. */
   onBreakerChange?: (state: BreakerState, previous: BreakerState) => void;
   /**
@@ -62,6 +74,7 @@ const KNOWN = [
   'readyTimeout',
   'breaker',
   'onError',
+  'logger',
   'onBreakerChange',
   'outageShare',
   'exactAbove',
@@ -82,21 +95,9 @@ export interface ResolvedSyncedOptions {
 /** Longest delay `setInterval` honours: past it, Node fires the timer at once. */
 const MAX_TIMER = 2 ** 31 - 1;
 
-/** A fraction in (0, 1]. */
-function shareOption(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) {
-    throw new SluiceError(
-      ErrorCode.INVALID_OPTION,
-      `SyncedStore: ${option} must be a number above 0 and at most 1; got ${describeValue(value)}`,
-      { option, value },
-    );
-  }
-  return value;
-}
-
 export function resolveSyncedOptions(options: SyncedStoreOptions): ResolvedSyncedOptions {
   assertKnownOptions('SyncedStore', options, KNOWN);
-  const { client, prefix, clock, timeout, readyTimeout, breaker, onError, onBreakerChange } = options;
+  const { client, prefix, clock, timeout, readyTimeout, breaker, onError, onBreakerChange, logger } = options;
   const redis = resolveOptions({
     client,
     ...(prefix === undefined ? {} : { prefix }),
@@ -106,6 +107,7 @@ export function resolveSyncedOptions(options: SyncedStoreOptions): ResolvedSynce
     ...(breaker === undefined ? {} : { breaker }),
     ...(onError === undefined ? {} : { onError }),
     ...(onBreakerChange === undefined ? {} : { onBreakerChange }),
+    ...(logger === undefined ? {} : { logger }),
     // Exact decisions that fail are answered from the local view (see SyncedStore.exact).
     failurePolicy: 'deny',
   });
@@ -120,11 +122,11 @@ export function resolveSyncedOptions(options: SyncedStoreOptions): ResolvedSynce
   return {
     redis,
     interval,
-    outageShare: shareOption('outageShare', options.outageShare ?? 1),
+    outageShare: shareOption('SyncedStore', 'outageShare', options.outageShare ?? 1),
     exactAbove:
       options.exactAbove === undefined || options.exactAbove === false
         ? undefined
-        : shareOption('exactAbove', options.exactAbove),
+        : shareOption('SyncedStore', 'exactAbove', options.exactAbove),
     maxKeys: integerOption('maxKeys', options.maxKeys ?? 100_000),
   };
 }
