@@ -28,8 +28,15 @@ export interface RouteSpec {
   /** A name in `backends`; each route gets its own store on that connection. */
   backend: string;
   limits: { name: string; key: 'ip' | string; algorithm: AlgorithmSpec }[];
-  /** RedisStore `failurePolicy`; `'fallback'` is a fresh `MemoryStore` per route. @default 'allow' */
-  failurePolicy?: 'allow' | 'deny' | 'fallback';
+  /** RedisStore `failurePolicy`; `'fallback'` is a fresh `MemoryStore` per route. @default the store's ('local') */
+  failurePolicy?: 'local' | 'allow' | 'deny' | 'fallback';
+  /** RedisStore `outageShare`. @default 1 */
+  outageShare?: number;
+  /**
+   * The store's failure log goes to the stats (`logs`) instead of `onError` counting: what the
+   * default logger would write, line by line.
+   */
+  log?: boolean;
   /** RedisStore `timeout`, ms. @default 100 */
   timeout?: number;
   /** @default { failures: 3, cooldown: 1000 } */
@@ -45,6 +52,8 @@ export interface ChildStats {
   storeErrors: Record<string, number>;
   /** Last breaker state per route path (absent: never changed). */
   breaker: Record<string, string>;
+  /** Lines of the stores' failure logs, per route path (routes with `log`). */
+  logs: Record<string, string[]>;
   /** ioredis client status per backend. */
   clients: Record<string, string>;
 }

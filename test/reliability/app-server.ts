@@ -31,7 +31,14 @@ import type { AlgorithmSpec, AppConfig, BackendSpec, ChildStats, RouteSpec } fro
 
 const config = JSON.parse(process.env.SLUICE_APP ?? '{}') as AppConfig;
 
-const stats: ChildStats = { unhandled: [], uncaught: [], storeErrors: {}, breaker: {}, clients: {} };
+const stats: ChildStats = {
+  unhandled: [],
+  uncaught: [],
+  storeErrors: {},
+  breaker: {},
+  logs: {},
+  clients: {},
+};
 process.on('unhandledRejection', (reason) => {
   stats.unhandled.push(String(reason));
 });
@@ -80,19 +87,27 @@ function store(route: RouteSpec): Store {
   const backend = config.backends[route.backend]!;
   if (backend.kind === 'memory') return new MemoryStore();
   const client = clients.get(route.backend)!;
-  const policy = route.failurePolicy ?? 'allow';
+  const policy = route.failurePolicy;
   stats.storeErrors[route.path] = 0;
+  const lines: string[] = [];
+  if (route.log === true) stats.logs[route.path] = lines;
   return new RedisStore({
     client: storeClient(client),
     prefix: config.prefix,
     timeout: route.timeout ?? 100,
-    failurePolicy: policy === 'fallback' ? new MemoryStore() : policy,
+    ...(policy === undefined ? {} : { failurePolicy: policy === 'fallback' ? new MemoryStore() : policy }),
+    ...(route.outageShare === undefined ? {} : { outageShare: route.outageShare }),
     breaker: route.breaker ?? { failures: 3, cooldown: 1000 },
     time: route.time ?? 'client',
     clock: () => Date.now() + (config.clockOffset ?? 0),
-    onError: () => {
-      stats.storeErrors[route.path]! += 1;
-    },
+    // With `log`, the store's own log (what a user without onError sees), else a count.
+    ...(route.log === true
+      ? { logger: { warn: (line: string) => lines.push(line) } }
+      : {
+          onError: () => {
+            stats.storeErrors[route.path]! += 1;
+          },
+        }),
     onBreakerChange: (state: BreakerState) => {
       stats.breaker[route.path] = state;
     },
