@@ -9,6 +9,7 @@ import {
 } from '@sluice/core';
 import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import { Cluster, Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { freePort, type RedisProcess, startRedis } from '../setup/redis-server.js';
 import { uniquePrefix } from './clients.js';
@@ -171,6 +172,54 @@ describe('the README setup under load from the first millisecond', () => {
     clock += 60_000;
     expect(await limiter.check('k', { now: NOW })).toMatchObject({ allowed: true, remaining: 4 });
     expect(store.breakerState).toBe('closed');
+  });
+
+  it('regression: node-redis as the README sets it up starts with Redis down, limits in process, then Redis counts (await connect() never resolved: the app never listened)', async () => {
+    expect(README).toContain(
+      "client.connect().catch((error) => console.warn('redis: connect failed:', error.message));",
+    );
+    expect(README).not.toMatch(/^await client\.connect\(\);$/m);
+    const port = await freePort();
+    const warned: string[] = [];
+    const warn = (...args: unknown[]) => warned.push(args.map(String).join(' '));
+    // The README's lines, with its console.warn as `warn` and this test's address.
+    const node = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true });
+    node.on('error', (error) => warn('redis:', error.message));
+    node.connect().catch((error) => warn('redis: connect failed:', error.message));
+    const logged: string[] = [];
+    const store = new RedisStore({
+      client: node,
+      readyTimeout: 200,
+      logger: { warn: (line) => logged.push(line) },
+    });
+    try {
+      const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
+      // Answered (the setup did not hang), by the default policy: the limit holds in process.
+      const decisions = await Promise.all(
+        Array.from({ length: 8 }, () => limiter.check('k', { now: NOW }) as Promise<Decision>),
+      );
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+      expect(logged[0]).toMatch(/readyTimeout.*failurePolicy 'local'/);
+      expect(warned.some((line) => line.startsWith('redis:'))).toBe(true);
+      // Redis comes up: the client connects on its own and Redis decides.
+      server = await startRedis({ port });
+      const ready = node.isReady
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => node.once('ready', () => resolve()));
+      await ready;
+      // The breaker (if open) lets a probe through after its cooldown (real time here: a real
+      // client reconnecting); poll, bounded, until a fresh key is counted by Redis.
+      let counted: Decision | undefined;
+      for (let tries = 0; tries < 400 && counted === undefined; tries++) {
+        const decision = (await limiter.check(`fresh:${tries}`, { now: NOW })) as Decision;
+        if (store.breakerState === 'closed' && logged.some((line) => /answers again/.test(line)))
+          counted = decision;
+        else await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(counted).toMatchObject({ allowed: true, remaining: 4 });
+    } finally {
+      node.destroy();
+    }
   });
 
   it('a client that has ended is not waited for: the call fails at once and is reported', async () => {
