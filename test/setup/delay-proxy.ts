@@ -1,31 +1,45 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, Socket } from 'node:net';
 
 /**
- * A TCP proxy on a loopback port in front of a server (Redis), that can delay every chunk in both
- * directions: a slow network or a loaded server, as the client sees it. Order is kept (every chunk
+ * A TCP proxy on a loopback port in front of a server (Redis), that can delay every chunk: a slow
+ * network or a loaded server, as the client sees it. Order is kept (every chunk of one direction
  * waits the same delay, and timers of one delay fire in order).
  */
 export interface DelayProxy {
   readonly port: number;
-  /** ms added to every chunk from now on; 0: straight through. */
+  /** ms added to every chunk, both ways, from now on; 0: straight through. */
   delay: number;
+  /**
+   * From the next chunk the server sends (a reply), every chunk the client sends is held `ms`:
+   * the next command after a reply is late, with no race against the test's own timing.
+   */
+  holdRequestsAfterNextReply(ms: number): void;
   close(): Promise<void>;
 }
 
 export async function startDelayProxy(target: number): Promise<DelayProxy> {
   const sockets = new Set<Socket>();
+  let requestDelay = 0;
+  let armed: number | undefined;
   const proxy = {
     port: 0,
     delay: 0,
+    holdRequestsAfterNextReply(ms: number) {
+      armed = ms;
+    },
     close: (): Promise<void> =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
   };
-  const forward = (from: Socket, to: Socket) => {
+  const forward = (from: Socket, to: Socket, requests: boolean) => {
     from.on('data', (chunk) => {
-      const ms = proxy.delay;
+      if (!requests && armed !== undefined) {
+        requestDelay = armed;
+        armed = undefined;
+      }
+      const ms = proxy.delay + (requests ? requestDelay : 0);
       if (ms === 0) to.write(chunk);
       else setTimeout(() => to.writable && to.write(chunk), ms);
     });
@@ -33,14 +47,14 @@ export async function startDelayProxy(target: number): Promise<DelayProxy> {
     from.on('error', () => to.destroy());
   };
   const server: Server = createServer((client) => {
-    const upstream = new (client.constructor as typeof Socket)();
+    const upstream = new Socket();
     upstream.connect(target, '127.0.0.1');
     for (const socket of [client, upstream]) {
       sockets.add(socket);
       socket.on('close', () => sockets.delete(socket));
     }
-    forward(client, upstream);
-    forward(upstream, client);
+    forward(client, upstream, true);
+    forward(upstream, client, false);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

@@ -42,7 +42,20 @@ export class CircuitBreaker {
     return true;
   }
 
+  /** Whether a call now would be answered at once without going to Redis (open, or its probe is out). */
+  blocking(): boolean {
+    if (this.current === 'closed') return false;
+    if (this.current === 'open') return this.clock() - this.openedAt < this.cooldown;
+    return this.probing;
+  }
+
+  /**
+   * A call succeeded. While open, that is a call let through before the breaker opened and
+   * answered late: it does not close the breaker (only the probe does), or an in-flight success
+   * would reopen the gate to a backend just seen failing, and it would flap.
+   */
   success(): void {
+    if (this.current === 'open') return;
     this.consecutive = 0;
     this.probing = false;
     if (this.current !== 'closed') this.set('closed');

@@ -1,25 +1,15 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
-import type { BreakerOptions } from './breaker.js';
-import { type BreakerState, CircuitBreaker } from './breaker.js';
-import { FailureLog, policyText } from './failure-log.js';
+import type { BreakerOptions, BreakerState } from './breaker.js';
+import { policyText } from './failure-log.js';
+import { type GateScope, GateScopes, type SlotOwner } from './gate-scopes.js';
 import type { FailurePolicy, RedisStoreErrorEvent, StoreLogger } from './options.js';
+import { StartUp, type StartUpClient, startUpError } from './start-up.js';
 import { Deadlines, timeoutError } from './timeout.js';
 
 export type Operation = RedisStoreErrorEvent['operation'];
 
-/**
- * Client states in which a call is not waited for: `ready` (send it), `end` (closed by its owner or
- * out of reconnection attempts: the call fails as usual), `wait` (`lazyConnect` not yet told to
- * connect: the command itself starts the connection, as ioredis does without the store).
- */
-const NO_WAIT = new Set(['ready', 'end', 'wait']);
-
 /** The client as the gate reads it: its status, and its first `ready` (or `end`). */
-export interface GateClient {
-  readonly status: string;
-  once(event: 'ready' | 'end', listener: (...args: unknown[]) => void): unknown;
-  removeListener(event: 'ready' | 'end', listener: (...args: unknown[]) => void): unknown;
-}
+export type GateClient = StartUpClient;
 
 /** What the gate needs: the resolved failure options of its store (see `resolveFailureOptions`). */
 export interface GateOptions {
@@ -29,7 +19,9 @@ export interface GateOptions {
   readonly readyTimeout: number;
   readonly breaker: Required<BreakerOptions> | undefined;
   readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
-  readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
+  readonly onBreakerChange:
+    | ((state: BreakerState, previous: BreakerState, node?: string) => void)
+    | undefined;
   /** Where failures are said loudly (see `FailureLog`); none: the `onError` hook has them. */
   readonly logger: StoreLogger | undefined;
   /** How calls are answered while the backend is away, for the log's lines. */
@@ -42,66 +34,67 @@ export interface GateOptions {
   readonly policyText?: string;
   /** Who speaks in error messages: the store and what it calls. @default { store: 'RedisStore', backend: 'Redis' } */
   readonly names?: { readonly store: string; readonly backend: string };
+  /** On a Cluster, the primary owning each slot: one breaker per primary (see `GateScopes`). */
+  readonly owner?: SlotOwner | undefined;
 }
 
 /**
- * The gate every call to Redis passes (and every call of ServerStore to a sluice-server), limits and leases alike: the circuit breaker, the
- * timeout, and the `onError` report. Callers supply what to answer instead (the failure policy).
+ * The gate every call to Redis passes (and every call of ServerStore to a sluice-server), limits and
+ * leases alike: the start-up wait, the circuit breaker of the call's node, the timeout, and the
+ * report (`onError` and the failure log). Callers supply what to answer instead (the failure
+ * policy). A call on one Cluster slot passes that slot's primary's breaker (`slot`); others pass
+ * the store's.
  */
 export class CallGate {
-  private readonly breaker: CircuitBreaker | undefined;
   private readonly deadlines: Deadlines;
-  /** The client has been ready once, or the start-up wait is over: calls no longer wait. */
-  private started: boolean;
-  /** While calls wait for the first connection: resolves true once ready, false past the bound. */
-  private starting: Promise<boolean> | undefined;
-  /** Limits and lease sets of the calls waiting (the `keys` of a `'connect'` report). */
-  private waitingKeys = 0;
+  private readonly startUp: StartUp;
+  private readonly scopes: GateScopes;
   private readonly store: string;
   private readonly backend: string;
-  private readonly log: FailureLog | undefined;
 
   constructor(private readonly options: GateOptions) {
     this.store = options.names?.store ?? 'RedisStore';
     this.backend = options.names?.backend ?? 'Redis';
-    const { logger, failurePolicy, outageShare } = options;
-    this.log =
-      logger === undefined
-        ? undefined
-        : new FailureLog(logger, options.clock, {
-            store: this.store,
-            backend: this.backend,
-            policy:
-              options.policyText ??
-              policyText(typeof failurePolicy === 'object' ? 'store' : failurePolicy, outageShare),
-          });
     this.deadlines = new Deadlines(options.timeout, undefined, undefined, undefined, this.backend);
-    // A client ready before any call (now, or later in the background) is never waited for again.
-    const client = options.client;
-    this.started = options.readyTimeout === 0 || client.status === 'ready';
-    if (!this.started) {
-      client.once('ready', () => {
-        this.started = true;
-      });
-    }
-    const { breaker, clock, onBreakerChange } = options;
-    this.breaker =
-      breaker === undefined
-        ? undefined
-        : new CircuitBreaker(breaker.failures, breaker.cooldown, clock, (state, previous) => {
-            this.log?.breaker(state, previous, breaker.failures, breaker.cooldown);
-            onBreakerChange?.(state, previous);
-          });
+    this.startUp = new StartUp(options.client, options.readyTimeout, (keys, why) =>
+      this.report('connect', keys, startUpError(this.store, this.backend, why)),
+    );
+    const { failurePolicy, outageShare } = options;
+    this.scopes = new GateScopes({
+      clock: options.clock,
+      breaker: options.breaker,
+      logger: options.logger,
+      onBreakerChange: options.onBreakerChange,
+      owner: options.owner,
+      names: {
+        store: this.store,
+        backend: this.backend,
+        policy:
+          options.policyText ??
+          policyText(typeof failurePolicy === 'object' ? 'store' : failurePolicy, outageShare),
+      },
+    });
   }
 
-  /** The circuit breaker's state (`'closed'` when there is no breaker). */
+  /** The worst breaker state of the store's (`'open'` if one Cluster primary's is); `'closed'` with no breaker. */
   get state(): BreakerState {
-    return this.breaker?.state ?? 'closed';
+    let worst: BreakerState = 'closed';
+    for (const scope of this.scopes.all()) {
+      const state = scope.breaker?.state ?? 'closed';
+      if (state === 'open') return 'open';
+      if (state === 'half-open') worst = state;
+    }
+    return worst;
   }
 
-  /** ms until the breaker next lets a call through (its whole cooldown while closed); 1000 with no breaker. */
-  retryAfter(): number {
-    return this.breaker?.retryAfter() ?? 1000;
+  /** ms until the breaker of `slot`'s node next lets a call through (its whole cooldown while closed); 1000 with no breaker. */
+  retryAfter(slot?: number): number {
+    return this.scopes.of(slot).breaker?.retryAfter() ?? 1000;
+  }
+
+  /** Whether a call on `slot` would be answered by the policy at once (its breaker is open and not probing). */
+  away(slot: number | undefined): boolean {
+    return this.scopes.of(slot).breaker?.blocking() === true;
   }
 
   /**
@@ -114,8 +107,9 @@ export class CallGate {
     keys: number,
     attempt: () => Promise<T>,
     fail: () => T | Promise<T>,
+    slot?: number,
   ): Promise<T> {
-    return this.map(operation, keys, attempt, identity as (reply: T) => T, fail);
+    return this.map(operation, keys, attempt, identity as (reply: T) => T, fail, slot);
   }
 
   /**
@@ -128,66 +122,17 @@ export class CallGate {
     attempt: () => Promise<R>,
     read: (reply: R) => T,
     fail: () => T | Promise<T>,
+    slot?: number,
   ): Promise<T> {
-    if (!this.started) {
-      const starting = this.startup(keys);
-      if (starting !== undefined) {
-        return starting.then((ready) =>
-          ready ? this.map(operation, keys, attempt, read, fail) : this.answer(fail),
-        );
-      }
+    const starting = this.startUp.wait(keys);
+    if (starting !== undefined) {
+      return starting.then((ready) =>
+        ready ? this.map(operation, keys, attempt, read, fail, slot) : this.answer(this.scopes.whole, fail),
+      );
     }
-    if (this.breaker !== undefined && !this.breaker.admit()) return this.answer(fail);
-    return this.call(operation, keys, attempt, read, fail);
-  }
-
-  /**
-   * Undefined when a call may go now; else the wait for the client's first `ready` (shared by
-   * every call that arrives meanwhile), true once ready, false past `readyTimeout` or if the
-   * client ends first (then reported once, as `'connect'`). Before the first connection a call
-   * would fail at once (offline queue off) or wait in ioredis' queue past `timeout`: either way
-   * it would count as Redis failing and open the breaker before Redis was ever asked.
-   */
-  private startup(keys: number): Promise<boolean> | undefined {
-    // The store does not manage the connection: it reads its status and waits for it.
-    const client = this.options.client;
-    const status = client.status;
-    if (status === 'ready') this.started = true;
-    if (NO_WAIT.has(status)) return undefined;
-    this.waitingKeys += keys;
-    this.starting ??= new Promise<boolean>((resolve) => {
-      const done = (ready: boolean, why?: string) => {
-        clearTimeout(timer);
-        client.removeListener('ready', onReady);
-        client.removeListener('end', onEnd);
-        this.starting = undefined;
-        const waited = this.waitingKeys;
-        this.waitingKeys = 0;
-        if (why !== undefined) {
-          this.report(
-            'connect',
-            waited,
-            new SluiceError(ErrorCode.STORE_FAILURE, `${this.store}: the ${this.backend} client ${why}`),
-          );
-        }
-        resolve(ready);
-      };
-      const onReady = () => {
-        this.started = true;
-        done(true);
-      };
-      const onEnd = () => done(false, 'ended before it was ready');
-      const ms = this.options.readyTimeout;
-      const timer = setTimeout(() => {
-        // The start-up is over: later calls go to the client as they are (and count as usual).
-        this.started = true;
-        done(false, `was not ready within readyTimeout (${ms} ms; status '${client.status}')`);
-      }, ms);
-      timer.unref?.();
-      client.once('ready', onReady);
-      client.once('end', onEnd);
-    });
-    return this.starting;
+    const scope = this.scopes.of(slot);
+    if (scope.breaker !== undefined && !scope.breaker.admit()) return this.answer(scope, fail);
+    return this.call(scope, operation, keys, attempt, read, fail);
   }
 
   /**
@@ -195,15 +140,16 @@ export class CallGate {
    * request): `run`, except that an open breaker is reported too (`ERR_SLUICE_STORE_FAILURE`, not
    * applied). Never rejects; resolves to the reply, or `undefined` when it did not happen.
    */
-  compensate<R>(operation: Operation, keys: number, attempt: () => Promise<R>): Promise<R | undefined> {
-    const none = (): undefined => undefined;
-    if (!this.started) {
-      const starting = this.startup(keys);
-      if (starting !== undefined) {
-        return starting.then((ready) => (ready ? this.compensate(operation, keys, attempt) : undefined));
-      }
-    }
-    if (this.breaker !== undefined && !this.breaker.admit()) {
+  async compensate<R>(
+    operation: Operation,
+    keys: number,
+    attempt: () => Promise<R>,
+    slot?: number,
+  ): Promise<R | undefined> {
+    const starting = this.startUp.wait(keys);
+    if (starting !== undefined && !(await starting)) return undefined;
+    const scope = this.scopes.of(slot);
+    if (scope.breaker !== undefined && !scope.breaker.admit()) {
       this.report(
         operation,
         keys,
@@ -211,10 +157,11 @@ export class CallGate {
           ErrorCode.STORE_FAILURE,
           `${this.store}: the circuit breaker is open; ${operation} not applied`,
         ),
+        scope,
       );
-      return Promise.resolve(undefined);
+      return undefined;
     }
-    return this.call<R, R | undefined>(operation, keys, attempt, identity, none);
+    return this.call<R, R | undefined>(scope, operation, keys, attempt, identity, () => undefined);
   }
 
   /**
@@ -237,90 +184,20 @@ export class CallGate {
     });
   }
 
-  /** `map` once the breaker has let the call through. */
-  private call<R, T>(
-    operation: Operation,
-    keys: number,
-    attempt: () => Promise<R>,
-    read: (reply: R) => T,
-    fail: () => T | Promise<T>,
-  ): Promise<T> {
-    let pending: Promise<R>;
-    try {
-      pending = attempt();
-    } catch (error) {
-      return this.failed(operation, keys, error, fail);
-    }
-    const deadlines = this.deadlines;
-    return new Promise<T>((resolve, reject) => {
-      const deadline = deadlines.add(() => {
-        this.failed(operation, keys, timeoutError(operation, deadlines.ms, deadlines.backend), fail).then(
-          resolve,
-          reject,
-        );
-      });
-      pending.then(
-        (reply) => {
-          // After a timeout the late outcome is only observed (never an unhandled rejection).
-          if (!deadlines.settle(deadline)) return;
-          let value: T;
-          try {
-            value = read(reply);
-          } catch (error) {
-            // A reply we cannot read is Redis answering, not Redis being away.
-            this.failed(operation, keys, error, fail, true).then(resolve, reject);
-            return;
-          }
-          this.succeeded();
-          resolve(value);
-        },
-        (error: unknown) => {
-          if (!deadlines.settle(deadline)) return;
-          this.failed(operation, keys, error, fail).then(resolve, reject);
-        },
-      );
-    });
-  }
-
-  private failed<T>(
-    operation: Operation,
-    keys: number,
-    error: unknown,
-    fail: () => T | Promise<T>,
-    answered = isReplyError(error),
-  ): Promise<T> {
-    this.count(answered);
-    this.report(operation, keys, error);
-    return this.answer(fail);
-  }
-
-  /** `fail()`'s answer, counted for the log. */
-  private answer<T>(fail: () => T | Promise<T>): Promise<T> {
-    this.log?.answered();
-    return answer(fail);
-  }
-
-  /** The backend answered a call: the breaker closes (if it was the probe) and the log says it recovered. */
-  private succeeded(): void {
-    this.breaker?.success();
-    if (this.log?.failing === true) this.log.recovered();
-  }
-
   /**
    * For administrative calls whose caller must know they did not happen (`reset`): rejects with
    * `ERR_SLUICE_STORE_FAILURE` when the breaker is open or Redis fails (after reporting it).
    */
   async strict(operation: Operation, keys: number, attempt: () => Promise<unknown>): Promise<void> {
-    if (!this.started) {
-      const starting = this.startup(keys);
-      if (starting !== undefined && !(await starting)) {
-        throw new SluiceError(
-          ErrorCode.STORE_FAILURE,
-          `${this.store}: the ${this.backend} client was not ready; ${operation} not applied`,
-        );
-      }
+    const starting = this.startUp.wait(keys);
+    if (starting !== undefined && !(await starting)) {
+      throw new SluiceError(
+        ErrorCode.STORE_FAILURE,
+        `${this.store}: the ${this.backend} client was not ready; ${operation} not applied`,
+      );
     }
-    if (this.breaker !== undefined && !this.breaker.admit()) {
+    const scope = this.scopes.whole;
+    if (scope.breaker !== undefined && !scope.breaker.admit()) {
       throw new SluiceError(
         ErrorCode.STORE_FAILURE,
         `${this.store}: the circuit breaker is open; ${operation} not applied`,
@@ -328,10 +205,10 @@ export class CallGate {
     }
     try {
       await this.deadlines.race(attempt(), operation);
-      this.succeeded();
+      this.succeeded(scope);
     } catch (error) {
-      this.count(isReplyError(error));
-      this.report(operation, keys, error);
+      this.count(scope, isReplyError(error));
+      this.report(operation, keys, error, scope);
       throw new SluiceError(
         ErrorCode.STORE_FAILURE,
         `${this.store}: ${operation} failed: ${messageOf(error)}`,
@@ -342,6 +219,92 @@ export class CallGate {
     }
   }
 
+  /** Tells `onError` and the failure log (of `scope`, else the store's) of a failure. */
+  report(operation: Operation, keys: number, error: unknown, scope: GateScope = this.scopes.whole): void {
+    scope.log?.failed(operation, error);
+    const onError = this.options.onError;
+    if (onError === undefined) return;
+    try {
+      onError({ operation, keys, error, breaker: scope.breaker?.state ?? 'closed' });
+    } catch {
+      // A throwing hook must not turn a handled failure into a crash.
+    }
+  }
+
+  /** `map` once the breaker of `scope` has let the call through. */
+  private call<R, T>(
+    scope: GateScope,
+    operation: Operation,
+    keys: number,
+    attempt: () => Promise<R>,
+    read: (reply: R) => T,
+    fail: () => T | Promise<T>,
+  ): Promise<T> {
+    let pending: Promise<R>;
+    try {
+      pending = attempt();
+    } catch (error) {
+      return this.failed(scope, operation, keys, error, fail);
+    }
+    const deadlines = this.deadlines;
+    return new Promise<T>((resolve, reject) => {
+      const deadline = deadlines.add(() => {
+        this.failed(
+          scope,
+          operation,
+          keys,
+          timeoutError(operation, deadlines.ms, deadlines.backend),
+          fail,
+        ).then(resolve, reject);
+      });
+      pending.then(
+        (reply) => {
+          // After a timeout the late outcome is only observed (never an unhandled rejection).
+          if (!deadlines.settle(deadline)) return;
+          let value: T;
+          try {
+            value = read(reply);
+          } catch (error) {
+            // A reply we cannot read is Redis answering, not Redis being away.
+            this.failed(scope, operation, keys, error, fail, true).then(resolve, reject);
+            return;
+          }
+          this.succeeded(scope);
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (!deadlines.settle(deadline)) return;
+          this.failed(scope, operation, keys, error, fail).then(resolve, reject);
+        },
+      );
+    });
+  }
+
+  private failed<T>(
+    scope: GateScope,
+    operation: Operation,
+    keys: number,
+    error: unknown,
+    fail: () => T | Promise<T>,
+    answered = isReplyError(error),
+  ): Promise<T> {
+    this.count(scope, answered);
+    this.report(operation, keys, error, scope);
+    return this.answer(scope, fail);
+  }
+
+  /** `fail()`'s answer, counted for the log. */
+  private answer<T>(scope: GateScope, fail: () => T | Promise<T>): Promise<T> {
+    scope.log?.answered();
+    return answer(fail);
+  }
+
+  /** The backend answered a call: the breaker hears it, and the log says it recovered. */
+  private succeeded(scope: GateScope): void {
+    scope.breaker?.success();
+    if (scope.log?.failing === true) scope.log.recovered();
+  }
+
   /**
    * Tells the breaker how a failed call went. It counts only Redis being away (transport errors,
    * timeouts, a server that cannot serve: LOADING, BUSY, CLUSTERDOWN…). An error Redis replied
@@ -349,21 +312,9 @@ export class CallGate {
    * deterministic: the same call fails every time while every other key works, so it must not
    * open the breaker and fail a healthy limit; it proves Redis answers (a success for the breaker).
    */
-  private count(answered: boolean): void {
-    if (answered) this.breaker?.success();
-    else this.breaker?.failure();
-  }
-
-  /** Tells `onError` and the log of a failure. */
-  report(operation: Operation, keys: number, error: unknown): void {
-    this.log?.failed(operation, error);
-    const onError = this.options.onError;
-    if (onError === undefined) return;
-    try {
-      onError({ operation, keys, error, breaker: this.state });
-    } catch {
-      // A throwing hook must not turn a handled failure into a crash.
-    }
+  private count(scope: GateScope, answered: boolean): void {
+    if (answered) scope.breaker?.success();
+    else scope.breaker?.failure();
   }
 }
 

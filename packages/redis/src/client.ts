@@ -30,4 +30,15 @@ export interface RedisClient {
   on(event: 'ready' | '+node', listener: (...args: unknown[]) => void): unknown;
   /** A Cluster's node connections (absent on a standalone client). */
   nodes?(role: 'master'): RedisNodeClient[];
+  /** An ioredis Cluster's slot map: `slots[slot][0]` is the primary's `host:port`. */
+  readonly slots?: readonly (readonly string[] | undefined)[];
+  /** The primary owning a slot (`host:port`), where the client has no ioredis `slots` (node-redis). */
+  slotOwner?(slot: number): string | undefined;
+}
+
+/** The primary owning each slot of a Cluster client, as the client knows it now; undefined for a standalone client. */
+export function slotOwner(client: RedisClient): ((slot: number) => string | undefined) | undefined {
+  if (!client.isCluster) return undefined;
+  if (typeof client.slotOwner === 'function') return (slot) => client.slotOwner!(slot);
+  return (slot) => client.slots?.[slot]?.[0];
 }

@@ -13,6 +13,7 @@ export interface SlotGroup {
 
 /** One slot of a split consume that admitted: what a refund needs to give it back. */
 interface AdmittedSlot {
+  readonly slot: number;
   readonly group: SlotGroup;
   readonly calls: readonly LimitCall[];
   /** The batch's reply: the `now` it consumed at (exact `%.17g`), decisions, then its journal. */
@@ -39,15 +40,21 @@ export function groupBySlot(keys: readonly string[]): Map<number, SlotGroup> {
 type SplitCall = (
   batch: ScriptCommand,
   calls: readonly LimitCall[],
-  slots: readonly SlotGroup[],
+  slots: ReadonlyMap<number, SlotGroup>,
   time: string,
   fail: () => Decision[] | Promise<Decision[]>,
 ) => Promise<Decision[]>;
 
+/** A slot's call the policy answered (its node away: breaker open, error or timeout). */
+const AWAY = Symbol('away');
+
 /**
  * Layered limits whose keys span several Cluster hash slots: the batch script once per slot, in
- * parallel, each all-or-nothing within its slot; a consume that not every slot admitted gives back
- * what the admitting slots consumed (see the README for the exact guarantee).
+ * parallel, each all-or-nothing within its slot and through its own node's breaker; a consume that
+ * not every slot admitted gives back what the admitting slots consumed (see the README for the
+ * exact guarantee). When a slot's node is away, the whole call is the failure policy's: a
+ * request's layered limits are decided by one store, all or nothing, never part in Redis and part
+ * in the fallback (whose admissions could not be undone together).
  */
 export class ClusterSplit {
   constructor(
@@ -56,88 +63,76 @@ export class ClusterSplit {
   ) {}
 
   /** A peek: the batch script once per slot, in parallel. */
-  readonly peek: SplitCall = (batch, calls, slots, time, fail) =>
-    this.gate.run('peek', calls.length, () => this.peekSlots(batch, calls, slots, time), fail);
-
-  /**
-   * A consume. The refunds run after the consume's deadline, under their own: a slow refund must
-   * not turn a refusal Redis already gave into the failure policy's answer (an admission, under
-   * `'allow'`). A slot that failed is answered by the policy once the others are refunded; after a
-   * timeout the policy answers at once and the refunds run in the background when the slots reply.
-   */
-  readonly consume: SplitCall = async (batch, calls, slots, time, fail) => {
-    // Settle (never reject) once each admitting slot is refunded or its failure reported.
-    const refunds: Promise<void>[] = [];
-    const decisions = await this.gate.run(
-      'consume',
-      calls.length,
-      () => this.splitConsume(batch, calls, slots, time, refunds),
-      fail,
+  readonly peek: SplitCall = async (batch, calls, slots, time, fail) => {
+    if (this.anyAway(slots)) return fail();
+    const decisions = new Array<Decision>(calls.length);
+    const runs = await Promise.all(
+      [...slots].map(([slot, group]) => {
+        const groupCalls = group.indices.map((i) => calls[i]!);
+        return this.gate.map<unknown[], boolean | typeof AWAY>(
+          'peek',
+          groupCalls.length,
+          () => batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'peek')),
+          (reply) => {
+            group.indices.forEach((index, j) => {
+              decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
+            });
+            return true;
+          },
+          () => AWAY,
+          slot,
+        );
+      }),
     );
-    if (refunds.length > 0) await Promise.all(refunds);
-    return decisions;
+    return runs.includes(AWAY) ? fail() : decisions;
   };
 
-  private async peekSlots(
-    batch: ScriptCommand,
-    calls: readonly LimitCall[],
-    slots: readonly SlotGroup[],
-    time: string,
-  ): Promise<Decision[]> {
-    const decisions = new Array<Decision>(calls.length);
-    await Promise.all(
-      slots.map(async (group) => {
-        const groupCalls = group.indices.map((i) => calls[i]!);
-        const reply = await batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'peek'));
-        group.indices.forEach((index, j) => {
-          decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
-        });
-      }),
-    );
-    return decisions;
-  }
-
   /**
-   * The batch script once per slot, in parallel, each all-or-nothing within its slot. When not
-   * every slot admitted (one refused, or failed), each slot that admitted gets back exactly what it
-   * consumed, at the `now` it consumed at (`SPLIT_REFUND_SCRIPT`: the previous value when
-   * nobody wrote the key since, else `Algorithm.refund`), one round trip per slot, in parallel
-   * (pushed to `refunds`); then its limits report as they stand (`peek`), as a one-slot batch
-   * reports the limits that would have admitted a refused request.
+   * A consume: the batch script once per slot, in parallel, each all-or-nothing within its slot.
+   * When not every slot admitted (one refused, or its node was away), each slot that admitted
+   * gets back exactly what it consumed, at the `now` it consumed at (`SPLIT_REFUND_SCRIPT`: the
+   * previous value when nobody wrote the key since, else `Algorithm.refund`), one round trip per
+   * slot, in parallel; then its limits report as they stand (`peek`), as a one-slot batch reports
+   * the limits that would have admitted a refused request. A slot whose node was away makes the
+   * answer the failure policy's, once the others are given back. Each refund runs under its own
+   * deadline: a slow refund must not turn a refusal Redis already gave into the policy's answer.
    */
-  private async splitConsume(
-    batch: ScriptCommand,
-    calls: readonly LimitCall[],
-    slots: readonly SlotGroup[],
-    time: string,
-    refunds: Promise<void>[],
-  ): Promise<Decision[]> {
+  readonly consume: SplitCall = async (batch, calls, slots, time, fail) => {
+    if (this.anyAway(slots)) return fail();
     const decisions = new Array<Decision>(calls.length);
-    const runs = await Promise.allSettled(
-      slots.map(async (group): Promise<AdmittedSlot | undefined> => {
+    const runs = await Promise.all(
+      [...slots].map(([slot, group]) => {
         const groupCalls = group.indices.map((i) => calls[i]!);
-        const reply = await batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'split'));
-        let admitted = true;
-        group.indices.forEach((index, j) => {
-          const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
-          decisions[index] = decision;
-          // A shadow limit's refusal does not refuse the request: nothing to give back for it.
-          if (!decision.allowed && calls[index]!.shadow !== true) admitted = false;
-        });
-        return admitted ? { group, calls: groupCalls, reply } : undefined;
+        return this.gate.map<unknown[], AdmittedSlot | undefined | typeof AWAY>(
+          'consume',
+          groupCalls.length,
+          () => batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'split')),
+          (reply): AdmittedSlot | undefined => {
+            let admitted = true;
+            group.indices.forEach((index, j) => {
+              const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
+              decisions[index] = decision;
+              // A shadow limit's refusal does not refuse the request: nothing to give back for it.
+              if (!decision.allowed && calls[index]!.shadow !== true) admitted = false;
+            });
+            return admitted ? { slot, group, calls: groupCalls, reply } : undefined;
+          },
+          (): typeof AWAY => AWAY,
+          slot,
+        );
       }),
     );
-    let failed: PromiseRejectedResult | undefined;
-    const admitted: AdmittedSlot[] = [];
-    for (const run of runs) {
-      if (run.status === 'rejected') failed ??= run;
-      else if (run.value !== undefined) admitted.push(run.value);
-    }
-    if (admitted.length === slots.length) return decisions;
-    for (const slot of admitted) refunds.push(this.refundSlot(slot, decisions));
-    // A failed slot is answered by the failure policy, which counts this request its own way.
-    if (failed !== undefined) throw failed.reason;
-    return decisions;
+    const admitted = runs.filter((run): run is AdmittedSlot => run !== undefined && run !== AWAY);
+    if (admitted.length === slots.size) return decisions;
+    if (admitted.length > 0) await Promise.all(admitted.map((run) => this.refundSlot(run, decisions)));
+    // A slot whose node was away: the failure policy answers, which counts this request its own way.
+    return runs.includes(AWAY) ? fail() : decisions;
+  };
+
+  /** Whether a slot's node is known to be away (its breaker open): then no slot is asked. */
+  private anyAway(slots: ReadonlyMap<number, SlotGroup>): boolean {
+    for (const slot of slots.keys()) if (this.gate.away(slot)) return true;
+    return false;
   }
 
   /**
@@ -158,8 +153,11 @@ export class ClusterSplit {
       args.push(typeof previous === 'string' ? 1 : 0, typeof previous === 'string' ? previous : '');
       args.push(typeof next === 'string' ? 1 : 0, typeof next === 'string' ? next : '');
     }
-    const reply = await this.gate.compensate('rollback', group.keys.length, () =>
-      this.splitRefund(group.keys.length, ...group.keys, ...args),
+    const reply = await this.gate.compensate(
+      'rollback',
+      group.keys.length,
+      () => this.splitRefund(group.keys.length, ...group.keys, ...args),
+      slot.slot,
     );
     if (reply === undefined) return;
     group.indices.forEach((index, j) => {

@@ -26,19 +26,29 @@ export class FailureAnswers {
     this.share = options.outageShare;
   }
 
-  consume(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
+  /** `slot`: a Cluster call's slot, whose node's breaker says when to retry (`'deny'`). */
+  consume(
+    calls: readonly LimitCall[],
+    now: number | undefined,
+    slot?: number,
+  ): Decision[] | Promise<Decision[]> {
     const fallback = this.fallback;
     if (fallback !== undefined) {
       return this.decideOn(calls, () => fallback.consume(this.scaled(calls), now), true);
     }
-    return this.decisions(calls, true);
+    return this.decisions(calls, true, slot);
   }
 
-  peek(calls: readonly LimitCall[], now: number | undefined): Decision[] | Promise<Decision[]> {
+  peek(
+    calls: readonly LimitCall[],
+    now: number | undefined,
+    slot?: number,
+  ): Decision[] | Promise<Decision[]> {
     const fallback = this.fallback;
-    if (fallback !== undefined)
+    if (fallback !== undefined) {
       return this.decideOn(calls, () => fallback.peek(this.scaled(calls), now), false);
-    return this.decisions(calls, false);
+    }
+    return this.decisions(calls, false, slot);
   }
 
   /**
@@ -114,9 +124,9 @@ export class FailureAnswers {
    * reported for it (nothing was counted: a fresh quota would be untrue). `'deny'`: refused with
    * `'store-unavailable'`, to retry when the breaker next probes the backend.
    */
-  private decisions(calls: readonly LimitCall[], consuming: boolean): Decision[] {
+  private decisions(calls: readonly LimitCall[], consuming: boolean, slot: number | undefined): Decision[] {
     if (this.policy !== 'deny') return this.open(calls, consuming);
-    const retryAfter = this.gate.retryAfter();
+    const retryAfter = this.gate.retryAfter(slot);
     return calls.map((call) =>
       decide(false, call.algorithm.limit, 0, 0, retryAfter, 0, call.policy, 'store-unavailable'),
     );

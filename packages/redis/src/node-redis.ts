@@ -130,6 +130,10 @@ function wrap(client: NodeRedisClient): RedisClient {
       scripts.set(name, run);
       Object.defineProperty(wrapper, name, { value: run, enumerable: false });
     },
+    slotOwner(slot: number): string | undefined {
+      const slots = (client as { slots?: ({ master?: { address?: string } } | undefined)[] }).slots;
+      return slots?.[slot]?.master?.address;
+    },
     del(...keys: string[]): Promise<number> {
       return client.del(keys).catch((error: unknown) => Promise.reject(asReplyError(error)));
     },

@@ -6,6 +6,7 @@ import { LeaseFailureAnswers } from './lease-failure.js';
 import type { ResolvedOptions } from './options.js';
 import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { LEASE_SCRIPT } from './scripts/lease-script.js';
+import { hashSlot } from './slot.js';
 
 /** The ioredis command the lease script is registered under. */
 const LEASE_COMMAND = 'sluiceLease';
@@ -57,6 +58,7 @@ export class RedisLeases implements LeaseStore {
         if (sent !== undefined) this.releaseIfLate(sent, call);
         return this.failure.acquire(call, now);
       },
+      this.slotOf(call),
     );
   }
 
@@ -69,6 +71,7 @@ export class RedisLeases implements LeaseStore {
           readLease(reply, call),
         ),
       () => this.failure.peek(call, now),
+      this.slotOf(call),
     );
   }
 
@@ -112,7 +115,13 @@ export class RedisLeases implements LeaseStore {
       1,
       () => this.run(call, now, 'release').then((reply) => reply[1] === 1),
       () => false,
+      this.slotOf(call),
     );
+  }
+
+  /** On a Cluster, the slot of a lease set (its keys share one), whose node's breaker the call passes. */
+  private slotOf(call: LeaseCall): number | undefined {
+    return this.options.client.isCluster ? hashSlot(this.keysFor(call.space, call.key)[0]) : undefined;
   }
 
   /** A timed-out acquire that Redis ran after all would hold a slot nobody releases: give it back. */

@@ -2,6 +2,7 @@ import type { Algorithm, Decision, Store } from '@sluice/core';
 import type { LimitCall } from '@sluice/core/adapter';
 import type { BreakerState } from './breaker.js';
 import { CallGate } from './call-gate.js';
+import { slotOwner } from './client.js';
 import { watchClusterNodes } from './cluster-nodes.js';
 import { ClusterSplit, groupBySlot, type SlotGroup } from './cluster-split.js';
 import { DenyCache } from './deny-cache.js';
@@ -11,6 +12,7 @@ import { type RedisStoreOptions, type ResolvedOptions, resolveOptions } from './
 import { RedisLeases } from './redis-leases.js';
 import { nowArg, type ScriptCommand } from './script-command.js';
 import { type LeanBatchNode, leanChild, ScriptRegistry } from './script-registry.js';
+import { hashSlot } from './slot.js';
 import { blockField, callArgs, pushCallArgs, readBatchDecisions, readSingleDecision } from './wire.js';
 
 type Mode = 'consume' | 'peek';
@@ -59,7 +61,7 @@ export class RedisStore implements Store {
     this.isCluster = client.isCluster;
     watchClusterNodes(client);
     this.scripts = new ScriptRegistry(client);
-    this.gate = new CallGate(this.options);
+    this.gate = new CallGate({ ...this.options, owner: slotOwner(client) });
     this.failure = new FailureAnswers(this.options, this.gate);
     this.split = new ClusterSplit(this.gate, this.scripts.splitRefund);
     this.leases = new RedisLeases(this.options, this.gate);
@@ -135,8 +137,8 @@ export class RedisStore implements Store {
    */
   async refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
     const refundable = calls.filter((call) => call.algorithm.refund !== undefined);
-    await this.perSlot('refund', this.scripts.refund, refundable, now, () =>
-      this.failure.refund(refundable, now),
+    await this.perSlot('refund', this.scripts.refund, refundable, now, (mine) =>
+      this.failure.refund(mine, now),
     );
   }
 
@@ -154,10 +156,10 @@ export class RedisStore implements Store {
       this.scripts.charge,
       calls,
       now,
-      async () => {
-        const units = await this.failure.charge(calls, now);
-        units?.forEach((n, i) => {
-          taken[i] = n;
+      async (mine, indices) => {
+        const units = await this.failure.charge(mine, now);
+        units?.forEach((n, j) => {
+          taken[indices[j]!] = n;
         });
       },
       (group, reply) => {
@@ -180,26 +182,31 @@ export class RedisStore implements Store {
     command: ScriptCommand,
     calls: readonly LimitCall[],
     now: number | undefined,
-    fallback: () => Promise<unknown>,
+    fallback: (calls: readonly LimitCall[], indices: readonly number[]) => Promise<unknown>,
     read?: (group: SlotGroup, reply: unknown) => void,
   ): Promise<void> {
     if (calls.length === 0) return;
     for (const call of calls) this.denied?.forget(call);
     const keys = calls.map((call) => this.keyFor(call.algorithm, call.key));
     const groups = this.isCluster
-      ? [...groupBySlot(keys).values()]
-      : [{ indices: keys.map((_, i) => i), keys }];
-    const attempt = (): Promise<undefined> =>
-      Promise.all(
-        groups.map(async (group) => {
+      ? [...groupBySlot(keys)]
+      : [[undefined, { indices: keys.map((_, i) => i), keys }] as const];
+    // One call per slot, each through its own node's breaker: a shard that is away leaves the
+    // others' units to Redis, and its own to the fallback.
+    await Promise.all(
+      groups.map(([slot, group]) => {
+        const mine = group.indices.map((i) => calls[i]!);
+        const attempt = async (): Promise<undefined> => {
           const args: (string | number)[] = [this.nowArg(now)];
-          for (const i of group.indices) pushCallArgs(args, calls[i]!);
+          for (const call of mine) pushCallArgs(args, call);
           // Not `read?.(group, await command(…))`: an absent `read` would skip the call itself.
           const reply = await command(group.keys.length, ...group.keys, ...args);
           if (read !== undefined) read(group, reply);
-        }),
-      ).then(() => undefined);
-    await this.gate.run(operation, calls.length, attempt, () => fallback());
+          return undefined;
+        };
+        return this.gate.run(operation, mine.length, attempt, () => fallback(mine, group.indices), slot);
+      }),
+    );
   }
 
   /** Forgets local refusals and shuts down the fallback store. The ioredis client is the caller's to close. */
@@ -215,8 +222,6 @@ export class RedisStore implements Store {
    * Throws (synchronously) for an algorithm without a Lua twin.
    */
   private decide(calls: readonly LimitCall[], now: number | undefined, mode: Mode): Promise<Decision[]> {
-    const fail =
-      mode === 'consume' ? () => this.failure.consume(calls, now) : () => this.failure.peek(calls, now);
     const scripts = this.scripts;
     // A limit with a block runs in the batch script, alone or not.
     if (calls.length === 1 && calls[0]!.block === undefined) {
@@ -225,12 +230,14 @@ export class RedisStore implements Store {
       const single = wire.single ?? scripts.single(wire);
       const key = this.keyFor(undefined, call.key);
       const time = this.nowArg(now);
+      const slot = this.isCluster ? hashSlot(key) : undefined;
       return this.gate.map(
         mode,
         1,
         () => single.command(1, key, time, mode, call.cost, wire.field, ...single.args),
         (reply) => this.settled(calls, [readSingleDecision(reply, call)], now, mode),
-        fail,
+        this.fail(calls, now, mode, slot),
+        slot,
       );
     }
     let kinds = 0;
@@ -257,13 +264,14 @@ export class RedisStore implements Store {
     const groups = this.isCluster ? groupBySlot(keys) : undefined;
     if (groups !== undefined && groups.size > 1) {
       const batch = scripts.batch(kinds);
-      const slots = [...groups.values()];
       const time = this.nowArg(now);
-      if (mode === 'peek') return this.split.peek(batch, calls, slots, time, fail);
+      const fail = this.fail(calls, now, mode, undefined);
+      if (mode === 'peek') return this.split.peek(batch, calls, groups, time, fail);
       return this.split
-        .consume(batch, calls, slots, time, fail)
+        .consume(batch, calls, groups, time, fail)
         .then((d) => this.settled(calls, d, now, mode));
     }
+    const slot = groups === undefined ? undefined : groups.keys().next().value;
     const leanBatch = lean === undefined ? undefined : scripts.leanBatch(lean, calls, keyOf);
     let run: () => Promise<unknown[]>;
     if (leanBatch != null) {
@@ -280,8 +288,21 @@ export class RedisStore implements Store {
       calls.length,
       run,
       (reply) => this.settled(calls, readBatchDecisions(reply, calls), now, mode),
-      fail,
+      this.fail(calls, now, mode, slot),
+      slot,
     );
+  }
+
+  /** The failure policy's answer to these calls (`slot`: the node whose breaker tells when to retry). */
+  private fail(
+    calls: readonly LimitCall[],
+    now: number | undefined,
+    mode: Mode,
+    slot: number | undefined,
+  ): () => Decision[] | Promise<Decision[]> {
+    return mode === 'consume'
+      ? () => this.failure.consume(calls, now, slot)
+      : () => this.failure.peek(calls, now, slot);
   }
 
   /** Remembers the refusals Redis gave (deny cache) and answers. */
