@@ -5,7 +5,12 @@ describe('CircuitBreaker', () => {
   it('regression: a success while open (a call let through before it opened, answered late) does not close it; its probe does (it flapped)', () => {
     let clock = 0;
     const states: string[] = [];
-    const breaker = new CircuitBreaker(2, 1_000, () => clock, (state) => states.push(state));
+    const breaker = new CircuitBreaker(
+      2,
+      1_000,
+      () => clock,
+      (state) => states.push(state),
+    );
     expect(breaker.admit()).toBe(true);
     breaker.failure();
     breaker.failure();

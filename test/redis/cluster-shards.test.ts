@@ -1,6 +1,6 @@
 import { type Decision, fixedWindow, Limiter } from '@sluice/core';
 import { type BreakerState, hashSlot, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type RedisProcess, startCluster } from '../setup/redis-server.js';
 import { Cluster, storeClient, storeClientReady } from './client-family.js';
 import { uniquePrefix } from './clients.js';
@@ -10,6 +10,38 @@ import { uniquePrefix } from './clients.js';
 // Now each primary has its own breaker: a shard away is the policy's for its own keys only.
 
 const algorithm = fixedWindow({ limit: 100, window: 60_000 });
+
+// Runs first in this file: the warning is written once per process.
+describe('a Cluster client whose failover retry cannot fit in the timeout', () => {
+  it('regression: is warned about at creation, once, with a code (a planned failover was answered by the policy)', () => {
+    const ports = inject('redisClusterPorts');
+    const lines: string[] = [];
+    const logger = { warn: (line: string) => lines.push(line) };
+    const fitting = new Cluster([{ host: '127.0.0.1', port: ports[0]! }], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 10,
+    });
+    const defaults = new Cluster([{ host: '127.0.0.1', port: ports[0]! }], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+    });
+    try {
+      new RedisStore({ client: fitting, logger });
+      expect(lines).toEqual([]);
+      new RedisStore({ client: defaults, logger });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /SLUICE_CLUSTER_RETRY_DELAY.*retryDelayOnFailover \(100 ms.*timeout \(100 ms\)/,
+      );
+      new RedisStore({ client: defaults, logger });
+      expect(lines).toHaveLength(1);
+    } finally {
+      fitting.disconnect();
+      defaults.disconnect();
+    }
+  });
+});
 
 describe('one shard away', () => {
   let nodes: RedisProcess[];

@@ -75,8 +75,9 @@ describe('the README setup under load from the first millisecond', () => {
     );
     expect(README).toContain('const store = new RedisStore({ client });');
     expect(README).toContain(
-      "const client = new Cluster([{ host: 'node-1', port: 6379 }], { enableOfflineQueue: false });",
+      "const client = new Cluster([{ host: 'node-1', port: 6379 }], {\n  enableOfflineQueue: false,",
     );
+    expect(README).toContain('  retryDelayOnFailover: 10,\n});');
     expect(README).toContain(
       "const exports = new ConcurrencyLimiter({ limit: 5, ttl: '2m', name: 'exports', store });",
     );
@@ -125,7 +126,10 @@ describe('the README setup under load from the first millisecond', () => {
 
   it('cluster: exactly the limit is admitted, nothing fails open', async () => {
     const ports = inject('redisClusterPorts');
-    client = new Cluster([{ host: '127.0.0.1', port: ports[0]! }], { enableOfflineQueue: false });
+    client = new Cluster([{ host: '127.0.0.1', port: ports[0]! }], {
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 10,
+    });
     const store = new RedisStore({ client, prefix: uniquePrefix('readme') });
     const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });
     const decisions = await flood(client, () => limiter.check('user:42', { now: NOW }) as Promise<Decision>);

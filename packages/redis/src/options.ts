@@ -136,8 +136,11 @@ export interface RedisStoreOptions {
    * @default console, when `onError` is not given; none when it is (the hook has every failure)
    */
   logger?: StoreLogger | false;
-  /** Called when the breaker changes state. */
-  onBreakerChange?: (state: BreakerState, previous: BreakerState) => void;
+  /**
+   * Called when a breaker changes state. On a Cluster each primary has its own breaker: `node` is
+   * its `host:port` (undefined for the store's own, on a standalone Redis).
+   */
+  onBreakerChange?: (state: BreakerState, previous: BreakerState, node?: string) => void;
 }
 
 const KNOWN = [
@@ -185,7 +188,9 @@ export interface ResolvedFailureOptions {
   readonly outageShare: number;
   readonly breaker: Required<BreakerOptions> | undefined;
   readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
-  readonly onBreakerChange: ((state: BreakerState, previous: BreakerState) => void) | undefined;
+  readonly onBreakerChange:
+    | ((state: BreakerState, previous: BreakerState, node?: string) => void)
+    | undefined;
   readonly logger: StoreLogger | undefined;
 }
 
@@ -232,6 +237,24 @@ export function resolveFailureOptions(
     logger: loggerOption(store, options.logger, onError),
   };
 }
+
+/**
+ * A configuration warning, once per process and code: to the store's logger, else (the user took
+ * failures to `onError`) as a Node process warning with its code.
+ */
+export function warn(logger: StoreLogger | undefined, code: string, message: string): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  if (logger !== undefined) {
+    try {
+      logger.warn(`[sluice] [${code}] ${message}`);
+    } catch {
+      // A logger that throws must not stop the store from being made.
+    }
+  } else process.emitWarning(message, { code });
+}
+
+const warned = new Set<string>();
 
 /** A fraction in (0, 1]. */
 export function shareOption(store: string, option: string, value: unknown): number {
