@@ -15,7 +15,8 @@ export interface AppConfig {
 export type BackendSpec =
   | { kind: 'memory' }
   | { kind: 'redis'; port: number }
-  | { kind: 'cluster'; ports: number[] }
+  /** `readme`: the Cluster client exactly as the Redis README sets it up (not connected by hand). */
+  | { kind: 'cluster'; ports: number[]; readme?: boolean }
   | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string };
 
 export interface AlgorithmSpec {

@@ -66,6 +66,16 @@ const clients = new Map<string, Client>();
 
 async function connect(name: string, spec: BackendSpec): Promise<Client | undefined> {
   if (spec.kind === 'memory') return undefined;
+  if (spec.kind === 'cluster' && spec.readme === true) {
+    // The README's setup as written: no lazyConnect, nothing awaited; the store waits for it.
+    const readme = new Cluster(
+      spec.ports.map((port) => ({ host: '127.0.0.1', port })),
+      { enableOfflineQueue: false, retryDelayOnFailover: 10 },
+    );
+    readme.on('error', () => {});
+    clients.set(name, readme);
+    return readme;
+  }
   const common = { enableOfflineQueue: false, lazyConnect: true } as const;
   let client: Client;
   if (spec.kind === 'redis') client = new Redis({ ...common, host: '127.0.0.1', port: spec.port });

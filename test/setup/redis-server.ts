@@ -40,7 +40,12 @@ export async function freePort(bus = false): Promise<number> {
   throw new Error('no free loopback port found');
 }
 
-function launch(port: number, dir: string, cluster: boolean): Promise<ChildProcess> {
+function launch(
+  port: number,
+  dir: string,
+  cluster: boolean,
+  extra: readonly string[] = [],
+): Promise<ChildProcess> {
   const args = [
     '--port',
     String(port),
@@ -56,6 +61,7 @@ function launch(port: number, dir: string, cluster: boolean): Promise<ChildProce
     'no',
   ];
   if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
+  args.push(...extra);
   return spawnUntil(args, 'Ready to accept connections', `redis-server on ${port}`);
 }
 
@@ -65,11 +71,14 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 /** Starts a redis-server on a free loopback port (or `port`). */
-export async function startRedis(options: { port?: number; cluster?: boolean } = {}): Promise<RedisProcess> {
+export async function startRedis(
+  options: { port?: number; cluster?: boolean; args?: readonly string[] } = {},
+): Promise<RedisProcess> {
   const cluster = options.cluster ?? false;
   const port = options.port ?? (await freePort(cluster));
   const dir = await mkdtemp(join(tmpdir(), `sluice-redis-${port}-`));
-  let child = await launch(port, dir, cluster);
+  const extra = options.args ?? [];
+  let child = await launch(port, dir, cluster, extra);
   return {
     port,
     get pid() {
@@ -82,7 +91,7 @@ export async function startRedis(options: { port?: number; cluster?: boolean } =
       await exited(child);
     },
     async restart() {
-      child = await launch(port, dir, cluster);
+      child = await launch(port, dir, cluster, extra);
     },
     async stop() {
       child.kill('SIGCONT');
@@ -93,17 +102,26 @@ export async function startRedis(options: { port?: number; cluster?: boolean } =
   };
 }
 
-/** Three cluster-enabled servers joined with `redis-cli --cluster create` (no replicas). */
-export async function startCluster(): Promise<RedisProcess[]> {
+/**
+ * Three cluster-enabled primaries joined with `redis-cli --cluster create`, and with `replicas: 1`
+ * a replica each (nodes 3 to 5, synced before this resolves). `args`: more redis-server options
+ * for every node (`--cluster-node-timeout 1500`…).
+ */
+export async function startCluster(
+  options: { replicas?: 0 | 1; args?: readonly string[] } = {},
+): Promise<RedisProcess[]> {
   const nodes: RedisProcess[] = [];
+  const replicas = options.replicas ?? 0;
   try {
-    for (let i = 0; i < 3; i++) nodes.push(await startRedis({ cluster: true }));
+    for (let i = 0; i < 3 * (1 + replicas); i++) {
+      nodes.push(await startRedis({ cluster: true, args: options.args ?? [] }));
+    }
     await run('redis-cli', [
       '--cluster',
       'create',
       ...nodes.map((node) => `127.0.0.1:${node.port}`),
       '--cluster-replicas',
-      '0',
+      String(replicas),
       '--cluster-yes',
     ]);
     // Wait until every node agrees the cluster is up.
@@ -112,6 +130,15 @@ export async function startCluster(): Promise<RedisProcess[]> {
         const { stdout } = await run('redis-cli', ['-p', String(node.port), 'cluster', 'info']);
         if (stdout.includes('cluster_state:ok')) break;
         if (attempt > 200) throw new Error(`cluster node ${node.port} never reached cluster_state:ok`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    // Replicas: linked to their primary and synced (a failover needs them).
+    for (const node of nodes.slice(3)) {
+      for (let attempt = 0; ; attempt++) {
+        const { stdout } = await run('redis-cli', ['-p', String(node.port), 'info', 'replication']);
+        if (stdout.includes('master_link_status:up')) break;
+        if (attempt > 400) throw new Error(`replica ${node.port} never linked to its primary`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     }
