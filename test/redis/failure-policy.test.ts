@@ -1,5 +1,5 @@
 import { type Decision, fixedWindow, Limiter, MemoryStore, tokenBucket } from '@sluice/core';
-import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
+import { RedisStore, type RedisStoreErrorEvent, SyncedStore } from '@sluice/redis';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { freePort, type RedisProcess, startRedis } from '../setup/redis-server.js';
 import { Redis } from './client-family.js';
@@ -222,5 +222,51 @@ describe('the default failure log', () => {
     await admittedOf(silent, 'k', 2);
     expect(errors.length).toBeGreaterThan(0);
     expect(warn).not.toHaveBeenCalled();
+  });
+});
+
+describe('SyncedStore says so too', () => {
+  let server: RedisProcess;
+  let client: Redis;
+
+  beforeEach(async () => {
+    server = await startRedis();
+    client = await connectRedis(server.port);
+  });
+  afterEach(async () => {
+    server.resume();
+    client.disconnect();
+    await server.stop();
+  });
+
+  it('regression: failed syncs are logged when they start and when they work again, not per cycle (they were silent without onError)', async () => {
+    const log = lines();
+    let clock = 1_000_000;
+    const store = new SyncedStore({
+      client: client as never,
+      interval: 0,
+      timeout: 100,
+      clock: () => clock,
+      breaker: false,
+      logger: log,
+      outageShare: 1 / 2,
+    });
+    const limiter = new Limiter({ algorithm, store });
+    await limiter.check('k');
+    server.pause();
+    for (let i = 0; i < 5; i++) {
+      await limiter.check('k');
+      await store.sync();
+    }
+    expect(log.lines).toHaveLength(1);
+    expect(log.lines[0]).toMatch(
+      /SyncedStore: Redis failed \(sync: .*\).*this process's view \(1\/2 of each limit/,
+    );
+    server.resume();
+    clock += 1_000;
+    await store.sync();
+    expect(log.lines).toHaveLength(2);
+    expect(log.lines[1]).toMatch(/SyncedStore: Redis answers again after 1\.0 s/);
+    await store.shutdown();
   });
 });

@@ -83,6 +83,7 @@ export class SyncedStore implements Store {
     const share = this.options.outageShare;
     this.gate = new CallGate({
       ...this.options.redis,
+      names: { store: 'SyncedStore', backend: 'Redis' },
       policyText: `this process's view (${share === 1 ? 'the same limits' : `${formatShare(share)} of each limit`}; synced again when Redis answers)`,
     });
     this.command = scriptCommand(client, SYNC_COMMAND, SYNC_SCRIPT);
