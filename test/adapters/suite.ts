@@ -980,6 +980,9 @@ export function adapterSuite(
           ],
         }),
       ).toBe('ERR_SLUICE_DUPLICATE_LIMIT');
+      // Issue 22 §3: the factory given uncalled, and a limit without its algorithm.
+      expect(await code({ algorithm: fixedWindow })).toBe('ERR_SLUICE_UNKNOWN_ALGORITHM');
+      expect(await code({ limits: [{ name: 'x' }] })).toBe('ERR_SLUICE_MISSING_OPTION');
       expect(await code({ algorithm, key: byIp() })).toBe('created');
     });
 
