@@ -1,6 +1,9 @@
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import Router from '@koa/router';
@@ -131,6 +134,15 @@ export interface Reply {
 
 export interface TestApp {
   request(method: 'GET' | 'HEAD' | 'POST', path: string, headers?: Record<string, string>): Promise<Reply>;
+  /**
+   * One request to the app's Node server over a Unix domain socket, where the connection has no
+   * client address (`remoteAddress` is undefined), as behind a proxy that reaches the app so.
+   */
+  requestOverUnixSocket(
+    method: 'GET' | 'POST',
+    path: string,
+    headers?: Record<string, string>,
+  ): Promise<Reply>;
   /** Starts a real HTTP server on a free loopback port; returns its base URL. */
   listen(): Promise<string>;
   /** Open connections of the server `listen()` started, as the server counts them. */
@@ -243,7 +255,13 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
         res.status(500).json({ error: error.message });
       });
       let server: Server | undefined;
+      // A server that never listens: the Unix socket relay hands it its connections.
+      let unixServer: Server | undefined;
       return {
+        requestOverUnixSocket(method, path, headers = {}) {
+          unixServer ??= createServer(app);
+          return overUnixSocket(unixServer, method, path, headers);
+        },
         async request(method, path, headers = {}) {
           const agent = supertest(app);
           const response = await (method === 'GET'
@@ -268,6 +286,7 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
         },
         reset: (key) => (global as Control).reset(key),
         async close() {
+          unixServer?.closeAllConnections();
           if (server === undefined) return;
           server.closeAllConnections();
           await new Promise((resolve) => server!.close(resolve));
@@ -355,6 +374,8 @@ const fastifySubject: Subject = {
           body: parse(response.body),
         };
       },
+      requestOverUnixSocket: (method, path, headers = {}) =>
+        overUnixSocket(app.server, method, path, headers),
       async listen() {
         return app.listen({ port: 0, host: '127.0.0.1' });
       },
@@ -369,10 +390,42 @@ const fastifySubject: Subject = {
   },
 };
 
-/** One request on its own connection (closed after it), to a real server, as supertest sends them. */
-function send(base: string, method: string, path: string, headers: Record<string, string>): Promise<Reply> {
+let sockets = 0;
+
+/**
+ * One request to `server` over a Unix domain socket: a relay listening on a socket file hands each
+ * connection to the app's server as its own (`'connection'`), so the app sees a connection with
+ * no client address, as when a proxy reaches it over a Unix socket.
+ */
+async function overUnixSocket(
+  server: Server,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<Reply> {
+  const socketPath = join(tmpdir(), `sluice-${process.pid}-${++sockets}.sock`);
+  const relay = createNetServer((socket) => server.emit('connection', socket));
+  relay.listen(socketPath);
+  await once(relay, 'listening');
+  try {
+    return await send({ socketPath }, method, path, headers);
+  } finally {
+    relay.close();
+  }
+}
+
+/**
+ * One request on its own connection (closed after it), to a real server, as supertest sends them:
+ * to `base` over TCP, or to `socketPath` over a Unix domain socket.
+ */
+function send(
+  target: { base: string } | { socketPath: string },
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const request = httpRequest(`${base}${path}`, { method, headers, agent: false }, (response) => {
+    const onResponse = (response: IncomingMessage) => {
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => {
@@ -385,7 +438,12 @@ function send(base: string, method: string, path: string, headers: Record<string
           body: parse(text),
         }),
       );
-    });
+    };
+    const options = { method, headers, agent: false };
+    const request =
+      'base' in target
+        ? httpRequest(`${target.base}${path}`, options, onResponse)
+        : httpRequest({ ...options, socketPath: target.socketPath, path }, onResponse);
     request.on('error', reject);
     request.end();
   });
@@ -396,7 +454,8 @@ async function serverApp(server: Server): Promise<Omit<TestApp, 'reset'>> {
   if (!server.listening) await once(server, 'listening');
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    request: (method, path, headers = {}) => send(base, method, path, headers),
+    request: (method, path, headers = {}) => send({ base }, method, path, headers),
+    requestOverUnixSocket: (method, path, headers = {}) => overUnixSocket(server, method, path, headers),
     listen: async () => base,
     connections: () => connectionsOf(server),
     async close() {

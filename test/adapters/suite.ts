@@ -14,6 +14,7 @@ import {
 } from '@sluice/core';
 import { bindName, type LimitCall, QUOTA_EXCEEDED, TEMPORARY_REDUCED_CAPACITY } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { forgetWarnings } from '../setup/process-warnings.js';
 import { featuresSuite } from './features-suite.js';
 import { guardSuite } from './guard-suite.js';
 import {
@@ -390,6 +391,8 @@ export function adapterSuite(
       const warnings: SluiceWarning[] = [];
       beforeEach(() => {
         warnings.length = 0;
+        // Each warning is given once per process: every test here starts from none given.
+        forgetWarnings();
       });
       const perIp = (extra: Partial<Options> = {}): Options => ({
         name: 'ip',
@@ -427,6 +430,40 @@ export function adapterSuite(
         expect((await get('/', { 'x-forwarded-for': '2001:db8:0:100::1' })).status).toBe(200);
         expect((await get('/', { 'x-forwarded-for': '2001:db8:0:1ff::2' })).status).toBe(200);
         expect((await get('/', { 'x-forwarded-for': '2001:db8:0:100::ffff' })).status).toBe(429);
+      });
+
+      it("regression: an app-wide and a route's byIp() behind an untrusted proxy warn once per process, not once each (issue 22 §3)", async () => {
+        await build({
+          options: perIp({ name: 'app', algorithm: window(5) }),
+          routes: [
+            { method: 'GET', path: '/' },
+            { method: 'GET', path: '/own', limit: perIp({ name: 'route', algorithm: window(5) }) },
+          ],
+        });
+        for (const path of ['/', '/own', '/', '/own']) {
+          expect((await get(path, { 'x-forwarded-for': '203.0.113.1' })).status).toBe(200);
+        }
+        expect(warnings.map((w) => w.code)).toEqual(['SLUICE_FORWARDED_UNTRUSTED']);
+      });
+
+      it('byIp() on a request without a client address (a Unix socket): not limited, and SLUICE_NO_CLIENT_ADDRESS once per process (issue 27)', async () => {
+        await build({
+          options: perIp(),
+          routes: [
+            { method: 'GET', path: '/' },
+            { method: 'GET', path: '/own', limit: perIp({ name: 'route' }) },
+          ],
+        });
+        for (const path of ['/', '/', '/own', '/own']) {
+          const reply = await app!.requestOverUnixSocket('GET', path);
+          expect([path, reply.status, reply.headers.ratelimit]).toEqual([path, 200, undefined]);
+        }
+        expect(warnings.map((w) => w.code)).toEqual(['SLUICE_NO_CLIENT_ADDRESS']);
+        expect(warnings[0]!.message).toMatch(/^sluice: byIp\(\) found no client address/);
+        // Over TCP the same app limits by address, with no other warning.
+        expect((await get('/')).status).toBe(200);
+        expect((await get('/')).status).toBe(429);
+        expect(warnings).toHaveLength(1);
       });
 
       it('warns once when the app trusts every proxy', async () => {

@@ -1,4 +1,5 @@
 import {
+  byToken,
   fixedWindow,
   gcra,
   Limiter,
@@ -10,7 +11,8 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { HttpLimiter, type HttpLimitOptions, type RequestAccessBase } from '@sluice/core/adapter';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { forgetWarnings } from '../setup/process-warnings.js';
 
 // Issue 22 §3: mistakes fail at creation, clearly, once (HttpLimiter, below every adapter).
 
@@ -106,5 +108,64 @@ describe('a missing algorithm', () => {
     expect([planned.code, planned.option]).toEqual(['ERR_SLUICE_MISSING_OPTION', 'limits[1].algorithm']);
     const core = thrown(() => new Limiter({ limits: [{ name: 'x' } as never] }));
     expect([core.code, core.option]).toEqual(['ERR_SLUICE_MISSING_OPTION', 'limits[0].algorithm']);
+  });
+});
+
+describe('configuration warnings, once per process (issue 22 §3, issue 27)', () => {
+  beforeEach(forgetWarnings);
+
+  const perIp = (warnings: string[], ip: () => string | undefined, header?: string) =>
+    new HttpLimiter<Req>(
+      'rateLimit',
+      { name: 'ip', algorithm: fixedWindow({ limit: 5, window: '1m' }), store: new MemoryStore() },
+      { ...access, ip, header: (_req, name) => (name === 'x-forwarded-for' ? header : undefined) },
+      { ...DEFAULTS, onWarning: (warning) => warnings.push(warning.code) },
+    );
+
+  it('regression: two middlewares seeing the same mistake warn once, not once each', async () => {
+    const warnings: string[] = [];
+    const app = perIp(warnings, () => '127.0.0.1', '203.0.113.1');
+    const route = perIp(warnings, () => '127.0.0.1', '203.0.113.1');
+    for (let i = 0; i < 3; i++) {
+      await app.evaluate({});
+      await route.evaluate({});
+    }
+    expect(warnings).toEqual(['SLUICE_FORWARDED_UNTRUSTED']);
+  });
+
+  it('byIp() without a client address skips the limit and says so once: SLUICE_NO_CLIENT_ADDRESS', async () => {
+    const warnings: string[] = [];
+    for (const ip of [undefined, '', 'not-an-address:x']) {
+      const limiter = perIp(warnings, () => ip);
+      for (let i = 0; i < 3; i++) expect(await limiter.evaluate({})).toBeUndefined();
+    }
+    expect(warnings).toEqual(['SLUICE_NO_CLIENT_ADDRESS']);
+  });
+
+  it('SLUICE_NO_CLIENT_ADDRESS names what the framework gave, quoted and cut short', async () => {
+    const messages: string[] = [];
+    const limiter = new HttpLimiter<Req>(
+      'rateLimit',
+      { name: 'ip', algorithm: fixedWindow({ limit: 5, window: '1m' }) },
+      { ...access, ip: () => `::bad\n${'x'.repeat(200)}` },
+      { ...DEFAULTS, onWarning: (warning) => messages.push(warning.message) },
+    );
+    await limiter.evaluate({});
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatch(/^sluice: byIp\(\) found no client address/);
+    expect(messages[0]).not.toContain('\n');
+    expect(messages[0]!.length).toBeLessThan(900);
+  });
+
+  it('a request with no token skips byToken() without a warning (an intended skip)', async () => {
+    const warnings: string[] = [];
+    const limiter = new HttpLimiter<Req>(
+      'rateLimit',
+      { name: 't', key: byToken(), algorithm: fixedWindow({ limit: 5, window: '1m' }) },
+      access,
+      { ...DEFAULTS, onWarning: (warning) => warnings.push(warning.code) },
+    );
+    expect(await limiter.evaluate({})).toBeUndefined();
+    expect(warnings).toEqual([]);
   });
 });
