@@ -673,21 +673,62 @@ export function adapterSuite(
         '"app";r=2;t=10, "route";r=0;t=10',
         '"app";q=3;w=10, "route";q=1;w=10',
       ]);
-      // The app-wide middleware has consumed before the route's refuses; Fastify checks the merged
-      // limits all-or-nothing, so there the refused request took nothing from "app".
-      const appLeft = subject.name.startsWith('fastify') ? 2 : 1;
+      // All-or-nothing across middlewares (issue 22 §2): the app-wide middleware took a unit before
+      // the route's refused, and gave it back, so every adapter answers as Fastify, which checks
+      // the merged limits in one call: the refused request took nothing from "app".
       const refused = await get('/own');
       expect([refused.status, refused.headers.ratelimit, refused.headers['ratelimit-policy']]).toEqual([
         429,
-        `"app";r=${appLeft};t=10, "route";r=0;t=10`,
+        '"app";r=2;t=10, "route";r=0;t=10',
         '"app";q=3;w=10, "route";q=1;w=10',
       ]);
       const plain = await get('/plain');
       expect([plain.status, plain.headers.ratelimit, plain.headers['ratelimit-policy']]).toEqual([
         200,
-        `"app";r=${appLeft - 1};t=10`,
+        '"app";r=1;t=10',
         '"app";q=3;w=10',
       ]);
+    });
+
+    it('regression: a request refused by a later sluice middleware gives back what earlier ones took (the app-wide burst went 15, 14, 13 on refused logins; issue 22 §2)', async () => {
+      const probe = new Probe();
+      const everyone = () => 'everyone';
+      await build({
+        options: { name: 'burst', algorithm: window(15), store },
+        probe,
+        routes: [
+          { method: 'POST', path: '/login', limit: { name: 'login', algorithm: window(1), store } },
+          {
+            method: 'GET',
+            path: '/export',
+            handler: 'wait',
+            guards: { concurrencyLimit: { limit: 1, key: everyone, store } },
+          },
+          { method: 'GET', path: '/' },
+        ],
+      });
+      const login = () => app!.request('POST', '/login');
+      expect((await login()).headers.ratelimit).toBe('"burst";r=14;t=10, "login";r=0;t=10');
+      for (let i = 0; i < 3; i++) {
+        const refused = await login();
+        // Refused by the route's limit: the app-wide burst stays at 14, and its header says so.
+        expect([refused.status, refused.headers.ratelimit]).toEqual([
+          429,
+          '"burst";r=14;t=10, "login";r=0;t=10',
+        ]);
+      }
+      expect((await get('/')).headers.ratelimit).toBe('"burst";r=13;t=10');
+      // A guard after the app-wide limit (a route's concurrency limit) refuses: the same rule.
+      const held = get('/export');
+      await vi.waitFor(() => expect(probe.handled).toContain('/export'), { timeout: 10_000 });
+      for (let i = 0; i < 2; i++) {
+        const busy = await get('/export');
+        expect([busy.status, busy.body]).toMatchObject([429, { 'violated-policies': ['concurrency'] }]);
+      }
+      probe.open();
+      expect((await held).status).toBe(200);
+      // 15 - login - / - the held export: the refused requests took nothing.
+      expect((await get('/')).headers.ratelimit).toBe('"burst";r=11;t=10');
     });
 
     it('routes with their own limits on one store count separately unless they share a name', async () => {
