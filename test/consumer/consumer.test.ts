@@ -92,12 +92,18 @@ const STRICT = {
 
 /**
  * What users install beside a framework to use it from TypeScript as the READMEs do (the types of
- * Koa, its router, Hono's Node server, Nest's Express platform and its runtime companions).
+ * Koa, its router, Hono's Node server, Nest's Express and Fastify platforms and its runtime
+ * companions).
  */
 const COMPANIONS: Record<string, Record<string, string>> = {
   koa: { '@types/koa': 'latest', '@koa/router': 'latest' },
   hono: { '@hono/node-server': 'latest' },
-  '@nestjs/core': { '@nestjs/platform-express': 'latest', 'reflect-metadata': 'latest', rxjs: 'latest' },
+  '@nestjs/core': {
+    '@nestjs/platform-express': 'latest',
+    '@nestjs/platform-fastify': 'latest',
+    'reflect-metadata': 'latest',
+    rxjs: 'latest',
+  },
 };
 
 /**
