@@ -731,6 +731,45 @@ export function adapterSuite(
       expect((await get('/')).headers.ratelimit).toBe('"burst";r=11;t=10');
     });
 
+    it("a client that leaves while a route's limit asks its store gives back what the app-wide limit took (all-or-nothing across middlewares)", async () => {
+      const slow = stalling(store);
+      const probe = new Probe();
+      let appRefunds = 0;
+      const appStore: Store = {
+        consume: (calls, at) => store.consume(calls, at),
+        peek: (calls, at) => store.peek(calls, at),
+        reset: (calls) => store.reset(calls),
+        refund: async (calls, at) => {
+          await store.refund!(calls, at);
+          appRefunds++;
+        },
+        shutdown: () => undefined,
+      };
+      await build({
+        options: { name: 'app', algorithm: window(5), store: appStore },
+        probe,
+        routes: [
+          { method: 'GET', path: '/slow', limit: { name: 'route', algorithm: window(5), store: slow.store } },
+          { method: 'GET', path: '/' },
+        ],
+      });
+      const base = await app!.listen();
+      const leaving = leavingRequest(`${base}/slow`);
+      await vi.waitFor(() => expect(slow.seen.waiting).toBe(1), { timeout: 10_000 });
+      leaving.destroy();
+      await vi.waitFor(async () => expect(await app!.connections()).toBe(0), { timeout: 10_000 });
+      slow.answer();
+      await vi.waitFor(() => expect(slow.seen.refunded + probe.handled.length).toBeGreaterThanOrEqual(1), {
+        timeout: 10_000,
+      });
+      expect(probe.handled).toEqual([]);
+      // Fastify merged the route's limits with the app's into one check on the route's store,
+      // which gave its own units back; elsewhere the app-wide middleware's are given back.
+      if (!subject.routeConfig) await vi.waitFor(() => expect(appRefunds).toBe(1), { timeout: 10_000 });
+      // The departed request took nothing from "app": this one is its first.
+      expect((await get('/')).headers.ratelimit).toBe('"app";r=4;t=10');
+    });
+
     it('routes with their own limits on one store count separately unless they share a name', async () => {
       const per = (name: string): Options => ({ name, algorithm: window(2), store });
       await build({
