@@ -5,6 +5,7 @@ import {
   expressRequestAccess,
   type FastifyLikeRequest,
   fastifyRequestAccess,
+  nodeHeader,
   type RequestAccessBase,
 } from '@sluice/core/adapter';
 
@@ -38,7 +39,7 @@ export const nestAccess: RequestAccessBase<object> = {
   method: (req) => (req as NestRequest).method,
   route: (req) =>
     onFastify(req) ? fastifyRequestAccess.route(req) : expressRequestAccess.route(req as ExpressLikeRequest),
-  header: (req, name) => fastifyRequestAccess.header(req as FastifyLikeRequest, name),
+  header: (req, name) => nodeHeader((req as NestRequest).headers, name),
   proxyTrust: (req) =>
     onFastify(req)
       ? fastifyRequestAccess.proxyTrust(req)
