@@ -4,6 +4,7 @@ import {
   ConcurrencyLimitGuard,
   FleetShedGuard,
   fixedWindow,
+  MemoryStore,
   RateLimit,
   RateLimitGuard,
   SkipRateLimit,
@@ -101,5 +102,46 @@ describe('@sluice/nestjs on a context that is not HTTP', () => {
       expect([error.code, error.option]).toEqual(['ERR_SLUICE_UNSUPPORTED', guard.constructor.name]);
       expect(error.message).toContain('@UseGuards');
     }
+  });
+});
+
+describe('@sluice/nestjs on an HTTP platform other than Express and Fastify', () => {
+  it("limits by the platform's req.ip, with no route and no proxy-trust warning, never a per-request failure", async () => {
+    const headers = new Map<string, string>();
+    const response = {
+      header: (name: string, value: string) => headers.set(name.toLowerCase(), value),
+      getHeader: (name: string) => headers.get(name.toLowerCase()),
+      statusCode: 200,
+      writableEnded: false,
+      destroyed: false,
+      once: () => undefined,
+      removeListener: () => undefined,
+    };
+    const errors: Error[] = [];
+    const warnings: string[] = [];
+    const guard = new RateLimitGuard({
+      name: 'ip',
+      algorithm: fixedWindow({ limit: 1, window: '1m' }),
+      store: new MemoryStore({ clock: () => 0 }),
+      onError: (error) => errors.push(error),
+      onWarning: (warning) => warnings.push(warning.code),
+    });
+    const http = (ip: string) => {
+      const request = { method: 'GET', url: '/', headers: { 'x-forwarded-for': '203.0.113.9' }, ip };
+      const host = new ExecutionContextHost(
+        [request, response, () => undefined],
+        Resolver as never,
+        Resolver.prototype.books,
+      );
+      host.setType('http');
+      return host;
+    };
+    expect(await guard.canActivate(http('198.51.100.1'))).toBe(true);
+    expect(headers.get('ratelimit')).toBe('"ip";r=0;t=60');
+    expect(() => guard.canActivate(http('198.51.100.1'))).toThrow(
+      expect.objectContaining({ name: 'RateLimitException' }),
+    );
+    expect(await guard.canActivate(http('198.51.100.2'))).toBe(true);
+    expect([errors, warnings]).toEqual([[], []]);
   });
 });

@@ -1,9 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Decision } from '@sluice/core';
 import {
-  type ExpressLikeRequest,
   expressRequestAccess,
-  type FastifyLikeRequest,
   fastifyRequestAccess,
   nodeHeader,
   type RequestAccessBase,
@@ -25,23 +23,36 @@ export interface NestRequest {
   rateLimit?: Decision | undefined;
 }
 
-/** Fastify's requests carry `routeOptions`; Express's do not. */
-const onFastify = (req: object): req is FastifyLikeRequest => 'routeOptions' in req;
+/**
+ * A request on another HTTP platform than Express and Fastify (a custom Nest adapter): its `ip` as
+ * the platform set it, no route pattern, and a proxy trust sluice cannot read ('some': no
+ * warning either way).
+ */
+const otherAccess: RequestAccessBase<NestRequest> = {
+  ip: (req) => req.ip,
+  method: (req) => req.method,
+  route: () => undefined,
+  header: (req, name) => nodeHeader(req.headers, name),
+  proxyTrust: () => 'some',
+};
 
 /**
- * What sluice's keys read from a request, on whichever platform the app runs: each platform's own
- * reading, chosen per request (a property test), so one guard serves apps on either platform and
- * the address honours that platform's proxy trust, never sluice's own parsing.
+ * Each platform's own reading of its requests, chosen per request by a property test (Fastify's
+ * carry `routeOptions`, Express's an `app` with settings), so one guard serves apps on either
+ * platform and the address honours that platform's proxy trust, never sluice's own parsing.
  */
+function accessOf(req: object): RequestAccessBase<object> {
+  if ('routeOptions' in req) return fastifyRequestAccess as RequestAccessBase<object>;
+  const app = (req as { app?: { get?: unknown } }).app;
+  if (typeof app?.get === 'function') return expressRequestAccess as RequestAccessBase<object>;
+  return otherAccess as RequestAccessBase<object>;
+}
+
+/** What sluice's keys read from a request, on whichever platform the app runs. */
 export const nestAccess: RequestAccessBase<object> = {
-  ip: (req) =>
-    onFastify(req) ? fastifyRequestAccess.ip(req) : expressRequestAccess.ip(req as ExpressLikeRequest),
+  ip: (req) => accessOf(req).ip(req),
   method: (req) => (req as NestRequest).method,
-  route: (req) =>
-    onFastify(req) ? fastifyRequestAccess.route(req) : expressRequestAccess.route(req as ExpressLikeRequest),
+  route: (req) => accessOf(req).route(req),
   header: (req, name) => nodeHeader((req as NestRequest).headers, name),
-  proxyTrust: (req) =>
-    onFastify(req)
-      ? fastifyRequestAccess.proxyTrust(req)
-      : expressRequestAccess.proxyTrust(req as ExpressLikeRequest),
+  proxyTrust: (req) => accessOf(req).proxyTrust(req),
 };
