@@ -1,6 +1,9 @@
 import { once } from 'node:events';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import Router from '@koa/router';
@@ -11,6 +14,7 @@ import {
   Controller,
   Get,
   HttpCode,
+  type INestApplication,
   Module,
   Post,
   Req,
@@ -18,6 +22,7 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Decision, RateLimitControl, Store } from '@sluice/core';
 import {
   type HttpConcurrencyOptions,
@@ -34,7 +39,7 @@ import * as sluiceNest from '@sluice/nestjs';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
-import Fastify, { type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { Hono, type Context as HonoContext } from 'hono';
 import Koa, { type Context as KoaContext, type Middleware as KoaMiddleware } from 'koa';
 import supertest from 'supertest';
@@ -131,6 +136,15 @@ export interface Reply {
 
 export interface TestApp {
   request(method: 'GET' | 'HEAD' | 'POST', path: string, headers?: Record<string, string>): Promise<Reply>;
+  /**
+   * One request to the app's Node server over a Unix domain socket, where the connection has no
+   * client address (`remoteAddress` is undefined), as behind a proxy that reaches the app so.
+   */
+  requestOverUnixSocket(
+    method: 'GET' | 'POST',
+    path: string,
+    headers?: Record<string, string>,
+  ): Promise<Reply>;
   /** Starts a real HTTP server on a free loopback port; returns its base URL. */
   listen(): Promise<string>;
   /** Open connections of the server `listen()` started, as the server counts them. */
@@ -243,7 +257,13 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
         res.status(500).json({ error: error.message });
       });
       let server: Server | undefined;
+      // A server that never listens: the Unix socket relay hands it its connections.
+      let unixServer: Server | undefined;
       return {
+        requestOverUnixSocket(method, path, headers = {}) {
+          unixServer ??= createServer(app);
+          return overUnixSocket(unixServer, method, path, headers);
+        },
         async request(method, path, headers = {}) {
           const agent = supertest(app);
           const response = await (method === 'GET'
@@ -268,6 +288,7 @@ function expressSubject(name: string, create: ExpressFactory): Subject {
         },
         reset: (key) => (global as Control).reset(key),
         async close() {
+          unixServer?.closeAllConnections();
           if (server === undefined) return;
           server.closeAllConnections();
           await new Promise((resolve) => server!.close(resolve));
@@ -355,6 +376,8 @@ const fastifySubject: Subject = {
           body: parse(response.body),
         };
       },
+      requestOverUnixSocket: (method, path, headers = {}) =>
+        overUnixSocket(app.server, method, path, headers),
       async listen() {
         return app.listen({ port: 0, host: '127.0.0.1' });
       },
@@ -369,10 +392,42 @@ const fastifySubject: Subject = {
   },
 };
 
-/** One request on its own connection (closed after it), to a real server, as supertest sends them. */
-function send(base: string, method: string, path: string, headers: Record<string, string>): Promise<Reply> {
+let sockets = 0;
+
+/**
+ * One request to `server` over a Unix domain socket: a relay listening on a socket file hands each
+ * connection to the app's server as its own (`'connection'`), so the app sees a connection with
+ * no client address, as when a proxy reaches it over a Unix socket.
+ */
+async function overUnixSocket(
+  server: Server,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<Reply> {
+  const socketPath = join(tmpdir(), `sluice-${process.pid}-${++sockets}.sock`);
+  const relay = createNetServer((socket) => server.emit('connection', socket));
+  relay.listen(socketPath);
+  await once(relay, 'listening');
+  try {
+    return await send({ socketPath }, method, path, headers);
+  } finally {
+    relay.close();
+  }
+}
+
+/**
+ * One request on its own connection (closed after it), to a real server, as supertest sends them:
+ * to `base` over TCP, or to `socketPath` over a Unix domain socket.
+ */
+function send(
+  target: { base: string } | { socketPath: string },
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const request = httpRequest(`${base}${path}`, { method, headers, agent: false }, (response) => {
+    const onResponse = (response: IncomingMessage) => {
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => {
@@ -385,7 +440,12 @@ function send(base: string, method: string, path: string, headers: Record<string
           body: parse(text),
         }),
       );
-    });
+    };
+    const options = { method, headers, agent: false };
+    const request =
+      'base' in target
+        ? httpRequest(`${target.base}${path}`, options, onResponse)
+        : httpRequest({ ...options, socketPath: target.socketPath, path }, onResponse);
     request.on('error', reject);
     request.end();
   });
@@ -396,7 +456,8 @@ async function serverApp(server: Server): Promise<Omit<TestApp, 'reset'>> {
   if (!server.listening) await once(server, 'listening');
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    request: (method, path, headers = {}) => send(base, method, path, headers),
+    request: (method, path, headers = {}) => send({ base }, method, path, headers),
+    requestOverUnixSocket: (method, path, headers = {}) => overUnixSocket(server, method, path, headers),
     listen: async () => base,
     connections: () => connectionsOf(server),
     async close() {
@@ -596,76 +657,88 @@ const nestGuards = {
   utilizationShed: (options: unknown) => new sluiceNest.UtilizationShedGuard(options as never),
 } as const;
 
-/** The custom refusal, the Nest way: an exception filter for `RateLimitException`. */
+/** The custom refusal, the Nest way: an exception filter for `RateLimitException`, on either platform. */
 class CustomRefusal implements ExceptionFilter {
   catch(exception: sluiceNest.RateLimitException, host: ArgumentsHost): void {
-    const res = host.switchToHttp().getResponse<Response>();
-    res.status(exception.getStatus()).type('json').json({ custom: true, policy: exception.decision.policy });
+    const body = JSON.stringify({ custom: true, policy: exception.decision.policy });
+    const res = host.switchToHttp().getResponse<Response | FastifyReply>();
+    if ('raw' in res) res.code(exception.getStatus()).type('application/json').send(body);
+    else res.status(exception.getStatus()).type('json').send(body);
   }
 }
 Catch(sluiceNest.RateLimitException)(CustomRefusal);
 
 /**
- * NestJS on Express, its controller built from the spec by applying Nest's decorators as
- * functions (no decorator syntax, no emitted metadata: the controller has no constructor
- * parameters, and guards are instances).
+ * NestJS on one of its platforms, its controller built from the spec by applying Nest's
+ * decorators as functions (no decorator syntax, no emitted metadata: the controller has no
+ * constructor parameters, and guards are instances). The same guards serve both platforms.
  */
-const nestSubject: Subject = {
-  name: 'nestjs 12 on express',
-  routeConfig: false,
-  async create(options) {
-    new sluiceNest.RateLimitGuard(options as Options as never);
-  },
-  async createGuard(name, options) {
-    nestGuards[name](options);
-  },
-  async build(spec) {
-    const probe = spec.probe ?? new Probe();
-    const guards = (given: Guards | undefined): CanActivate[] =>
-      GUARD_ORDER.flatMap((name) => {
-        const options = given?.[name];
-        return options ? [nestGuards[name](options)] : [];
+function nestSubject(platform: 'express' | 'fastify'): Subject {
+  return {
+    name: `nestjs 12 on ${platform}`,
+    routeConfig: false,
+    async create(options) {
+      new sluiceNest.RateLimitGuard(options as Options as never);
+    },
+    async createGuard(name, options) {
+      nestGuards[name](options);
+    },
+    async build(spec) {
+      const probe = spec.probe ?? new Probe();
+      const guards = (given: Guards | undefined): CanActivate[] =>
+        GUARD_ORDER.flatMap((name) => {
+          const options = given?.[name];
+          return options ? [nestGuards[name](options)] : [];
+        });
+      // Always registered: it applies the routes' @RateLimit() too, with or without global limits.
+      const limits = new sluiceNest.RateLimitGuard(spec.options as never);
+      class Routes {}
+      const prototype = Routes.prototype as unknown as Record<string, unknown>;
+      spec.routes.forEach((route, i) => {
+        const name = `route${i}`;
+        prototype[name] = async (req: sluiceNest.NestRequest) => {
+          const extra = await probe.run(route.path, route.handler, limits as Control, req, (header) => {
+            const value = req.headers[header];
+            return typeof value === 'string' ? value : undefined;
+          });
+          return { ok: true, remaining: req.rateLimit?.remaining ?? null, ...extra };
+        };
+        const descriptor = Object.getOwnPropertyDescriptor(prototype, name)!;
+        const decorate = (decorator: MethodDecorator) => decorator(prototype, name, descriptor);
+        decorate(route.method === 'GET' ? Get(route.path) : Post(route.path));
+        decorate(HttpCode(200));
+        Req()(prototype, name, 0);
+        const own = guards(route.guards);
+        if (own.length > 0) decorate(UseGuards(...own));
+        if (route.limit) decorate(sluiceNest.RateLimit(route.limit as never));
       });
-    // Always registered: it applies the routes' @RateLimit() too, with or without global limits.
-    const limits = new sluiceNest.RateLimitGuard(spec.options as never);
-    class Routes {}
-    const prototype = Routes.prototype as unknown as Record<string, unknown>;
-    spec.routes.forEach((route, i) => {
-      const name = `route${i}`;
-      prototype[name] = async (req: Request) => {
-        const extra = await probe.run(route.path, route.handler, limits as Control, req, (header) =>
-          req.get(header),
-        );
-        return { ok: true, remaining: req.rateLimit?.remaining ?? null, ...extra };
+      Controller()(Routes);
+      class AppModule {}
+      Module({ controllers: [Routes] })(AppModule);
+      let app: INestApplication;
+      if (platform === 'express') {
+        const onExpress = await NestFactory.create<NestExpressApplication>(AppModule, { logger: false });
+        if (spec.trustProxy !== undefined) onExpress.set('trust proxy', spec.trustProxy);
+        app = onExpress;
+      } else {
+        const adapter = new FastifyAdapter({ trustProxy: spec.trustProxy ?? false });
+        app = await NestFactory.create<NestFastifyApplication>(AppModule, adapter, { logger: false });
+      }
+      app.useGlobalGuards(...guards(spec.guards), limits);
+      if (spec.customHandler) app.useGlobalFilters(new CustomRefusal());
+      await app.listen(0, '127.0.0.1');
+      const served = await serverApp(app.getHttpServer() as Server);
+      return {
+        ...served,
+        reset: (key) => limits.reset(key),
+        close: async () => {
+          await served.close();
+          await app.close();
+        },
       };
-      const descriptor = Object.getOwnPropertyDescriptor(prototype, name)!;
-      const decorate = (decorator: MethodDecorator) => decorator(prototype, name, descriptor);
-      decorate(route.method === 'GET' ? Get(route.path) : Post(route.path));
-      decorate(HttpCode(200));
-      Req()(prototype, name, 0);
-      const own = guards(route.guards);
-      if (own.length > 0) decorate(UseGuards(...own));
-      if (route.limit) decorate(sluiceNest.RateLimit(route.limit as never));
-    });
-    Controller()(Routes);
-    class AppModule {}
-    Module({ controllers: [Routes] })(AppModule);
-    const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: false });
-    if (spec.trustProxy !== undefined) app.set('trust proxy', spec.trustProxy);
-    app.useGlobalGuards(...guards(spec.guards), limits);
-    if (spec.customHandler) app.useGlobalFilters(new CustomRefusal());
-    await app.listen(0, '127.0.0.1');
-    const served = await serverApp(app.getHttpServer() as Server);
-    return {
-      ...served,
-      reset: (key) => limits.reset(key),
-      close: async () => {
-        await served.close();
-        await app.close();
-      },
-    };
-  },
-};
+    },
+  };
+}
 
 export const subjects: readonly Subject[] = [
   expressSubject('express 5', () => express5()),
@@ -673,5 +746,6 @@ export const subjects: readonly Subject[] = [
   fastifySubject,
   honoSubject,
   koaSubject,
-  nestSubject,
+  nestSubject('express'),
+  nestSubject('fastify'),
 ];

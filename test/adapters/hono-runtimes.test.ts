@@ -1,6 +1,7 @@
 import { concurrencyLimit, fixedWindow, MemoryStore, rateLimit } from '@sluice/hono';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
+import { forgetWarnings } from '../setup/process-warnings.js';
 
 // Hono off Node (Bun, Deno, Workers): no Node response under the Context. `app.request()` runs
 // the app in process with no bindings, as those runtimes do.
@@ -27,15 +28,24 @@ describe('@sluice/hono without @hono/node-server', () => {
     for (let i = 0; i < 3; i++) expect((await app.request('/')).status).toBe(200);
   });
 
-  it('byIp() has no address by default (the limit is skipped); `address` supplies it', async () => {
-    const warnings: string[] = [];
+  it('byIp() has no address by default (the limit is skipped, SLUICE_NO_CLIENT_ADDRESS said once); `address` supplies it', async () => {
+    forgetWarnings();
+    const unaddressed: string[] = [];
     const unlimited = new Hono();
-    unlimited.use(rateLimit({ name: 'ip', algorithm: fixedWindow({ limit: 1, window: '10s' }) }));
+    unlimited.use(
+      rateLimit({
+        name: 'ip',
+        algorithm: fixedWindow({ limit: 1, window: '10s' }),
+        onWarning: (warning) => unaddressed.push(warning.code),
+      }),
+    );
     unlimited.get('/', (c) => c.text('ok'));
     for (let i = 0; i < 2; i++) {
       const reply = await unlimited.request('/');
       expect([reply.status, reply.headers.get('ratelimit')]).toEqual([200, null]);
     }
+    expect(unaddressed).toEqual(['SLUICE_NO_CLIENT_ADDRESS']);
+    const warnings: string[] = [];
     const limited = new Hono();
     limited.use(
       rateLimit({

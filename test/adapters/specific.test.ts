@@ -16,6 +16,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import supertest from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
+import { forgetWarnings } from '../setup/process-warnings.js';
 
 describe('clientAddress', () => {
   it('groups IPv6 by prefix, unmaps IPv4-mapped addresses, rejects garbage', () => {
@@ -53,6 +54,7 @@ describe('retryAfterSeconds and resetSeconds', () => {
 
 describe('express specifics', () => {
   it('byRoute() in app.use() has no route yet: the limit is skipped and a warning given once', async () => {
+    forgetWarnings();
     const warnings: SluiceWarning[] = [];
     const app = express();
     app.use(

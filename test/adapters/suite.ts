@@ -14,6 +14,7 @@ import {
 } from '@sluice/core';
 import { bindName, type LimitCall, QUOTA_EXCEEDED, TEMPORARY_REDUCED_CAPACITY } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { forgetWarnings } from '../setup/process-warnings.js';
 import { featuresSuite } from './features-suite.js';
 import { guardSuite } from './guard-suite.js';
 import {
@@ -390,6 +391,8 @@ export function adapterSuite(
       const warnings: SluiceWarning[] = [];
       beforeEach(() => {
         warnings.length = 0;
+        // Each warning is given once per process: every test here starts from none given.
+        forgetWarnings();
       });
       const perIp = (extra: Partial<Options> = {}): Options => ({
         name: 'ip',
@@ -427,6 +430,40 @@ export function adapterSuite(
         expect((await get('/', { 'x-forwarded-for': '2001:db8:0:100::1' })).status).toBe(200);
         expect((await get('/', { 'x-forwarded-for': '2001:db8:0:1ff::2' })).status).toBe(200);
         expect((await get('/', { 'x-forwarded-for': '2001:db8:0:100::ffff' })).status).toBe(429);
+      });
+
+      it("regression: an app-wide and a route's byIp() behind an untrusted proxy warn once per process, not once each (issue 22 §3)", async () => {
+        await build({
+          options: perIp({ name: 'app', algorithm: window(5) }),
+          routes: [
+            { method: 'GET', path: '/' },
+            { method: 'GET', path: '/own', limit: perIp({ name: 'route', algorithm: window(5) }) },
+          ],
+        });
+        for (const path of ['/', '/own', '/', '/own']) {
+          expect((await get(path, { 'x-forwarded-for': '203.0.113.1' })).status).toBe(200);
+        }
+        expect(warnings.map((w) => w.code)).toEqual(['SLUICE_FORWARDED_UNTRUSTED']);
+      });
+
+      it('byIp() on a request without a client address (a Unix socket): not limited, and SLUICE_NO_CLIENT_ADDRESS once per process (issue 27)', async () => {
+        await build({
+          options: perIp(),
+          routes: [
+            { method: 'GET', path: '/' },
+            { method: 'GET', path: '/own', limit: perIp({ name: 'route' }) },
+          ],
+        });
+        for (const path of ['/', '/', '/own', '/own']) {
+          const reply = await app!.requestOverUnixSocket('GET', path);
+          expect([path, reply.status, reply.headers.ratelimit]).toEqual([path, 200, undefined]);
+        }
+        expect(warnings.map((w) => w.code)).toEqual(['SLUICE_NO_CLIENT_ADDRESS']);
+        expect(warnings[0]!.message).toMatch(/^sluice: byIp\(\) found no client address/);
+        // Over TCP the same app limits by address, with no other warning.
+        expect((await get('/')).status).toBe(200);
+        expect((await get('/')).status).toBe(429);
+        expect(warnings).toHaveLength(1);
       });
 
       it('warns once when the app trusts every proxy', async () => {
@@ -636,21 +673,101 @@ export function adapterSuite(
         '"app";r=2;t=10, "route";r=0;t=10',
         '"app";q=3;w=10, "route";q=1;w=10',
       ]);
-      // The app-wide middleware has consumed before the route's refuses; Fastify checks the merged
-      // limits all-or-nothing, so there the refused request took nothing from "app".
-      const appLeft = subject.name.startsWith('fastify') ? 2 : 1;
+      // All-or-nothing across middlewares (issue 22 §2): the app-wide middleware took a unit before
+      // the route's refused, and gave it back, so every adapter answers as Fastify, which checks
+      // the merged limits in one call: the refused request took nothing from "app".
       const refused = await get('/own');
       expect([refused.status, refused.headers.ratelimit, refused.headers['ratelimit-policy']]).toEqual([
         429,
-        `"app";r=${appLeft};t=10, "route";r=0;t=10`,
+        '"app";r=2;t=10, "route";r=0;t=10',
         '"app";q=3;w=10, "route";q=1;w=10',
       ]);
       const plain = await get('/plain');
       expect([plain.status, plain.headers.ratelimit, plain.headers['ratelimit-policy']]).toEqual([
         200,
-        `"app";r=${appLeft - 1};t=10`,
+        '"app";r=1;t=10',
         '"app";q=3;w=10',
       ]);
+    });
+
+    it('regression: a request refused by a later sluice middleware gives back what earlier ones took (the app-wide burst went 15, 14, 13 on refused logins; issue 22 §2)', async () => {
+      const probe = new Probe();
+      const everyone = () => 'everyone';
+      await build({
+        options: { name: 'burst', algorithm: window(15), store },
+        probe,
+        routes: [
+          { method: 'POST', path: '/login', limit: { name: 'login', algorithm: window(1), store } },
+          {
+            method: 'GET',
+            path: '/export',
+            handler: 'wait',
+            guards: { concurrencyLimit: { limit: 1, key: everyone, store } },
+          },
+          { method: 'GET', path: '/' },
+        ],
+      });
+      const login = () => app!.request('POST', '/login');
+      expect((await login()).headers.ratelimit).toBe('"burst";r=14;t=10, "login";r=0;t=10');
+      for (let i = 0; i < 3; i++) {
+        const refused = await login();
+        // Refused by the route's limit: the app-wide burst stays at 14, and its header says so.
+        expect([refused.status, refused.headers.ratelimit]).toEqual([
+          429,
+          '"burst";r=14;t=10, "login";r=0;t=10',
+        ]);
+      }
+      expect((await get('/')).headers.ratelimit).toBe('"burst";r=13;t=10');
+      // A guard after the app-wide limit (a route's concurrency limit) refuses: the same rule.
+      const held = get('/export');
+      await vi.waitFor(() => expect(probe.handled).toContain('/export'), { timeout: 10_000 });
+      for (let i = 0; i < 2; i++) {
+        const busy = await get('/export');
+        expect([busy.status, busy.body]).toMatchObject([429, { 'violated-policies': ['concurrency'] }]);
+      }
+      probe.open();
+      expect((await held).status).toBe(200);
+      // 15 - login - / - the held export: the refused requests took nothing.
+      expect((await get('/')).headers.ratelimit).toBe('"burst";r=11;t=10');
+    });
+
+    it("a client that leaves while a route's limit asks its store gives back what the app-wide limit took (all-or-nothing across middlewares)", async () => {
+      const slow = stalling(store);
+      const probe = new Probe();
+      let appRefunds = 0;
+      const appStore: Store = {
+        consume: (calls, at) => store.consume(calls, at),
+        peek: (calls, at) => store.peek(calls, at),
+        reset: (calls) => store.reset(calls),
+        refund: async (calls, at) => {
+          await store.refund!(calls, at);
+          appRefunds++;
+        },
+        shutdown: () => undefined,
+      };
+      await build({
+        options: { name: 'app', algorithm: window(5), store: appStore },
+        probe,
+        routes: [
+          { method: 'GET', path: '/slow', limit: { name: 'route', algorithm: window(5), store: slow.store } },
+          { method: 'GET', path: '/' },
+        ],
+      });
+      const base = await app!.listen();
+      const leaving = leavingRequest(`${base}/slow`);
+      await vi.waitFor(() => expect(slow.seen.waiting).toBe(1), { timeout: 10_000 });
+      leaving.destroy();
+      await vi.waitFor(async () => expect(await app!.connections()).toBe(0), { timeout: 10_000 });
+      slow.answer();
+      await vi.waitFor(() => expect(slow.seen.refunded + probe.handled.length).toBeGreaterThanOrEqual(1), {
+        timeout: 10_000,
+      });
+      expect(probe.handled).toEqual([]);
+      // Fastify merged the route's limits with the app's into one check on the route's store,
+      // which gave its own units back; elsewhere the app-wide middleware's are given back.
+      if (!subject.routeConfig) await vi.waitFor(() => expect(appRefunds).toBe(1), { timeout: 10_000 });
+      // The departed request took nothing from "app": this one is its first.
+      expect((await get('/')).headers.ratelimit).toBe('"app";r=4;t=10');
     });
 
     it('routes with their own limits on one store count separately unless they share a name', async () => {
@@ -980,6 +1097,9 @@ export function adapterSuite(
           ],
         }),
       ).toBe('ERR_SLUICE_DUPLICATE_LIMIT');
+      // Issue 22 §3: the factory given uncalled, and a limit without its algorithm.
+      expect(await code({ algorithm: fixedWindow })).toBe('ERR_SLUICE_UNKNOWN_ALGORITHM');
+      expect(await code({ limits: [{ name: 'x' }] })).toBe('ERR_SLUICE_MISSING_OPTION');
       expect(await code({ algorithm, key: byIp() })).toBe('created');
     });
 

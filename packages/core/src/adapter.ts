@@ -29,6 +29,10 @@ export { describeValue } from './errors.js';
 export type { ClientResponse, ClientWatch } from './http/client.js';
 export { clientLeft, signalClient, watchClient } from './http/client.js';
 export { withControl } from './http/control.js';
+export type { ExpressLikeRequest } from './http/express-request.js';
+export { expressRequestAccess, nodeHeader } from './http/express-request.js';
+export type { FastifyLikeRequest } from './http/fastify-request.js';
+export { fastifyRequestAccess } from './http/fastify-request.js';
 export type { GuardAdapter, HttpGuardOptionsByName } from './http/guard-factories.js';
 export { buildGuard, GUARD_ENGINES, guardFunctionName, guardMiddlewares } from './http/guard-factories.js';
 export type {

@@ -1,4 +1,5 @@
 import { type Algorithm, bindName } from './algorithm.js';
+import { factoryName } from './algorithm-factories.js';
 import { factoryList } from './algorithm-kinds.js';
 import { type BlockOptions, type BlockPolicy, resolveBlock } from './block.js';
 import { combine, type Decision, decide, shadowed } from './decision.js';
@@ -350,8 +351,31 @@ export function assertShadowable(i: number, enforce: boolean, algorithm: Algorit
   }
 }
 
+/**
+ * Refuses a built-in factory given uncalled (`algorithm: fixedWindow`), with a message that says
+ * to call it. Plain JavaScript lets it through, and an HTTP limit would take it for a plan per
+ * request, called with each request as its options.
+ */
+export function assertNotFactory(option: string, value: unknown): void {
+  const factory = factoryName(value);
+  if (factory === undefined) return;
+  throw new SluiceError(
+    ErrorCode.UNKNOWN_ALGORITHM,
+    `${option} is the factory ${factory} itself, not an algorithm: call it with its options, ${factory}({ … })`,
+    { option, value },
+  );
+}
+
 /** Accepts the algorithms the factories make (`tokenBucket(...)`, `gcra(...)`, …). */
 export function assertAlgorithm(option: string, value: unknown): asserts value is Algorithm {
+  if (value === undefined) {
+    throw new SluiceError(
+      ErrorCode.MISSING_OPTION,
+      `${option} is required: an algorithm made by ${factoryList()}`,
+      { option },
+    );
+  }
+  assertNotFactory(option, value);
   const candidate = value as Partial<Algorithm> | undefined;
   if (
     candidate === null ||

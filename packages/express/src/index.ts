@@ -2,7 +2,7 @@ import './types.js';
 
 // The public API of @sluice/core (keys, algorithms, limiters, shedders, stores), so an Express app needs one import.
 export * from '@sluice/core';
-// How sluice reads an Express request: for adapters of frameworks built on Express (@sluice/nestjs).
+// How sluice reads an Express request (core's expressRequestAccess, typed for Express): for frameworks built on Express.
 export { expressAccess } from './access.js';
 export type { ExpressRateLimitOptions } from './from-express-rate-limit.js';
 export { fromExpressRateLimit } from './from-express-rate-limit.js';

@@ -1,51 +1,10 @@
-import type { ProxyTrust } from '@sluice/core';
 import type { RequestAccessBase } from '@sluice/core/adapter';
+import { fastifyRequestAccess } from '@sluice/core/adapter';
 import type { FastifyRequest } from 'fastify';
 
-const trustByPrototype = new WeakMap<object, ProxyTrust>();
-/** A long forwarding chain from a public address: only an app that trusts every hop believes it. */
-const PROBE = {
-  socket: { remoteAddress: '198.51.100.250' },
-  connection: { remoteAddress: '198.51.100.250' },
-  headers: {
-    'x-forwarded-for':
-      '198.51.100.1, 198.51.100.2, 198.51.100.3, 198.51.100.4, 198.51.100.5, 198.51.100.6, 198.51.100.7, 198.51.100.8',
-  },
-};
-
 /**
- * Fastify does not expose its `trustProxy` option, but it builds requests with an `ips` getter on
- * their prototype only when a proxy is trusted; that getter, run on a probe, tells "some" from
- * "all". Done once per request prototype (once per server).
+ * What sluice's keys read from a Fastify request: `request.ip` under the server's `trustProxy`,
+ * the route's URL pattern, the headers. Written once in core, where `@sluice/nestjs` on Fastify
+ * reads requests the same way.
  */
-function proxyTrust(request: FastifyRequest): ProxyTrust {
-  const prototype = Object.getPrototypeOf(request) as object;
-  let trust = trustByPrototype.get(prototype);
-  if (trust === undefined) {
-    const ip = Object.getOwnPropertyDescriptor(prototype, 'ip')?.get;
-    if (!Object.hasOwn(prototype, 'ips') || ip === undefined) trust = 'none';
-    else {
-      let probed: unknown;
-      try {
-        probed = ip.call({ raw: PROBE, headers: PROBE.headers });
-      } catch {
-        probed = undefined;
-      }
-      trust = probed === '198.51.100.1' ? 'all' : 'some';
-    }
-    trustByPrototype.set(prototype, trust);
-  }
-  return trust;
-}
-
-/** What sluice's keys read from a Fastify request. */
-export const fastifyAccess: RequestAccessBase<FastifyRequest> = {
-  ip: (request) => request.ip,
-  method: (request) => request.method,
-  route: (request) => request.routeOptions.url,
-  header: (request, name) => {
-    const value = request.headers[name];
-    return Array.isArray(value) ? value.join(', ') : value;
-  },
-  proxyTrust,
-};
+export const fastifyAccess: RequestAccessBase<FastifyRequest> = fastifyRequestAccess;

@@ -1,12 +1,11 @@
 import { Logger } from '@nestjs/common';
 import type { SluiceWarning } from '@sluice/core';
 import type { AdapterDefaults } from '@sluice/core/adapter';
-import type { Request } from 'express';
 
 const logger = new Logger('sluice');
 
 /** Nest's `Logger` (context `sluice`) for errors and configuration warnings. */
-export const nestDefaults: AdapterDefaults<Request> = {
+export const nestDefaults: AdapterDefaults<unknown> = {
   onError(error: Error): void {
     logger.error(`limiter error, request handled by the storeFailure policy: ${error.message}`, error.stack);
   },

@@ -1,35 +1,71 @@
+import type { ServerResponse } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
+import { ErrorCode, SluiceError } from '@sluice/core';
 import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core/adapter';
-import type { Request, Response } from 'express';
 import { RateLimitException } from './exception.js';
+import type { NestRequest } from './request.js';
 
-/** The Nest glue of the core lifecycle: headers on the Express response, `true`, the exception. */
-export const nestExchange: HttpExchange<ExecutionContext, Request, boolean> = {
-  request: (context) => context.switchToHttp().getRequest<Request>(),
-  client: (context) => context.switchToHttp().getResponse<Response>(),
+/**
+ * The response as a Nest guard gets it, on either platform: Express's `Response` (itself the Node
+ * response) or Fastify's `FastifyReply` (the Node response as `raw`). Both set a header with
+ * `header(name, value)` and read one with `getHeader(name)`, as @nestjs/throttler writes them.
+ */
+interface NestResponse {
+  header(name: string, value: string): unknown;
+  getHeader(name: string): unknown;
+  readonly statusCode: number;
+  /** Fastify's Node response; absent on Express, whose response is the Node one. */
+  readonly raw?: ServerResponse;
+}
+
+const response = (context: ExecutionContext): NestResponse =>
+  context.switchToHttp().getResponse<NestResponse>();
+/** The Node response, which says when the response ended or the client left. */
+const node = (res: NestResponse): ServerResponse => res.raw ?? (res as unknown as ServerResponse);
+
+/** The Nest glue of the core lifecycle, on Express or Fastify: headers on the response, `true`, the exception. */
+export const nestExchange: HttpExchange<ExecutionContext, NestRequest, boolean> = {
+  request: (context) => context.switchToHttp().getRequest<NestRequest>(),
+  client: (context) => node(response(context)),
   setHeader: (context, name, value) => {
-    context.switchToHttp().getResponse<Response>().setHeader(name, value);
+    response(context).header(name, value);
   },
   // The global guard's RateLimit lists, which a class's or method's @RateLimit extends.
   getHeader: (context, name) => {
-    const value = context.switchToHttp().getResponse<Response>().getHeader(name);
+    const value = response(context).getHeader(name);
     return typeof value === 'string' ? value : undefined;
   },
-  statusCode: (context) => context.switchToHttp().getResponse<Response>().statusCode,
+  statusCode: (context) => node(response(context)).statusCode,
   record: (context, decision) => {
-    context.switchToHttp().getRequest<Request>().rateLimit = decision;
+    context.switchToHttp().getRequest<NestRequest>().rateLimit = decision;
   },
   proceed: () => true,
   refuse: (context, decision, refusal) => {
-    // Nest's filter keeps a +json type it finds, so the default reply is sluice's problem body.
-    context
-      .switchToHttp()
-      .getResponse<Response>()
-      .setHeader('Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
+    // Nest's filter keeps a +json type it finds (both platforms), so the default reply is sluice's problem body.
+    response(context).header('Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
     throw new RateLimitException(decision, refusal.body, refusal.status);
   },
-  whenDone: (context, done) => whenEnded(context.switchToHttp().getResponse<Response>(), done),
+  whenDone: (context, done) => whenEnded(node(response(context)), done),
 };
+
+/**
+ * Refuses a context sluice cannot serve (GraphQL, WebSockets, microservices), with what to do.
+ * Nest gives a guard no start-up hook that tells which handlers it will guard, so this is the first
+ * call's; every later call of such a context is refused the same way (let through, its handlers
+ * would be unlimited in silence).
+ * @param where the guard's class name
+ * @param remedy what the app should do instead
+ */
+export function assertHttp(context: ExecutionContext, where: string, remedy: string): void {
+  const type = context.getType<string>();
+  if (type === 'http') return;
+  const handler = `${context.getClass().name}.${context.getHandler().name}`;
+  throw new SluiceError(
+    ErrorCode.UNSUPPORTED,
+    `${where} limits HTTP requests (Nest on Express or Fastify) and ran for a '${type}' context (${handler}), whose client it cannot read nor answer; ${remedy}`,
+    { option: where, value: type },
+  );
+}
 
 /**
  * `canActivate` over lifecycles run one after another: a request passes when each passes; one

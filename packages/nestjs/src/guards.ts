@@ -1,35 +1,48 @@
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import type * as shared from '@sluice/core/adapter';
-import { buildGuard, type GuardName, guardLifecycle, type Lifecycle } from '@sluice/core/adapter';
-import { expressAccess } from '@sluice/express';
-import type { Request } from 'express';
+import {
+  type AdapterDefaults,
+  buildGuard,
+  type GuardName,
+  guardLifecycle,
+  type Lifecycle,
+  type RequestAccessBase,
+} from '@sluice/core/adapter';
 import { nestDefaults } from './defaults.js';
-import { activate, nestExchange } from './exchange.js';
+import { activate, assertHttp, nestExchange } from './exchange.js';
+import { type NestRequest, nestAccess } from './request.js';
 
-/** Options of `ConcurrencyLimitGuard`. */
-export type ConcurrencyLimitOptions = shared.HttpConcurrencyOptions<Request>;
+/** Options of `ConcurrencyLimitGuard`; `Req` is your platform's request type, if your functions name it. */
+export type ConcurrencyLimitOptions<Req = NestRequest> = shared.HttpConcurrencyOptions<Req>;
 /** Options of `FleetShedGuard`. */
-export type FleetShedOptions = shared.HttpFleetShedOptions<Request>;
+export type FleetShedOptions<Req = NestRequest> = shared.HttpFleetShedOptions<Req>;
 /** Options of `UtilizationShedGuard`. */
-export type UtilizationShedOptions = shared.HttpUtilizationShedOptions<Request>;
-
-const NEST = { access: expressAccess, defaults: nestDefaults };
+export type UtilizationShedOptions<Req = NestRequest> = shared.HttpUtilizationShedOptions<Req>;
 
 /** A guard over one compiled sluice guard: the lease is released when the response ends. */
-abstract class LeaseGuard implements CanActivate {
+abstract class LeaseGuard<Req> implements CanActivate {
   private readonly run: readonly Lifecycle<ExecutionContext, boolean>[];
 
   /** @param where the guard's class name, as its option errors give it */
   protected constructor(
     name: GuardName,
-    options: shared.HttpGuardOptionsByName<Request>[GuardName],
-    where: string,
+    options: shared.HttpGuardOptionsByName<Req>[GuardName],
+    private readonly where: string,
   ) {
-    const guard = buildGuard(name, options, NEST, where);
-    this.run = [guardLifecycle(guard, nestExchange)];
+    const adapter = {
+      access: nestAccess as RequestAccessBase<Req>,
+      defaults: nestDefaults as AdapterDefaults<Req>,
+    };
+    const guard = buildGuard(name, options, adapter, where);
+    this.run = [guardLifecycle(guard, nestExchange as shared.HttpExchange<ExecutionContext, Req, boolean>)];
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    assertHttp(
+      context,
+      this.where,
+      `apply it to HTTP controllers with @UseGuards rather than globally in an app that also serves such contexts`,
+    );
     return activate(this.run, context);
   }
 }
@@ -41,8 +54,8 @@ abstract class LeaseGuard implements CanActivate {
  * @example
  * \@UseGuards(new ConcurrencyLimitGuard({ limit: 2, key: byToken(), name: 'exports', ttl: '5m' }))
  */
-export class ConcurrencyLimitGuard extends LeaseGuard {
-  constructor(options: ConcurrencyLimitOptions) {
+export class ConcurrencyLimitGuard<Req = NestRequest> extends LeaseGuard<Req> {
+  constructor(options: ConcurrencyLimitOptions<Req>) {
     super('concurrencyLimit', options, 'ConcurrencyLimitGuard');
   }
 }
@@ -52,10 +65,10 @@ export class ConcurrencyLimitGuard extends LeaseGuard {
  * sharing the store, with shares reserved for the more important priorities; past a priority's
  * share, `RateLimitException` (503, jittered `Retry-After`).
  * @example
- * app.useGlobalGuards(new FleetShedGuard({ shedder: fleet, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'normal') }));
+ * app.useGlobalGuards(new FleetShedGuard({ shedder: fleet, priority: (req) => (req.url.startsWith('/pay') ? 'critical' : 'normal') }));
  */
-export class FleetShedGuard extends LeaseGuard {
-  constructor(options: FleetShedOptions) {
+export class FleetShedGuard<Req = NestRequest> extends LeaseGuard<Req> {
+  constructor(options: FleetShedOptions<Req>) {
     super('fleetShed', options, 'FleetShedGuard');
   }
 }
@@ -66,8 +79,8 @@ export class FleetShedGuard extends LeaseGuard {
  * @example
  * app.useGlobalGuards(new UtilizationShedGuard({ shedder: local, priority: () => 'normal' }));
  */
-export class UtilizationShedGuard extends LeaseGuard {
-  constructor(options: UtilizationShedOptions) {
+export class UtilizationShedGuard<Req = NestRequest> extends LeaseGuard<Req> {
+  constructor(options: UtilizationShedOptions<Req>) {
     super('utilizationShed', options, 'UtilizationShedGuard');
   }
 }

@@ -7,5 +7,6 @@ export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions 
 export { ConcurrencyLimitGuard, FleetShedGuard, UtilizationShedGuard } from './guards.js';
 export type { RateLimitOptions } from './rate-limit.js';
 export { RATE_LIMIT, RateLimit, RateLimitGuard, SKIP_RATE_LIMIT, SkipRateLimit } from './rate-limit.js';
+export type { NestRequest } from './request.js';
 export type { SluiceThrottlerStorageOptions, ThrottlerRecord } from './throttler-storage.js';
 export { SluiceThrottlerStorage } from './throttler-storage.js';

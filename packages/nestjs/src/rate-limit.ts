@@ -1,28 +1,43 @@
 import { type CanActivate, type CustomDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { type Decision, ErrorCode, type RateLimitControl, SluiceError } from '@sluice/core';
-import { HttpLimiter, type HttpLimitOptions, type Lifecycle, rateLimitLifecycle } from '@sluice/core/adapter';
-import { expressAccess } from '@sluice/express';
-import type { Request } from 'express';
+import {
+  type AdapterDefaults,
+  type HttpExchange,
+  HttpLimiter,
+  type HttpLimitOptions,
+  type Lifecycle,
+  type RequestAccessBase,
+  rateLimitLifecycle,
+} from '@sluice/core/adapter';
 import { nestDefaults } from './defaults.js';
-import { activate, nestExchange } from './exchange.js';
+import { activate, assertHttp, nestExchange } from './exchange.js';
+import { type NestRequest, nestAccess } from './request.js';
 
-/** Options of `RateLimitGuard` and `@RateLimit()`: the shared options (Nest on Express). */
-export type RateLimitOptions = HttpLimitOptions<Request>;
+/**
+ * Options of `RateLimitGuard` and `@RateLimit()`: the shared options, on Express or Fastify. `Req`
+ * is your platform's request type when your functions name it (`skip: (req: Request) => …`).
+ */
+export type RateLimitOptions<Req = NestRequest> = HttpLimitOptions<Req>;
 
 type Compiled = Lifecycle<ExecutionContext, boolean>;
 
 /** Every limiter compiled (the guard's and each `@RateLimit()`), so `settle` finds those that admitted a request. */
-const compiled: HttpLimiter<Request>[] = [];
+const compiled: HttpLimiter<unknown>[] = [];
 
 /** Metadata keys of the decorators. */
 export const RATE_LIMIT = 'sluice:rate-limit';
 export const SKIP_RATE_LIMIT = 'sluice:skip-rate-limit';
 
-function compile(where: string, options: RateLimitOptions): { run: Compiled; limiter: HttpLimiter<Request> } {
-  const limiter = new HttpLimiter<Request>(where, options, expressAccess, nestDefaults);
-  compiled.push(limiter);
-  return { run: rateLimitLifecycle(limiter, nestExchange), limiter };
+function compile<Req>(
+  where: string,
+  options: RateLimitOptions<Req>,
+): { run: Compiled; limiter: HttpLimiter<Req> } {
+  const access = nestAccess as RequestAccessBase<Req>;
+  const limiter = new HttpLimiter<Req>(where, options, access, nestDefaults as AdapterDefaults<Req>);
+  compiled.push(limiter as HttpLimiter<unknown>);
+  const exchange = nestExchange as HttpExchange<ExecutionContext, Req, boolean>;
+  return { run: rateLimitLifecycle(limiter, exchange), limiter };
 }
 
 /**
@@ -34,7 +49,7 @@ function compile(where: string, options: RateLimitOptions): { run: Compiled; lim
  * \@RateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) })
  * login() {}
  */
-export function RateLimit(options: RateLimitOptions): CustomDecorator<string> {
+export function RateLimit<Req = NestRequest>(options: RateLimitOptions<Req>): CustomDecorator<string> {
   return SetMetadata(RATE_LIMIT, compile('@RateLimit', options).run);
 }
 
@@ -50,27 +65,29 @@ const own = (target: Function, key: string): unknown => reflector.get(key, targe
 /**
  * The Nest guard applying sluice rate limits: the global limits given here (optional), then the
  * controller's and the handler's `@RateLimit()`. Refused requests throw `RateLimitException`
- * (429 or 503, the problem body, RateLimit headers and `Retry-After` set). Nest on Express.
+ * (429 or 503, the problem body, RateLimit headers and `Retry-After` set). Nest on Express or
+ * Fastify; a context that is not HTTP (GraphQL, WebSockets) is refused with `ERR_SLUICE_UNSUPPORTED`
+ * unless `@SkipRateLimit()` leaves it no limit to apply.
  * @example
  * app.useGlobalGuards(new RateLimitGuard({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  */
-export class RateLimitGuard implements CanActivate, RateLimitControl<Request> {
+export class RateLimitGuard<Req = NestRequest> implements CanActivate, RateLimitControl<Req> {
   private readonly global: Compiled | undefined;
-  private readonly limiter: HttpLimiter<Request> | undefined;
+  private readonly limiter: HttpLimiter<Req> | undefined;
 
-  constructor(options?: RateLimitOptions) {
+  constructor(options?: RateLimitOptions<Req>) {
     const own = options === undefined ? undefined : compile('RateLimitGuard', options);
     this.global = own?.run;
     this.limiter = own?.limiter;
   }
 
   /** What the guard's global limits hold for this request, without consuming (see `RateLimitControl`). */
-  peek(req: Request): Promise<Decision | undefined> {
+  peek(req: Req): Promise<Decision | undefined> {
     return this.limiter?.peek(req) ?? noGlobal();
   }
 
   /** Forgets the global limits' state for this request's keys, or for one key. */
-  reset(target: Request | string): Promise<void> {
+  reset(target: Req | string): Promise<void> {
     return this.limiter?.reset(target) ?? noGlobal();
   }
 
@@ -78,7 +95,7 @@ export class RateLimitGuard implements CanActivate, RateLimitControl<Request> {
    * Settles a request to its actual cost on every sluice limit that admitted it (the guard's
    * global limits and the route's `@RateLimit()`); never rejects.
    */
-  async settle(req: Request, actual: number): Promise<void> {
+  async settle(req: Req, actual: number): Promise<void> {
     await Promise.all(compiled.map((limiter) => limiter.settle(req, actual)));
   }
 
@@ -97,6 +114,13 @@ export class RateLimitGuard implements CanActivate, RateLimitControl<Request> {
       const limits = own(target, RATE_LIMIT) as Compiled | undefined;
       if (limits !== undefined) lifecycles.push(limits);
     }
+    // A handler with no limit to apply is passed by whatever its context (`@SkipRateLimit()` on a resolver).
+    if (lifecycles.length === 0) return true;
+    assertHttp(
+      context,
+      'RateLimitGuard',
+      'put @SkipRateLimit() on that resolver or gateway (no @RateLimit() on it), or register the guard on HTTP controllers only (@UseGuards)',
+    );
     return activate(lifecycles, context);
   }
 }

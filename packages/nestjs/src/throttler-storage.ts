@@ -1,8 +1,10 @@
-import type { ThrottlerStorage } from '@nestjs/throttler';
 import { ErrorCode, fixedWindow, Limiter, SluiceError, type Store } from '@sluice/core';
 import { bindName } from '@sluice/core/adapter';
 
-/** What `ThrottlerStorage.increment` answers (`ThrottlerStorageRecord` of @nestjs/throttler). */
+/**
+ * What `ThrottlerStorage.increment` answers (`ThrottlerStorageRecord` of @nestjs/throttler),
+ * declared here: @nestjs/throttler is an optional peer, so sluice's declarations must not import it.
+ */
 export interface ThrottlerRecord {
   totalHits: number;
   /** Seconds until the window ends. */
@@ -18,7 +20,8 @@ export interface SluiceThrottlerStorageOptions {
 }
 
 /**
- * A `ThrottlerStorage` for @nestjs/throttler over a sluice store: each hit is one atomic
+ * A `ThrottlerStorage` for @nestjs/throttler over a sluice store (it has the interface's shape;
+ * its declaration does not name the interface, so apps without @nestjs/throttler compile): each hit is one atomic
  * fixed-window check (one Lua script on a `RedisStore`), so a flood admits exactly `limit` per
  * `ttl`, where a get-then-set storage lets concurrent requests read the same count
  * (nestjs/throttler#1303: ~400 of 1000 flood requests got through a limit of 100).
@@ -27,7 +30,7 @@ export interface SluiceThrottlerStorageOptions {
  * @example
  * ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: 100 }], storage: new SluiceThrottlerStorage({ store: redisStore }) })
  */
-export class SluiceThrottlerStorage implements ThrottlerStorage {
+export class SluiceThrottlerStorage {
   private readonly store: Store;
   /** One limiter per throttler name, ttl and limit (a throttler's settings can vary per route). */
   private readonly limiters = new Map<string, Limiter>();

@@ -121,18 +121,26 @@ export class RateLimitHeaders {
    * skipped, or the store failed). A decision without `limits` is one limit's own. With `get`, the
    * `'ietf'` lists extend what an earlier middleware set (an app-wide limit and a route's own each
    * add their members, as one layered middleware would); the other formats describe one limit,
-   * so the last middleware's replaces them.
+   * so the last middleware's replaces them. Answers whether it set any header.
    */
-  write<Res>(decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>, plan?: PlanOf): void {
+  write<Res>(
+    decision: Decision,
+    res: Res,
+    set: SetHeader<Res>,
+    get?: GetHeader<Res>,
+    plan?: PlanOf,
+  ): boolean {
     // A store that could not be asked (reason 'store-unavailable') counted nothing: its numbers are
     // no quota, and `r=0` would tell the client it spent one.
-    if (this.format === false || decision.policy === '' || decision.reason === 'store-unavailable') return;
+    if (this.format === false || decision.policy === '' || decision.reason === 'store-unavailable') {
+      return false;
+    }
     if (plan !== undefined) this.resolve(decision, plan);
     let limits = decision.limits.length === 0 ? [decision] : decision.limits;
     if (this.hidesShadows) {
       limits = limits.filter((d) => d.shadow !== true);
       // Every limit that applied is in shadow mode: nothing to tell the client.
-      if (limits.length === 0) return;
+      if (limits.length === 0) return false;
     }
     switch (this.format) {
       case 'ietf': {
@@ -144,7 +152,7 @@ export class RateLimitHeaders {
         }
         set(res, 'RateLimit-Policy', extend(get?.(res, 'RateLimit-Policy'), this.policy(limits)));
         set(res, 'RateLimit', extend(get?.(res, 'RateLimit'), value));
-        return;
+        return true;
       }
       case 'draft-7':
         set(res, 'RateLimit-Policy', this.policy(limits));
@@ -153,18 +161,18 @@ export class RateLimitHeaders {
           'RateLimit',
           `limit=${decision.limit}, remaining=${decision.remaining}, reset=${resetSeconds(decision)}`,
         );
-        return;
+        return true;
       case 'draft-6':
         set(res, 'RateLimit-Policy', this.policy(limits));
         set(res, 'RateLimit-Limit', String(decision.limit));
         set(res, 'RateLimit-Remaining', String(decision.remaining));
         set(res, 'RateLimit-Reset', String(resetSeconds(decision)));
-        return;
+        return true;
       case 'legacy':
         set(res, 'X-RateLimit-Limit', String(decision.limit));
         set(res, 'X-RateLimit-Remaining', String(decision.remaining));
         set(res, 'X-RateLimit-Reset', String(resetSeconds(decision)));
-        return;
+        return true;
     }
   }
 

@@ -6,11 +6,15 @@ import { clientAddress } from './ip.js';
 /** How far the app trusts `X-Forwarded-For`, as far as the adapter can tell. */
 export type ProxyTrust = 'none' | 'some' | 'all';
 
-/** Warnings sluice gives once per key function, through the adapter's `onWarning` hook. */
+/**
+ * Configuration warnings, each given once per process (whichever middleware sees it first),
+ * through that middleware's `onWarning` hook.
+ */
 export type WarningCode =
   | 'SLUICE_FORWARDED_UNTRUSTED'
   | 'SLUICE_TRUST_ALL_PROXIES'
   | 'SLUICE_ROUTE_UNKNOWN'
+  | 'SLUICE_NO_CLIENT_ADDRESS'
   | 'SLUICE_TOKEN_HEADER';
 
 /**
@@ -28,7 +32,7 @@ export interface RequestAccess<Req> {
   header(req: Req, name: string): string | undefined;
   /** Whether the app trusts proxies for this request's address. */
   proxyTrust(req: Req): ProxyTrust;
-  /** Reports a configuration problem (the adapter's `onWarning` hook). */
+  /** Reports a configuration problem (the adapter's `onWarning` hook), once per process per code. */
   warn(code: WarningCode, message: string): void;
 }
 
@@ -58,6 +62,11 @@ export interface ByIpOptions {
  * by `ipv6Subnet`. Warns once when `X-Forwarded-For` arrives but the app trusts no proxy (every
  * client behind the proxy would share one limit), and once when the app trusts every proxy (any
  * client can pick its own address).
+ *
+ * A request without a client address (a server on a Unix socket, Hono off Node without its
+ * `address` option, a proxy forwarding text that is no address) is not limited by it, and the
+ * first one in the process is reported (`SLUICE_NO_CLIENT_ADDRESS`): unlike a request without a
+ * token for `byToken()`, this is a configuration to fix, never an intended skip.
  * @example byIp({ ipv6Subnet: 64 })
  */
 export function byIp(options: ByIpOptions = {}): AnyKey {
@@ -65,6 +74,7 @@ export function byIp(options: ByIpOptions = {}): AnyKey {
   const subnet = integerOption('ipv6Subnet', options.ipv6Subnet ?? 56, 32, 64);
   let warnedUntrusted = false;
   let warnedAll = false;
+  let warnedNone = false;
   return function byIpKey(req, access) {
     if (!warnedUntrusted || !warnedAll) {
       const trust = access.proxyTrust(req);
@@ -87,10 +97,24 @@ export function byIp(options: ByIpOptions = {}): AnyKey {
       }
     }
     const ip = access.ip(req);
-    if (ip === undefined || ip === '') return undefined;
-    const address = clientAddress(ip, subnet);
-    return address === undefined ? undefined : `ip:${address}`;
+    const address = ip === undefined || ip === '' ? undefined : clientAddress(ip, subnet);
+    if (address !== undefined) return `ip:${address}`;
+    if (!warnedNone) {
+      warnedNone = true;
+      access.warn(
+        'SLUICE_NO_CLIENT_ADDRESS',
+        `byIp() found no client address on a request (the framework gave ${shown(ip)}), so its limit did not apply, as for every request without one. Give the framework the address: on Hono off Node, the address option; behind a proxy, trust it so that the framework reads the address it forwards (on a Unix socket the connection has none). Or key those requests otherwise (byToken(), your own key)`,
+      );
+    }
+    return undefined;
   };
+}
+
+/** A value from the request, quoted (escapes included) and cut short, for a warning's text. */
+function shown(value: string | undefined): string {
+  if (value === undefined) return 'undefined';
+  const quoted = JSON.stringify(value);
+  return quoted.length <= 64 ? quoted : `${quoted.slice(0, 60)}…"`;
 }
 
 export interface ByTokenOptions {

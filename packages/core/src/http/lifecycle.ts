@@ -1,6 +1,7 @@
 import type { Lease } from '../concurrency/lease.js';
 import type { Decision } from '../decision.js';
 import type { MaybePromise } from '../store.js';
+import { giveBackEarlier, Taken, took } from './across-middlewares.js';
 import { type ClientResponse, clientLeft } from './client.js';
 import type { HttpGuard } from './guards.js';
 import type { Refusal } from './problem.js';
@@ -57,20 +58,30 @@ export function rateLimitLifecycle<Ctx, Req, R>(
   limiter: HttpLimiter<Req>,
   exchange: HttpExchange<Ctx, Req, R>,
 ): Lifecycle<Ctx, R> {
-  const answer = (ctx: Ctx, req: Req, decision: Decision | undefined | null): R | undefined => {
-    if (decision === null) return undefined;
-    if (decision === undefined) return exchange.proceed(ctx);
+  const refused = (ctx: Ctx, req: Req, decision: Decision): R => {
     exchange.record(ctx, decision);
     limiter.writeHeaders(req, decision, ctx, exchange.setHeader, exchange.getHeader);
     limiter.decided(req, decision);
-    if (decision.allowed) {
-      // Under `count`, the response's outcome decides whether its units stay taken.
-      if (limiter.countsOutcome) {
-        exchange.whenDone(ctx, (finished) => limiter.outcome(req, exchange.statusCode(ctx), finished));
-      }
-      return exchange.proceed(ctx);
-    }
     return refuse(exchange, ctx, decision, limiter.refusal(decision));
+  };
+  const answer = (ctx: Ctx, req: Req, decision: Decision | undefined | null): MaybePromise<R | undefined> => {
+    if (decision === null) return left(req);
+    if (decision === undefined) return exchange.proceed(ctx);
+    if (!decision.allowed) {
+      // What earlier sluice middlewares took for this request goes back before the refusal is told.
+      const back = giveBackEarlier(req);
+      return back === undefined ? refused(ctx, req, decision) : back.then(() => refused(ctx, req, decision));
+    }
+    exchange.record(ctx, decision);
+    limiter.writeHeaders(req, decision, ctx, exchange.setHeader, exchange.getHeader);
+    limiter.decided(req, decision);
+    // Under `count`, the response's outcome decides whether its units stay taken.
+    if (limiter.countsOutcome) {
+      exchange.whenDone(ctx, (finished) => limiter.outcome(req, exchange.statusCode(ctx), finished));
+    }
+    // Kept for a later sluice middleware that refuses the request (recorded before the request goes on).
+    took(new Taken(limiter, req, ctx, decision, exchange.setHeader, exchange.getHeader));
+    return exchange.proceed(ctx);
   };
   return (ctx) => {
     const req = exchange.request(ctx);
@@ -90,7 +101,11 @@ export function guardLifecycle<Ctx, Req, R>(
   guard: HttpGuard<Req>,
   exchange: HttpExchange<Ctx, Req, R>,
 ): Lifecycle<Ctx, R> {
-  const admit = (ctx: Ctx, req: Req, lease: Lease | undefined): R => {
+  const refused = (ctx: Ctx, req: Req, decision: Decision): R => {
+    guard.limited(req, decision);
+    return refuse(exchange, ctx, decision, guard.refusal(decision));
+  };
+  const admit = (ctx: Ctx, req: Req, lease: Lease | undefined): MaybePromise<R> => {
     if (lease === undefined) return exchange.proceed(ctx);
     const decision = lease.decision;
     if (decision.allowed) {
@@ -101,14 +116,15 @@ export function guardLifecycle<Ctx, Req, R>(
       }
       return exchange.proceed(ctx);
     }
-    guard.limited(req, decision);
-    return refuse(exchange, ctx, decision, guard.refusal(decision));
+    // What earlier sluice rate limits took for this request goes back before the refusal is told.
+    const back = giveBackEarlier(req);
+    return back === undefined ? refused(ctx, req, decision) : back.then(() => refused(ctx, req, decision));
   };
   return (ctx) => {
     const client = exchange.client(ctx);
-    // Gone before it got here: no lease for a request nobody will read.
-    if (clientLeft(client)) return undefined;
     const req = exchange.request(ctx);
+    // Gone before it got here: no lease for a request nobody will read.
+    if (clientLeft(client)) return left(req);
     const result = guard.enter(req);
     if (!(result instanceof Promise)) return admit(ctx, req, result);
     // The client may leave while the store answers; its lease must not outlive it. Read when the
@@ -116,9 +132,18 @@ export function guardLifecycle<Ctx, Req, R>(
     return result.then((lease) => {
       if (!clientLeft(client)) return admit(ctx, req, lease);
       void lease?.release();
-      return undefined;
+      return left(req);
     });
   };
+}
+
+/**
+ * A request whose client left before it was passed on: nothing is sent, and what earlier sluice
+ * rate limits took for it goes back, as a refusal's would (the request never runs).
+ */
+function left(req: unknown): undefined {
+  void giveBackEarlier(req);
+  return undefined;
 }
 
 function refuse<Ctx, Req, R>(

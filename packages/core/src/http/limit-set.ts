@@ -3,6 +3,7 @@ import { type BlockPolicy, resolveBlock } from '../block.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import {
   assertAlgorithm,
+  assertNotFactory,
   assertShadowable,
   enforceOption,
   type LimitDefinition,
@@ -69,6 +70,10 @@ export class LimitSet<Req> {
     const given = httpLimits(options);
     // Limiter refuses limits that are not a non-empty array with its coded error.
     if (!Array.isArray(given) || given.length === 0) new Limiter({ limits: given, store } as never);
+    // A factory given uncalled would pass for a plan per request: refused before that test.
+    given.forEach((limit, i) => {
+      assertNotFactory(`limits[${i}].algorithm`, limit?.algorithm);
+    });
     const planned = given.some((limit) => typeof limit?.algorithm === 'function');
     const cache = planCacheOptions(options.planCache);
     if (!planned) {
@@ -216,11 +221,18 @@ function keyOption<Req>(i: number, key: unknown): LimitKey<Req> {
 export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLimit<Req>[] {
   if (options === null || typeof options !== 'object') return [];
   const shorthand = options.algorithm !== undefined;
-  if (shorthand === (options.limits !== undefined)) {
+  if (!shorthand && options.limits === undefined) {
     throw new SluiceError(
-      options.limits === undefined ? ErrorCode.MISSING_OPTION : ErrorCode.INVALID_OPTION,
+      ErrorCode.MISSING_OPTION,
+      "a rate limit needs an algorithm: give the single-limit algorithm (with key and name), e.g. algorithm: fixedWindow({ limit: 100, window: '1m' }), or limits: [{ name, key, algorithm }, …]",
+      { option: 'algorithm' },
+    );
+  }
+  if (shorthand && options.limits !== undefined) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
       'give either limits (one or several { name, key, algorithm }) or the single-limit algorithm (with key and name), not both',
-      { option: options.limits === undefined ? 'algorithm' : 'limits', value: options.limits },
+      { option: 'limits', value: options.limits },
     );
   }
   if (!shorthand) {

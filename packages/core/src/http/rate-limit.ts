@@ -321,15 +321,18 @@ export class HttpLimiter<Req> {
 
   /**
    * Writes the RateLimit headers of `decision` (the quota of each limit as resolved for this
-   * request: a plan's own `q=` and `w=`).
+   * request: a plan's own `q=` and `w=`). Answers whether it set any.
    */
-  writeHeaders<Res>(req: Req, decision: Decision, res: Res, set: SetHeader<Res>, get?: GetHeader<Res>): void {
-    if (!this.set.planned) {
-      this.headers.write(decision, res, set, get);
-      return;
-    }
+  writeHeaders<Res>(
+    req: Req,
+    decision: Decision,
+    res: Res,
+    set: SetHeader<Res>,
+    get?: GetHeader<Res>,
+  ): boolean {
+    if (!this.set.planned) return this.headers.write(decision, res, set, get);
     const reservation = this.reservations.get(req);
-    this.headers.write(decision, res, set, get, (name) => {
+    return this.headers.write(decision, res, set, get, (name) => {
       const i = this.set.limits.findIndex((limit) => limit.name === name);
       if (i === -1) return undefined;
       return reservation?.algorithms[i] ?? this.set.limits[i]!.plans?.known(reservation?.keys[i] ?? '');
@@ -435,6 +438,24 @@ export class HttpLimiter<Req> {
       this.reporter.error(error, req);
       return true;
     }
+  }
+
+  /**
+   * The units an admitted request holds that `giveBack` would return: 0 when it holds none or the
+   * store cannot give units back.
+   */
+  heldUnits(req: Req): number {
+    const reservation = this.reservations.get(req);
+    if (reservation === undefined || !reservation.admitted || this.store.refund === undefined) return 0;
+    return reservation.cost;
+  }
+
+  /**
+   * Gives an admitted request's units back: a later sluice middleware refused the request, or its
+   * client left before it ran (`giveBackEarlier`). Answers the units given back; never rejects.
+   */
+  giveBack(req: Req): Promise<number> {
+    return this.refund(req);
   }
 
   /**

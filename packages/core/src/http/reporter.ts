@@ -1,6 +1,7 @@
 import type { Decision } from '../decision.js';
 import { functionOption } from '../validate.js';
 import type { RequestAccess } from './keys.js';
+import { firstInProcess } from './once-per-process.js';
 import type { SluiceWarning } from './options.js';
 
 /** What an adapter supplies about its request type; `warn` is added from the options. */
@@ -49,7 +50,10 @@ export class Reporter<Req> {
       route: base.route,
       header: base.header,
       proxyTrust: base.proxyTrust,
-      warn: (code, message) => this.onWarning({ code, message: `sluice: ${message}` }),
+      // Once per process, whichever middleware sees the mistake first (each one has its own keys).
+      warn: (code, message) => {
+        if (firstInProcess(code)) this.onWarning({ code, message: `sluice: ${message}` });
+      },
     };
   }
 
@@ -75,7 +79,8 @@ export class Reporter<Req> {
 
 /**
  * The defaults of an adapter whose framework has no logger (Express, Koa): errors to
- * `console.error`, configuration warnings to `process.emitWarning` (once per code, by Node).
+ * `console.error`, configuration warnings to `process.emitWarning` (each code once per process:
+ * `Reporter` asks `firstInProcess`).
  */
 export const CONSOLE_DEFAULTS: AdapterDefaults<unknown> = {
   onError(error: Error): void {

@@ -1,0 +1,23 @@
+/**
+ * The configuration warnings already given in this process, by code. Kept on `globalThis` under a
+ * registered symbol rather than in this module: an app that loads both builds of @sluice/core
+ * (its ES module and CommonJS files, through two adapters) still hears each warning once.
+ */
+const WARNED = Symbol.for('sluice.warned');
+
+/**
+ * Whether `code` is given for the first time in this process (and marks it given). Every
+ * middleware of every adapter asks here, so a mistake two middlewares see (an app-wide and a
+ * route's `byIp()` behind an untrusted proxy) is told once, not once per middleware.
+ */
+export function firstInProcess(code: string): boolean {
+  const holder = globalThis as Record<symbol, Set<string> | undefined>;
+  let warned = holder[WARNED];
+  if (warned === undefined) {
+    warned = new Set();
+    holder[WARNED] = warned;
+  }
+  if (warned.has(code)) return false;
+  warned.add(code);
+  return true;
+}
