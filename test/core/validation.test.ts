@@ -102,7 +102,7 @@ describe('algorithm options are validated at creation', () => {
             );
           });
         }
-        for (const bad of ['15 minutes', '1 hour', '-1s', '1w', '', 'ms', '1e3ms', {}]) {
+        for (const bad of ['15 minuets', '1 hours ago', '-1s', '1y', '', 'ms', '1e3ms', 'minutes', {}]) {
           it(`${option}: ${JSON.stringify(bad)} is an unreadable duration`, () => {
             const shown = typeof bad === 'string' ? JSON.stringify(bad) : undefined;
             expectCoded(() => make({ ...valid, [option]: bad }), ErrorCode.INVALID_DURATION, option, shown);
@@ -187,6 +187,28 @@ describe('algorithm options are validated at creation', () => {
     expect(parseDuration('d', '1.5h')).toBe(5_400_000);
     expect(parseDuration('d', '1d')).toBe(86_400_000);
     expect(parseDuration('d', ' 15 m ')).toBe(900_000);
+  });
+
+  it("regression: the long forms people write are read ('1 minute' was refused; @fastify/rate-limit accepts it)", () => {
+    const forms: [string, number][] = [
+      ['1 minute', 60_000],
+      ['15 minutes', 900_000],
+      ['1 hour', 3_600_000],
+      ['2 hours', 7_200_000],
+      ['2 days', 172_800_000],
+      ['1 day', 86_400_000],
+      ['30 seconds', 30_000],
+      ['1 second', 1_000],
+      ['250 milliseconds', 250],
+      ['1 week', 604_800_000],
+      ['2w', 1_209_600_000],
+      ['10 sec', 10_000],
+      ['5 mins', 300_000],
+      ['3 hrs', 10_800_000],
+      ['1 Minute', 60_000],
+      ['1.5 hours', 5_400_000],
+    ];
+    for (const [text, ms] of forms) expect(parseDuration('d', text), text).toBe(ms);
   });
 });
 

@@ -1,8 +1,20 @@
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 
-/** Milliseconds as a number, or a readable string: `'500ms'`, `'30s'`, `'15m'`, `'1h'`, `'1d'`, `'1.5h'`. */
+/**
+ * Milliseconds as a number, or a readable string: `'500ms'`, `'30s'`, `'15m'`, `'1h'`, `'1d'`,
+ * `'1.5h'`, `'2w'`, and the long forms people write: `'1 minute'`, `'15 minutes'`, `'2 days'`
+ * (units, any case: ms, millisecond(s), msec(s); s, sec(s), second(s); m, min(s), minute(s); h,
+ * hr(s), hour(s); d, day(s); w, week(s)).
+ */
 export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit}`;
-type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd';
+type DurationUnit =
+  | 'ms'
+  | 's'
+  | 'm'
+  | 'h'
+  | 'd'
+  | 'w'
+  | `${'millisecond' | 'msec' | 'second' | 'sec' | 'minute' | 'min' | 'hour' | 'hr' | 'day' | 'week'}${'' | 's'}`;
 
 /**
  * The longest duration, in ms, any option accepts, and the longest span an algorithm's state may
@@ -12,8 +24,19 @@ type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd';
  */
 export const MAX_DURATION = 1e13;
 
-const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
+/** Each unit's ms, by every name it is written with (lower case). */
+const UNIT_MS = new Map<string, number>();
+for (const [ms, names] of [
+  [1, ['ms', 'msec', 'msecs', 'millisecond', 'milliseconds']],
+  [1_000, ['s', 'sec', 'secs', 'second', 'seconds']],
+  [60_000, ['m', 'min', 'mins', 'minute', 'minutes']],
+  [3_600_000, ['h', 'hr', 'hrs', 'hour', 'hours']],
+  [86_400_000, ['d', 'day', 'days']],
+  [604_800_000, ['w', 'week', 'weeks']],
+] as const) {
+  for (const name of names) UNIT_MS.set(name, ms);
+}
+const DURATION = /^(\d+(?:\.\d+)?)\s*([a-z]+)$/i;
 
 /**
  * Reads a duration option into milliseconds. Throws a coded error naming the option when it is
@@ -25,14 +48,15 @@ export function parseDuration(option: string, value: unknown): number {
     ms = value;
   } else if (typeof value === 'string') {
     const match = DURATION.exec(value.trim());
-    if (!match) {
+    const unit = match === null ? undefined : UNIT_MS.get(match[2]!.toLowerCase());
+    if (match === null || unit === undefined) {
       throw new SluiceError(
         ErrorCode.INVALID_DURATION,
-        `${option} must be milliseconds or a duration like '500ms', '30s', '15m', '1h', '1d'; got ${describeValue(value)}`,
+        `${option} must be milliseconds or a duration like '500ms', '30s', '15m', '1h', '1d', '1 minute', '2 days'; got ${describeValue(value)}`,
         { option, value },
       );
     }
-    ms = Number(match[1]) * UNIT_MS[match[2] as DurationUnit];
+    ms = Number(match[1]) * unit;
   } else {
     throw new SluiceError(
       ErrorCode.INVALID_DURATION,

@@ -8,7 +8,7 @@ export const ErrorCode = {
   UNKNOWN_OPTION: 'ERR_SLUICE_UNKNOWN_OPTION',
   /** A required option was not given. */
   MISSING_OPTION: 'ERR_SLUICE_MISSING_OPTION',
-  /** A duration string that cannot be read (`'15 minutes'` instead of `'15m'`). */
+  /** A duration string that cannot be read (`'15 minuets'`, `'1y'`). */
   INVALID_DURATION: 'ERR_SLUICE_INVALID_DURATION',
   /** A `cost` at call time that is not an integer ≥ 1. */
   INVALID_COST: 'ERR_SLUICE_INVALID_COST',
