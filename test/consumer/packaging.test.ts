@@ -1,0 +1,63 @@
+/**
+ * Each public package as the registry shows it (issue 25 §3): a LICENSE file of its own (an
+ * `npm pack` in its directory ships only what is there), `repository` with the package's
+ * directory, `homepage` and `bugs` (the registry rewrites a README's relative links against the
+ * repository), and every relative link of its README pointing at a file that exists.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+interface Manifest {
+  name: string;
+  private?: boolean;
+  files?: string[];
+  repository?: { type?: string; url?: string; directory?: string };
+  homepage?: string;
+  bugs?: { url?: string };
+}
+
+const packages = readdirSync(join(root, 'packages'))
+  .map((name) => ({ name, dir: join(root, 'packages', name) }))
+  .filter(({ dir }) => existsSync(join(dir, 'package.json')))
+  .map(({ name, dir }) => ({
+    name,
+    dir,
+    manifest: JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest,
+  }))
+  .filter(({ manifest }) => manifest.private !== true);
+
+describe('every public package, as the registry shows it', () => {
+  it('there are packages to check', () => {
+    expect(packages.length).toBeGreaterThanOrEqual(9);
+  });
+
+  for (const { name, dir, manifest } of packages) {
+    it(`${manifest.name}: its own LICENSE (the root's), listed in files`, () => {
+      expect(existsSync(join(dir, 'LICENSE'))).toBe(true);
+      expect(readFileSync(join(dir, 'LICENSE'), 'utf8')).toBe(readFileSync(join(root, 'LICENSE'), 'utf8'));
+      expect(manifest.files).toContain('LICENSE');
+    });
+
+    it(`${manifest.name}: repository (with its directory), homepage and bugs`, () => {
+      expect(manifest.repository).toMatchObject({ type: 'git', directory: `packages/${name}` });
+      expect(manifest.repository?.url).toMatch(/^git\+https:\/\/github\.com\/.+\.git$/);
+      expect(manifest.homepage).toMatch(
+        new RegExp(`^https://github\\.com/.+/tree/main/packages/${name}#readme$`),
+      );
+      expect(manifest.bugs?.url).toMatch(/^https:\/\/github\.com\/.+\/issues$/);
+    });
+
+    it(`${manifest.name}: every relative link of its README points at a file of the repository`, () => {
+      const readme = readFileSync(join(dir, 'README.md'), 'utf8');
+      const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)]
+        .map((match) => match[1]!)
+        .filter((link) => !/^[a-z]+:/i.test(link) && !link.startsWith('#'));
+      const broken = links.filter((link) => !existsSync(resolve(dir, link.split('#')[0]!)));
+      expect(broken).toEqual([]);
+    });
+  }
+});
