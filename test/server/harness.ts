@@ -76,6 +76,36 @@ export async function redisCli(port: number, args: readonly string[]): Promise<s
 const CLI = new URL('../../packages/server/src/cli.ts', import.meta.url).pathname;
 const ROOT = new URL('../../', import.meta.url).pathname;
 
+/** What a `sluice-server` process that stopped on its own printed, and its exit code. */
+export interface ServerExit {
+  readonly code: number | null;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `sluice-server` expecting it to refuse to start: resolves with its exit code and stderr
+ * once it exits, or rejects when it starts listening instead (then it is stopped).
+ */
+export async function serverExit(dir: string, extra: readonly string[] = []): Promise<ServerExit> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', CLI, '--port', String(port), '--data', dir, ...extra],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.includes('"event":"listening"')) {
+        child.kill('SIGKILL');
+        reject(new Error(`sluice-server started on ${dir}: ${stderr}`));
+      }
+    });
+    child.once('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
 /** `sluice-server` in its own process (tsx on the sources), for crash tests. */
 export interface ServerProcess {
   readonly port: number;
