@@ -7,10 +7,19 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serverExit, spawnServer, startServer } from './harness.js';
 
+/** The part of lmdb-js this test uses. */
+interface Lmdb {
+  open(options: { path: string; noSubdir: boolean }): {
+    put(key: string, value: unknown): Promise<boolean>;
+    get(key: string): unknown;
+    close(): Promise<void>;
+  };
+}
+
 // lmdb as the server package resolves it (the workspace root does not depend on it).
 const { open } = createRequire(new URL('../../packages/server/package.json', import.meta.url))(
   'lmdb',
-) as typeof import('lmdb');
+) as Lmdb;
 
 /**
  * Issue 23, section 0: the data directory is handed to the server the way services get one (an

@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -169,4 +169,3 @@ export async function until(check: () => boolean, what: string, ms = 10_000): Pr
     await new Promise((r) => setTimeout(r, 5));
   }
 }
-

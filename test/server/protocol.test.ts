@@ -99,7 +99,7 @@ describe('sluice-server protocol', () => {
     const notArray = rawClient(t.port);
     notArray.socket.write(':42\r\n');
     await notArray.closed;
-    expect(notArray.received()).toContain('array of bulk strings');
+    expect(notArray.received()).toBe("-ERR Protocol error: expected '*', got ':'\r\n");
 
     const client = await t.client();
     expect(await client.ping()).toBe('PONG');

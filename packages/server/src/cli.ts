@@ -8,7 +8,7 @@ import { SluiceServer } from './server.js';
 const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
   [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
-  [--cache-keys 100000]
+  [--cache-keys 100000] [--max-log-entries 10000]
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
 
 function integer(flag: string, text: string | undefined): number | undefined {
@@ -32,6 +32,7 @@ async function main(): Promise<void> {
       'max-args': { type: 'string' },
       durability: { type: 'string' },
       'cache-keys': { type: 'string' },
+      'max-log-entries': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
   set('maxArgs', integer('max-args', values['max-args']));
   set('durability', values.durability as ServerOptions['durability']);
   set('cacheKeys', integer('cache-keys', values['cache-keys']));
+  set('maxLogEntries', integer('max-log-entries', values['max-log-entries']));
   const server = new SluiceServer(options);
   await server.listen();
   const stop = () => {

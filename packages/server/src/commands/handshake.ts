@@ -84,6 +84,7 @@ function info(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
     `process_id:${process.pid}`,
     `tcp_port:${ctx.port}`,
     `uptime_in_seconds:${uptime}`,
+    `worker:${ctx.worker}`,
     '',
     '# Clients',
     `connected_clients:${s.connections}`,
@@ -99,6 +100,7 @@ function info(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
     `total_commands_processed:${s.commands}`,
     `protocol_errors:${s.protocolErrors}`,
     `paused_for_backpressure:${s.pausedForBackpressure}`,
+    `max_commands_per_turn:${s.maxCommandsPerTurn}`,
     '',
   ];
   void args;

@@ -1,6 +1,7 @@
 import { type Algorithm, tokenBucket } from '@sluice/core';
-import type { TokenBucketState } from '@sluice/core/adapter';
+import { MAX_TIME, type TokenBucketState } from '@sluice/core/adapter';
 import * as resp from '../resp.js';
+import { keyTooLong, storedId } from '../stored-key.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 
 /**
@@ -87,7 +88,8 @@ function parseArgs(
       parsed.take = value;
     } else if (option === 'at') {
       parsed.at = value * multiplier;
-      if (!Number.isSafeInteger(parsed.at)) return INVALID_INTEGER;
+      // Past core's time limit (2^42 ms) the arithmetic loses units: out of range here.
+      if (!Number.isSafeInteger(parsed.at) || parsed.at > MAX_TIME) return INVALID_INTEGER;
     } else return SYNTAX_ERROR;
   }
   if (parsed.max < 1 || parsed.refillMs < 1 || parsed.refill < 1 || parsed.take < 0 || parsed.at < 0) {
@@ -113,39 +115,34 @@ function bucketFor(id: string, max: number, refill: number, refillMs: number): A
   return bucket;
 }
 
-/** The stored key: Smyte's key name with its parameters bound in, so differing parameters never share a bucket. */
-export function smyteStateId(key: Buffer, max: number, refill: number, refillMs: number): string {
-  return stateIdOf(key, `${max}:${refill}:${refillMs}`);
-}
-
-function stateIdOf(key: Buffer, params: string): string {
-  return `rl:${params}\u0000${key.toString('latin1')}`;
-}
-
 function rateLimit(
   args: readonly Buffer[],
   ctx: CommandContext,
   useMs: boolean,
   isReduce: boolean,
 ): CommandResult {
-  const parsed = parseArgs(args, useMs, isReduce, ctx.now());
+  const serverNow = ctx.now();
+  const parsed = parseArgs(args, useMs, isReduce, serverNow);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
+  const tooLong = keyTooLong(args[1]!);
+  if (tooLong !== undefined) return tooLong;
   const { max, refill, refillMs, take, at, strict } = parsed;
   const params = `${max}:${refill}:${refillMs}`;
   const bucket = bucketFor(params, max, refill, refillMs);
-  const id = stateIdOf(args[1]!, params);
-  const serverNow = ctx.now();
-  const { state: stored, waitFor } = ctx.db.read(id, serverNow);
-  const state = stored as TokenBucketState | undefined;
-  // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.
-  const tokens = bucket.peek(state, at, 1, 'rl').remaining;
-  const reply = resp.integer(tokens);
-  if (take <= 0) return { reply, durable: waitFor };
-  // Take what is there, up to TAKE: core's consume of min(take, tokens) (0 keeps the refilled state).
-  let next = bucket.consume(state, at, Math.min(take, tokens), 'rl').state as TokenBucketState;
-  if (strict && tokens - take <= 0) next = [0, at];
-  const durable = ctx.db.write(id, next, bucket.ttl(next, at), serverNow);
-  return { reply, durable };
+  // Smyte's key name with its parameters bound in, so differing parameters never share a bucket.
+  const id = storedId(`rl:${params}`, args[1]!);
+  return ctx.db.enqueue((tx) => {
+    const state = tx.read(id, serverNow) as TokenBucketState | undefined;
+    // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.
+    const tokens = bucket.peek(state, at, 1, 'rl').remaining;
+    if (take > 0) {
+      // Take what is there, up to TAKE: core's consume of min(take, tokens) (0 keeps the refilled state).
+      let next = bucket.consume(state, at, Math.min(take, tokens), 'rl').state as TokenBucketState;
+      if (strict && tokens - take <= 0) next = [0, at];
+      tx.write(id, next, bucket.ttl(next, at), serverNow);
+    }
+    return resp.integer(tokens);
+  });
 }
 
 // Argument counts after the command name, as Smyte's handler table has them; its own arity text.
