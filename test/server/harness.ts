@@ -111,6 +111,12 @@ export async function serverExit(dir: string, extra: readonly string[] = []): Pr
 export interface ServerProcess {
   readonly port: number;
   readonly child: ChildProcess;
+  /** The JSON events it has printed on stderr so far. */
+  events(): LoggedEvent[];
+  /**
+   * Sends `signal` to the server's process group: the process, and with `--workers` its workers
+   * too (a SIGKILL then crashes the whole server at once). Resolves once the process has exited.
+   */
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
@@ -120,32 +126,44 @@ export async function spawnServer(
   extra: readonly string[] = [],
 ): Promise<ServerProcess> {
   const chosen = port ?? (await freePort());
+  // Its own process group, so that a signal reaches the workers of a --workers server too.
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', CLI, '--port', String(chosen), '--data', dir, ...extra],
-    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      stderr += chunk.toString();
+    const onData = () => {
       if (stderr.includes('"event":"listening"')) {
         child.stderr?.off('data', onData);
+        child.off('exit', onExit);
         resolve();
       }
     };
+    const onExit = (code: number | null) => reject(new Error(`sluice-server exited (${code}): ${stderr}`));
     child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`sluice-server exited (${code}): ${stderr}`)));
+    child.once('exit', onExit);
   });
-  child.stderr?.resume();
   return {
     port: chosen,
     child,
+    events: () =>
+      stderr
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => {
+          const { event, ...fields } = JSON.parse(line) as { event: string };
+          return { event, fields };
+        }),
     kill: (signal) =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
-        child.kill(signal);
+        process.kill(-child.pid!, signal);
       }),
   };
 }

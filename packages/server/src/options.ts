@@ -143,6 +143,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   };
 }
 
-function defaultLog(event: string, fields: Record<string, unknown>): void {
+/** The default `log`: one JSON line per event on stderr. */
+export function defaultLog(event: string, fields: Record<string, unknown>): void {
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), event, ...fields })}\n`);
 }
