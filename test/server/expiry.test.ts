@@ -61,6 +61,37 @@ describe('expiry keeps up with the expired keys, whatever the live ones', () => 
     }
   }, 120_000);
 
+  it('a key whose expiry each write pushes later is kept until it has expired, and one whose expiry a refund shortens goes at the shorter time', async () => {
+    let now = 1_800_000_000_000;
+    const t = await startServer({ clock: () => now, sweepInterval: 3_600_000 });
+    try {
+      const client = await t.client();
+      const spec = 'token-bucket:capacity=10,refillInterval=10s';
+      const take = (key: string, cost: number) =>
+        client.call('SL.CHECK', 'COMPACT', 'LIMIT', spec, key, 'COST', String(cost));
+      const remaining = async (key: string) =>
+        ((await client.call('SL.PEEK', 'COMPACT', 'LIMIT', spec, key)) as number[])[1];
+      // hot: full again 1 s after each take of 1; written every 900 ms for 5 s.
+      for (let i = 0; i < 6; i++) {
+        await take('hot', 1);
+        if (i < 5) now += 900;
+      }
+      // short: 9 taken (9 s to full), 8 given back (1 s to full).
+      await take('short', 9);
+      await client.call('SL.REFUND', 'COMPACT', 'LIMIT', spec, 'short', 'COST', '8');
+      now += 500;
+      // hot's first entry (its second of expiry at the first take) is long due; it has not expired.
+      expect(t.server.sweepStep()).toBe(0);
+      expect(await remaining('hot')).toBe(9);
+      now += 1_500;
+      // Both have expired now (hot 1.5 s after its last take, short 1 s after its refund).
+      expect(t.server.sweepStep()).toBe(2);
+      expect(await stored(t, client)).toBe(0);
+    } finally {
+      await t.stop();
+    }
+  });
+
   it('with the server clock moved past their expiry, the timer removes them within seconds, and the data file stays as large as the live keys need', async () => {
     let now = 1_800_000_000_000;
     const t = await startServer({ clock: () => now });

@@ -59,6 +59,33 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
     });
   }
 
+  it('a cache smaller than a turn: the turn reads its own writes, and an aborted turn leaves the committed values', async () => {
+    const dir = await tempDir();
+    const db = new StateDb(dir, 'commit', 2, () => {});
+    const keys = ['a', 'b', 'c', 'd', 'e'];
+    try {
+      const old = db.enqueue((tx) => {
+        for (const k of keys) tx.write(k, 'old', 60_000, NOW);
+        return resp.OK;
+      });
+      await old.done;
+      const aborted = db.enqueue((tx) => {
+        for (const k of keys) tx.write(k, 'new', 60_000, NOW);
+        const seen = keys.map((k) => tx.read(k, NOW));
+        if (seen.some((v) => v !== 'new')) return resp.error(`saw ${seen.join(',')}`);
+        throw new Error('abort after reading');
+      });
+      await aborted.done;
+      expect(aborted.reply).toBe('-ERR persistence failed: abort after reading\r\n');
+      const read = db.enqueue((tx) => resp.bulk(keys.map((k) => tx.read(k, NOW)).join(',')));
+      await read.done;
+      expect(read.reply).toBe(resp.bulk('old,old,old,old,old'));
+    } finally {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a failed turn leaves the cache as LMDB is: a read after it sees the committed value, not the aborted one', async () => {
     const { db, close } = await open();
     try {

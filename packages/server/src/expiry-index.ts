@@ -1,9 +1,13 @@
 /**
  * The expiry index: one LMDB key per stored key, `second (6 bytes, big-endian) + stored key`, so
- * that LMDB keeps the keys in the order they expire and the sweep reads only expired ones. The
- * second is `ceil(expiresAt / 1000)`: every key of second `s` is as good as new at `s × 1000` ms.
- * Indexing by the second, not the millisecond, leaves a busy key's entry alone for up to a second
- * of writes (a write moves it only when its expiry changes second).
+ * that LMDB keeps the keys in the order they expire and the sweep reads only those due. A key's
+ * entry is a lower bound of its expiry: the second of its expiry when it was indexed, moved
+ * earlier by a write that shortens it, but left alone by the usual write that pushes it later (a
+ * busy key's every request would otherwise cost two more B-tree writes). When the sweep reaches
+ * an entry whose key has not expired after all, it moves the entry to the key's real second: one
+ * visit per key per lifetime at most, and a key written once and left is visited once, when it
+ * has expired. Seconds, not milliseconds: `ceil(expiresAt / 1000)`, so every key listed under
+ * second `s` is as good as new at `s × 1000` ms, or was pushed later.
  */
 
 const SECOND_BYTES = 6;

@@ -113,22 +113,26 @@ export class SluiceServer implements ConnectionHost {
   private scheduleSweep(delay: number): void {
     if (this.closing !== undefined) return;
     const next = () => {
-      const removed = this.sweepStep();
-      this.scheduleSweep(removed >= this.options.sweepBatch ? 0 : this.options.sweepInterval);
+      const visited = this.sweep(this.options.clock()).visited;
+      this.scheduleSweep(visited >= this.options.sweepBatch ? 0 : this.options.sweepInterval);
     };
     this.sweepTimer = delay === 0 ? setImmediate(next) : setTimeout(next, delay);
     this.sweepTimer.unref();
   }
 
-  /** One bounded step of expiry (also run by the timer); returns the keys removed. */
+  /** One bounded step of expiry (the timer runs them); returns the keys removed. */
   sweepStep(now = this.options.clock()): number {
+    return this.sweep(now).removed;
+  }
+
+  private sweep(now: number): { visited: number; removed: number } {
     try {
-      const removed = this.db.sweep(this.options.sweepBatch, now);
-      this.stats.sweptKeys += removed;
-      return removed;
+      const step = this.db.sweep(this.options.sweepBatch, now);
+      this.stats.sweptKeys += step.removed;
+      return step;
     } catch (err) {
       this.log('sweep-error', { error: (err as Error).message });
-      return 0;
+      return { visited: 0, removed: 0 };
     }
   }
 

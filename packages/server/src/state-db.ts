@@ -55,6 +55,13 @@ export class StateDb {
   private readonly cache: StateCache;
   /** The last transaction id this process committed: another id in between means another writer. */
   private lastTxnId = -1;
+  /** Transactions run (committed or not): marks the cache entries each writes. */
+  private serial = 0;
+  /**
+   * ms spent in write transactions (waiting for LMDB's lock, running the jobs, committing): the
+   * part of the work that LMDB runs one process at a time, for INFO (`transaction_ms`).
+   */
+  transactionMs = 0;
   private turn: Queued[] | undefined;
   private turnDone: Promise<void> | undefined;
   private settleTurn: (() => void) | undefined;
@@ -132,17 +139,22 @@ export class StateDb {
 
   /** Runs `body` in one write transaction and commits it; throws (nothing written) when either fails. */
   private transact(body: (tx: StateTxn) => void): void {
-    const tx = new StateTxn(this.env, this.cache);
+    const tx = new StateTxn(this.env, this.cache, ++this.serial);
     let txnId = -1;
-    this.env.root.transactionSync(() => {
-      txnId = this.env.root.getWriteTxnId();
-      // Another process committed since our last commit: what the cache holds may be stale.
-      if (txnId !== this.lastTxnId + 1) this.cache.clear();
-      body(tx);
-    });
+    const started = performance.now();
+    try {
+      this.env.root.transactionSync(() => {
+        txnId = this.env.root.getWriteTxnId();
+        // Another process committed since our last commit: what the cache holds may be stale.
+        if (txnId !== this.lastTxnId + 1) this.cache.clear();
+        body(tx);
+      });
+    } finally {
+      this.transactionMs += performance.now() - started;
+    }
     // A transaction that wrote nothing commits no new id.
-    this.lastTxnId = tx.written.size > 0 ? txnId : txnId - 1;
-    for (const [id, value] of tx.written) this.cache.set(id, value);
+    this.lastTxnId = tx.wrote ? txnId : txnId - 1;
+    for (const entry of tx.touched) entry.value = entry.pending;
   }
 
   /** Resolves after a flush to disk that started after this call. */
@@ -174,16 +186,16 @@ export class StateDb {
   }
 
   /**
-   * One bounded step of expiry: removes up to `limit` keys that are as good as new at `now`
-   * (server time), reading only expired entries of the expiry index. Returns how many it removed.
-   * Runs in its own transaction, between requests.
+   * One bounded step of expiry: reads up to `limit` due entries of the expiry index and removes
+   * the keys as good as new at `now` (server time); see StateTxn.sweep. Runs in its own
+   * transaction, between requests.
    */
-  sweep(limit: number, now: number): number {
-    let removed = 0;
+  sweep(limit: number, now: number): { visited: number; removed: number } {
+    let step = { visited: 0, removed: 0 };
     this.transact((tx) => {
-      removed = tx.sweep(limit, now);
+      step = tx.sweep(limit, now);
     });
-    return removed;
+    return step;
   }
 
   /** Keys stored (committed), for INFO. */

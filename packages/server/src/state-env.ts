@@ -9,13 +9,17 @@ import { dataDirError, prepareDataDir } from './data-dir.js';
  */
 export const FORMAT = 2;
 
-/** What LMDB holds per key: the algorithm's state and the server time at which it is as good as new. */
-export type StoredValue = readonly [state: unknown, expiresAt: number];
+/**
+ * What LMDB holds per key: the algorithm's state, the server time at which it is as good as new,
+ * and the second under which the expiry index lists it (expiry-index.ts: never later than
+ * `expiresAt`'s own second).
+ */
+export type StoredValue = readonly [state: unknown, expiresAt: number, indexed: number];
 
 /** The environment's databases. */
 export interface StateEnv {
   readonly root: RootDatabase<Buffer, Buffer>;
-  /** stored key (stored-key.ts) → [state, expiresAt] (msgpack). */
+  /** stored key (stored-key.ts) → [state, expiresAt, indexed second] (msgpack). */
   readonly state: Database<StoredValue, Buffer>;
   /** expiry second (6 bytes, big-endian) + stored key → nothing: the keys in the order they expire. */
   readonly expiry: Database<Buffer, Buffer>;

@@ -28,17 +28,24 @@ const INT32_MAX = 2n ** 31n - 1n;
 
 /** A decimal integer in [min, max] (folly::to), or undefined. Beyond ±2^53 is refused too (JS numbers). */
 function parseInteger(text: Buffer, min: bigint, max: bigint): number | undefined {
-  const s = text.toString('latin1');
-  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  // Read from the bytes: a sign, then digits (no string, no regular expression per argument).
+  const sign = text[0] === 0x2d ? -1 : 1;
+  const start = text[0] === 0x2d || text[0] === 0x2b ? 1 : 0;
+  if (start === text.length) return undefined;
+  let value = 0;
+  for (let i = start; i < text.length; i++) {
+    const digit = text[i]! - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    value = value * 10 + digit;
+  }
   // Short enough to be exact as a double and inside the range (9 characters for int32, 15 for
   // int64): skip the BigInt, the common case.
-  if (s.length <= 9 || (s.length <= 15 && max > INT32_MAX)) {
-    const value = Number(s);
-    return value === 0 ? 0 : value; // -0 reads as 0, as folly::to gives it
+  if (text.length <= 9 || (text.length <= 15 && max > INT32_MAX)) {
+    return value === 0 ? 0 : sign * value; // -0 reads as 0, as folly::to gives it
   }
-  const value = BigInt(s);
-  if (value < min || value > max) return undefined;
-  return Number.isSafeInteger(Number(value)) ? Number(value) : undefined;
+  const big = BigInt(text.toString('latin1'));
+  if (big < min || big > max) return undefined;
+  return Number.isSafeInteger(Number(big)) ? Number(big) : undefined;
 }
 
 interface RlArgs {
@@ -98,21 +105,30 @@ function parseArgs(
   return parsed;
 }
 
-/** Core's stepped token bucket for one parameter set, kept for reuse (a service sees few sets). */
-const buckets = new Map<string, Algorithm<TokenBucketState>>();
-function bucketFor(id: string, max: number, refill: number, refillMs: number): Algorithm<TokenBucketState> {
-  let bucket = buckets.get(id);
-  if (bucket === undefined) {
-    if (buckets.size >= 10_000) buckets.clear();
-    bucket = tokenBucket({
+/** One parameter set: core's stepped token bucket, and the prefix of its stored keys. */
+interface ParamSet {
+  readonly bucket: Algorithm<TokenBucketState>;
+  /** Smyte's parameters bound into the stored key, so differing parameters never share a bucket. */
+  readonly prefix: string;
+}
+
+/** Parameter sets, kept for reuse (a service sees few). */
+const paramSets = new Map<string, ParamSet>();
+function paramSetFor(max: number, refill: number, refillMs: number): ParamSet {
+  const params = `${max}:${refill}:${refillMs}`;
+  let set = paramSets.get(params);
+  if (set === undefined) {
+    if (paramSets.size >= 10_000) paramSets.clear();
+    const bucket = tokenBucket({
       capacity: max,
       refillAmount: refill,
       refillInterval: refillMs,
       refill: 'stepped',
     });
-    buckets.set(id, bucket);
+    set = { bucket, prefix: `rl:${params}` };
+    paramSets.set(params, set);
   }
-  return bucket;
+  return set;
 }
 
 function rateLimit(
@@ -127,10 +143,8 @@ function rateLimit(
   const tooLong = keyTooLong(args[1]!);
   if (tooLong !== undefined) return tooLong;
   const { max, refill, refillMs, take, at, strict } = parsed;
-  const params = `${max}:${refill}:${refillMs}`;
-  const bucket = bucketFor(params, max, refill, refillMs);
-  // Smyte's key name with its parameters bound in, so differing parameters never share a bucket.
-  const id = storedId(`rl:${params}`, args[1]!);
+  const { bucket, prefix } = paramSetFor(max, refill, refillMs);
+  const id = storedId(prefix, args[1]!);
   return ctx.db.enqueue((tx) => {
     const state = tx.read(id, serverNow) as TokenBucketState | undefined;
     // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.
