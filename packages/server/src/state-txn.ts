@@ -28,15 +28,18 @@ export class StateTxn {
     private readonly serial: number,
   ) {}
 
-  /** The value stored for `id`, expired or not, remembered as the last looked up. */
-  private lookup(id: string): StoredValue | undefined {
+  /**
+   * The value stored for `id`, expired or not, remembered as the last looked up. `remember`: a key
+   * not cached yet enters the cache (the sweep's keys do not: they are leaving).
+   */
+  private lookup(id: string, remember = true): StoredValue | undefined {
     let entry = this.cache.get(id);
     let value: StoredValue | undefined;
     if (entry !== undefined) value = entry.txn === this.serial ? entry.pending : entry.value;
     else {
       value = this.env.state.get(Buffer.from(id, 'latin1'));
       // Not written by this transaction (a write leaves an entry it keeps): a committed value.
-      entry = this.cache.add(id, value, this.serial);
+      entry = remember ? this.cache.add(id, value, this.serial) : undefined;
     }
     this.lastId = id;
     this.lastEntry = entry;
@@ -100,7 +103,7 @@ export class StateTxn {
     const entries = [...this.env.expiry.getKeys({ end: expiredEnd(now), limit })];
     for (const indexEntry of entries) {
       const [second, key] = readIndexKey(indexEntry);
-      const value = this.lookup(key.toString('latin1'));
+      const value = this.lookup(key.toString('latin1'), false);
       const entry = this.lastEntry;
       this.env.expiry.removeSync(indexEntry);
       this.wrote = true;
