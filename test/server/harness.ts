@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -76,10 +77,46 @@ export async function redisCli(port: number, args: readonly string[]): Promise<s
 const CLI = new URL('../../packages/server/src/cli.ts', import.meta.url).pathname;
 const ROOT = new URL('../../', import.meta.url).pathname;
 
+/** What a `sluice-server` process that stopped on its own printed, and its exit code. */
+export interface ServerExit {
+  readonly code: number | null;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `sluice-server` expecting it to refuse to start: resolves with its exit code and stderr
+ * once it exits, or rejects when it starts listening instead (then it is stopped).
+ */
+export async function serverExit(dir: string, extra: readonly string[] = []): Promise<ServerExit> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', CLI, '--port', String(port), '--data', dir, ...extra],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.includes('"event":"listening"')) {
+        child.kill('SIGKILL');
+        reject(new Error(`sluice-server started on ${dir}: ${stderr}`));
+      }
+    });
+    child.once('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
 /** `sluice-server` in its own process (tsx on the sources), for crash tests. */
 export interface ServerProcess {
   readonly port: number;
   readonly child: ChildProcess;
+  /** The JSON events it has printed on stderr so far. */
+  events(): LoggedEvent[];
+  /**
+   * Sends `signal` to the server's process group: the process, and with `--workers` its workers
+   * too (a SIGKILL then crashes the whole server at once). Resolves once the process has exited.
+   */
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
@@ -89,32 +126,64 @@ export async function spawnServer(
   extra: readonly string[] = [],
 ): Promise<ServerProcess> {
   const chosen = port ?? (await freePort());
+  // Its own process group, so that a signal reaches the workers of a --workers server too.
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', CLI, '--port', String(chosen), '--data', dir, ...extra],
-    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      stderr += chunk.toString();
+    const onData = () => {
       if (stderr.includes('"event":"listening"')) {
         child.stderr?.off('data', onData);
+        child.off('exit', onExit);
         resolve();
       }
     };
+    const onExit = (code: number | null) => reject(new Error(`sluice-server exited (${code}): ${stderr}`));
     child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`sluice-server exited (${code}): ${stderr}`)));
+    child.once('exit', onExit);
   });
-  child.stderr?.resume();
   return {
     port: chosen,
     child,
+    events: () =>
+      stderr
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => {
+          const { event, ...fields } = JSON.parse(line) as { event: string };
+          return { event, fields };
+        }),
     kill: (signal) =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
-        child.kill(signal);
+        process.kill(-child.pid!, signal);
       }),
   };
+}
+
+/** A raw TCP client: sends bytes, collects what comes back until the server closes or `until` matches. */
+export function rawClient(port: number): { socket: Socket; received: () => string; closed: Promise<void> } {
+  const socket = connect(port, '127.0.0.1');
+  let data = '';
+  socket.on('data', (chunk) => {
+    data += chunk.toString('latin1');
+  });
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return { socket, received: () => data, closed };
+}
+
+export async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }

@@ -1,10 +1,9 @@
 import { rm } from 'node:fs/promises';
 import { SluiceServer } from '@sluice/server';
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { spawnServer, startServer, tempDir } from './harness.js';
+import { expectNoAcknowledgedLoss } from './crash-load.js';
+import { startServer, tempDir } from './harness.js';
 
-const MAX = 1_000_000;
 // A refill time no test reaches: every bucket only goes down, so its level counts the writes.
 const NEVER = '2000000000';
 
@@ -62,71 +61,12 @@ describe('sluice-server persistence (LMDB)', () => {
 
   for (const durability of ['commit', 'flush'] as const) {
     it(`SIGKILL under load loses no acknowledged decision (durability ${durability})`, async () => {
-      const dir = await tempDir();
-      try {
-        const server = await spawnServer(dir, undefined, ['--durability', durability]);
-        const keys = Array.from({ length: 24 }, (_, i) => `crash:${i}`);
-        const sent = new Map(keys.map((k) => [k, 0]));
-        const acked = new Map(keys.map((k) => [k, 0]));
-        const replies = new Map<string, number[]>(keys.map((k) => [k, []]));
-        let totalAcked = 0;
-        let killed = false;
-        // 6 clients, each owning 4 keys, 16 commands in flight each: the server is busy when killed.
-        const clients = Array.from(
-          { length: 6 },
-          () =>
-            new Redis({
-              host: '127.0.0.1',
-              port: server.port,
-              maxRetriesPerRequest: 0,
-              enableOfflineQueue: false,
-              retryStrategy: () => null,
-            }),
-        );
-        for (const client of clients) client.on('error', () => {});
-        const load = clients.map(async (client, c) => {
-          await new Promise((r) => client.once('ready', r));
-          const mine = keys.filter((_, i) => i % clients.length === c);
-          const lane = async (slot: number) => {
-            for (let n = 0; !killed; n++) {
-              const key = mine[(n + slot) % mine.length]!;
-              sent.set(key, sent.get(key)! + 1);
-              try {
-                const reply = (await client.call('RL.PREDUCE', key, String(MAX), NEVER, 'AT', '0')) as number;
-                acked.set(key, acked.get(key)! + 1);
-                replies.get(key)!.push(reply);
-                totalAcked++;
-              } catch {
-                return;
-              }
-            }
-          };
-          await Promise.all(Array.from({ length: 16 }, (_, slot) => lane(slot)));
-        });
-        while (totalAcked < 2000) await new Promise((r) => setTimeout(r, 5));
-        killed = true;
-        await server.kill('SIGKILL');
-        await Promise.all(load);
-        for (const client of clients) client.disconnect();
-
-        const restarted = await spawnServer(dir);
-        const check = new Redis({ host: '127.0.0.1', port: restarted.port });
-        try {
-          for (const key of keys) {
-            const level = (await check.call('RL.PGET', key, String(MAX), NEVER, 'AT', '0')) as number;
-            // Every acknowledged take is there; an unacknowledged one may or may not be.
-            expect(MAX - level, key).toBeGreaterThanOrEqual(acked.get(key)!);
-            expect(MAX - level, key).toBeLessThanOrEqual(sent.get(key)!);
-            // Each acknowledged reply was a distinct level: no take was answered twice.
-            expect(new Set(replies.get(key)).size, key).toBe(acked.get(key));
-          }
-        } finally {
-          check.disconnect();
-          await restarted.kill('SIGTERM');
-        }
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
+      await expectNoAcknowledgedLoss({
+        args: ['--durability', durability],
+        crash: (server) => server.kill('SIGKILL'),
+        keepGoing: 0,
+        restart: true,
+      });
     });
   }
 

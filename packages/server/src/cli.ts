@@ -1,15 +1,26 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
-import type { ServerOptions } from './options.js';
+import { defaultLog, type ServerOptions } from './options.js';
 import { SluiceServer } from './server.js';
+import { reportListening, runPrimary, workerIndex } from './workers.js';
 
 const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
   [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
-  [--cache-keys 100000]
+  [--cache-keys 100000] [--max-log-entries 10000] [--workers 1|N|auto]
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
+
+/** `--workers`: a whole number ≥ 1, or `auto` (the cores this process may use). */
+function workerCount(text: string | undefined): number {
+  if (text === undefined) return 1;
+  if (text === 'auto') return availableParallelism();
+  const count = integer('workers', text)!;
+  if (count < 1) throw new Error(`--workers must be a whole number ≥ 1 or auto; got ${JSON.stringify(text)}`);
+  return count;
+}
 
 function integer(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -32,6 +43,8 @@ async function main(): Promise<void> {
       'max-args': { type: 'string' },
       durability: { type: 'string' },
       'cache-keys': { type: 'string' },
+      'max-log-entries': { type: 'string' },
+      workers: { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -57,17 +70,41 @@ async function main(): Promise<void> {
   set('maxFrameBytes', integer('max-frame-bytes', values['max-frame-bytes']));
   set('maxArgs', integer('max-args', values['max-args']));
   set('durability', values.durability as ServerOptions['durability']);
-  set('cacheKeys', integer('cache-keys', values['cache-keys']));
+  const workers = workerCount(values.workers);
+  // With several workers every one writes, so a worker's cache is emptied at nearly every turn
+  // (another process committed): off unless asked for.
+  set('cacheKeys', integer('cache-keys', values['cache-keys']) ?? (workers > 1 ? 0 : undefined));
+  set('maxLogEntries', integer('max-log-entries', values['max-log-entries']));
+  const worker = workerIndex();
+  if (workers > 1 && worker === undefined) {
+    const details = {
+      host: options.host ?? '127.0.0.1',
+      tls: options.tls !== undefined,
+      dataDir: options.dataDir,
+    };
+    process.exit(await runPrimary(workers, options.dataDir, details, defaultLog));
+  }
+  if (worker !== undefined) {
+    options.worker = worker;
+    // The primary says 'listening' once every worker is.
+    options.log = (event, fields) =>
+      defaultLog(event === 'listening' ? 'worker-listening' : event, { worker, pid: process.pid, ...fields });
+  }
   const server = new SluiceServer(options);
-  await server.listen();
+  const port = await server.listen();
+  if (worker !== undefined) reportListening(port);
+  let stopping = false;
   const stop = () => {
+    if (stopping) return;
+    stopping = true;
     server.close().then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // `on`, not `once`: a worker gets SIGTERM from the terminal's group and from its primary.
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
 
 main().catch((err: unknown) => {

@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
-import RedisParser from 'redis-parser';
 import type { Command, CommandContext, CommandResult, Session } from './commands/context.js';
+import { ProtocolError, RequestParser } from './request-parser.js';
 import * as resp from './resp.js';
+import { Queued } from './state-db.js';
 
 /** What a connection needs from its server. */
 export interface ConnectionHost {
@@ -13,30 +14,59 @@ export interface ConnectionHost {
   closed(connection: Connection): void;
 }
 
-interface Pending {
-  readonly reply: resp.Reply;
-  readonly durable: Promise<unknown> | undefined;
-}
+/**
+ * The most commands one connection runs in one event-loop turn. Past it the connection stops
+ * reading and goes on in the next turn, after every other connection has had its turn: a client
+ * pipelining thousands of commands (up to 2 MB arrive in one turn: libuv reads a socket up to 32
+ * times) makes the others wait for at most this many of its commands, each of bounded cost.
+ * Redis bounds the same way by reading at most 16 KB per client per turn.
+ */
+export const COMMANDS_PER_TURN = 256;
 
 let nextId = 1;
 
 /**
- * One client: RESP frames in (redis-parser), replies out in the order the commands came
- * (pipelining). Replies of one socket read are written together, after the writes they report are
- * durable. When the socket's write buffer is full (a client that sends without reading), reading
- * pauses until it drains, so a slow reader holds a bounded amount of the server's memory.
+ * Event-loop turns, counted: a connection's budget is per turn, across all the reads of its socket
+ * in that turn. One setImmediate per turn (the check phase, after every socket was read) moves it.
+ */
+let turn = 0;
+let turnEnding = false;
+function currentTurn(): number {
+  if (!turnEnding) {
+    turnEnding = true;
+    setImmediate(() => {
+      turn++;
+      turnEnding = false;
+    });
+  }
+  return turn;
+}
+
+/** The command a name sent by a client stands for: its exact bytes first, then lower-cased. */
+const byName = new Map<string, Command | undefined>();
+
+/**
+ * One client: RESP requests in (request-parser.ts), replies out in the order the commands came
+ * (pipelining). The replies of one turn are written together, after the transaction holding their
+ * writes has committed. When the socket's write buffer is full (a client that sends without
+ * reading), reading pauses until it drains, so a slow reader holds a bounded amount of the
+ * server's memory.
  */
 export class Connection {
   readonly session: Session = { id: nextId++, authenticated: false, name: undefined, closing: false };
-  private readonly parser: RedisParser;
+  private readonly parser: RequestParser;
   private readonly ctx: CommandContext;
-  private batch: Pending[] = [];
-  /** Replies waiting for durability, in order; later batches queue behind it. */
+  /** This turn's replies, in order: sent now, or with their turn's transaction. */
+  private batch: CommandResult[] = [];
+  /** Replies waiting for their transaction, in order; later batches queue behind it. */
   private tail: Promise<void> | undefined;
-  /** Bytes received since the last complete frame (an upper bound: a chunk that ends a frame resets it). */
-  private frameBytes = 0;
-  private completedInChunk = false;
   private ended = false;
+  /** Why reading is paused: the client is not reading its replies, or this turn's budget is spent. */
+  private waitingForDrain = false;
+  private waitingForTurn = false;
+  /** Commands run in turn `turn` (see {@link COMMANDS_PER_TURN}). */
+  private ran = 0;
+  private turn = -1;
 
   constructor(
     private readonly socket: Socket,
@@ -45,15 +75,13 @@ export class Connection {
   ) {
     this.session.authenticated = !requirePass;
     this.ctx = host.context(this.session);
-    this.parser = new RedisParser({
-      returnBuffers: true,
-      returnReply: (frame: unknown) => this.onFrame(frame),
-      returnError: () => this.fail('a client sent an error reply (-), not a command'),
-      returnFatalError: (err: Error) => this.fail(err.message),
-    });
+    this.parser = new RequestParser(host.maxFrameBytes);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('drain', () => socket.resume());
+    socket.on('drain', () => {
+      this.waitingForDrain = false;
+      if (!this.waitingForTurn) socket.resume();
+    });
     socket.on('error', (err) =>
       this.host.log('connection-error', { id: this.session.id, error: err.message }),
     );
@@ -65,52 +93,68 @@ export class Connection {
 
   private onData(chunk: Buffer): void {
     if (this.ended) return;
-    this.completedInChunk = false;
-    try {
-      this.parser.execute(chunk);
-    } catch (err) {
-      // A handler bug must not take the server down: report it and drop this connection.
-      this.host.log('internal-error', { id: this.session.id, error: (err as Error).stack });
-      this.fail('internal error');
-      return;
+    this.parser.push(chunk);
+    if (!this.waitingForTurn) this.runCommands();
+  }
+
+  /** Runs the complete commands received, up to this turn's budget, then sends their replies. */
+  private runCommands(): void {
+    const now = currentTurn();
+    if (this.turn !== now) {
+      this.turn = now;
+      this.ran = 0;
     }
-    this.frameBytes = this.completedInChunk ? 0 : this.frameBytes + chunk.length;
-    if (this.frameBytes > this.host.maxFrameBytes && !this.ended) {
-      this.fail(`frame larger than ${this.host.maxFrameBytes} bytes (max-frame-bytes)`);
+    try {
+      for (let args = this.parser.next(); args !== undefined; args = this.parser.next()) {
+        this.batch.push(this.run(args));
+        this.ran++;
+        if (this.session.closing) {
+          this.flush();
+          this.ended = true;
+          void (this.tail ?? Promise.resolve()).then(() => this.socket.end());
+          return;
+        }
+        if (this.ran >= COMMANDS_PER_TURN) {
+          this.nextTurn();
+          break;
+        }
+      }
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      this.fail(err.message);
       return;
+    } finally {
+      if (this.ran > this.ctx.stats.maxCommandsPerTurn) this.ctx.stats.maxCommandsPerTurn = this.ran;
     }
     this.flush();
   }
 
-  private onFrame(frame: unknown): void {
-    this.completedInChunk = true;
-    if (this.ended) return;
-    if (!Array.isArray(frame) || frame.length === 0 || !frame.every((part) => Buffer.isBuffer(part))) {
-      this.fail('a frame that is not an array of bulk strings');
-      return;
-    }
-    this.batch.push(this.run(frame as Buffer[]));
-    if (this.session.closing) {
-      this.flush();
-      this.ended = true;
-      void (this.tail ?? Promise.resolve()).then(() => this.socket.end());
-    }
+  /** The budget is spent: stop reading, and go on after the other connections' turn. */
+  private nextTurn(): void {
+    this.waitingForTurn = true;
+    this.socket.pause();
+    setImmediate(() => {
+      this.waitingForTurn = false;
+      if (this.ended) return;
+      if (!this.waitingForDrain) this.socket.resume();
+      this.runCommands();
+    });
   }
 
-  private run(args: Buffer[]): Pending {
-    const name = args[0]!.toString('latin1').toLowerCase();
-    const command = this.host.commands.get(name);
-    const result = this.dispatch(name, command, args);
-    return typeof result === 'string' || Buffer.isBuffer(result)
-      ? { reply: result, durable: undefined }
-      : { reply: result.reply, durable: result.durable };
-  }
-
-  private dispatch(name: string, command: Command | undefined, args: Buffer[]): CommandResult {
+  private run(args: Buffer[]): CommandResult {
     this.ctx.stats.commands++;
+    const sent = args[0]!.toString('latin1');
+    let command = byName.get(sent);
+    if (command === undefined && !byName.has(sent)) {
+      command = this.host.commands.get(sent.toLowerCase());
+      // Names clients send are few; one inventing names must not grow this without bound.
+      if (byName.size >= 1000) byName.clear();
+      byName.set(sent, command);
+    }
     if (args.length - 1 > this.host.maxArgs) {
       return resp.error(`ERR too many arguments (${args.length - 1}; max-args is ${this.host.maxArgs})`);
     }
+    const name = sent.toLowerCase();
     if (command === undefined) {
       const shown = args
         .slice(1, 4)
@@ -126,66 +170,59 @@ export class Connection {
     if (count < min || (max >= 0 && count > max)) {
       return resp.error(command.arityError?.(name) ?? `ERR wrong number of arguments for '${name}' command`);
     }
-    return command.run(args, this.ctx);
+    try {
+      return command.run(args, this.ctx);
+    } catch (err) {
+      // A handler bug answers that command alone; the connection and its other commands carry on.
+      this.host.log('internal-error', { id: this.session.id, command: name, error: (err as Error).stack });
+      return resp.error('ERR internal error');
+    }
   }
 
-  /** Sends the replies of this read: now if nothing is waiting for durability, else in order after it. */
+  /** Sends this turn's replies: now if none waits for a transaction, else in order after it. */
   private flush(): void {
     if (this.batch.length === 0) return;
     const batch = this.batch;
     this.batch = [];
-    const waits = batch.some((p) => p.durable !== undefined);
-    if (this.tail === undefined && !waits) {
-      this.write(batch.map((p) => p.reply));
+    let done: Promise<void> | undefined;
+    for (const item of batch) {
+      if (item instanceof Queued) {
+        done = item.done;
+        break;
+      }
+    }
+    if (this.tail === undefined && done === undefined) {
+      this.write(batch as resp.Reply[]);
       return;
     }
-    const only = this.tail === undefined ? onlyWait(batch) : undefined;
-    if (only !== undefined) {
-      // The common case ('commit': every reply of the read waits for the same turn's commit): one
-      // callback on that promise, not one async step per reply.
-      const mine: Promise<void> = only.then(
-        () =>
-          this.release(
-            mine,
-            batch.map((p) => p.reply),
-          ),
-        (err: unknown) =>
-          this.release(
-            mine,
-            batch.map((p) => failed(p, err, this.host)),
-          ),
-      );
-      this.tail = mine;
-      return;
-    }
-    const previous = this.tail ?? Promise.resolve();
-    const mine = previous
-      .then(() => Promise.all(batch.map((p) => settle(p, this.host))))
-      .then((replies) => this.write(replies));
-    this.tail = mine;
-    void mine.then(() => {
+    // Every job of one turn waits for the same transaction; a batch is one turn's commands, so
+    // one callback sends them all, after the batches before it.
+    const previous = this.tail;
+    const ready = previous === undefined ? done! : done === undefined ? previous : previous.then(() => done);
+    const mine: Promise<void> = ready.then(() => {
       if (this.tail === mine) this.tail = undefined;
+      this.write(batch.map(replyOf));
     });
-  }
-
-  private release(batch: Promise<void>, replies: resp.Reply[]): void {
-    if (this.tail === batch) this.tail = undefined;
-    this.write(replies);
+    this.tail = mine;
   }
 
   private write(replies: resp.Reply[]): void {
     if (this.socket.destroyed) return;
-    const out = replies.every((r) => typeof r === 'string')
-      ? replies.join('')
-      : Buffer.concat(replies.map(resp.toBuffer));
+    let out: string | Buffer;
+    if (replies.length === 1) out = replies[0]!;
+    else
+      out = replies.every((r) => typeof r === 'string')
+        ? replies.join('')
+        : Buffer.concat(replies.map(resp.toBuffer));
     if (!this.socket.write(out)) {
       // The client is not reading: stop reading its commands until it catches up.
       this.ctx.stats.pausedForBackpressure++;
+      this.waitingForDrain = true;
       this.socket.pause();
     }
   }
 
-  /** A protocol violation: say why, log it, and close the connection. */
+  /** A protocol violation: say why, log it, and close the connection (after the replies before it). */
   private fail(reason: string): void {
     if (this.ended) return;
     this.ended = true;
@@ -198,8 +235,12 @@ export class Connection {
     this.flush();
     const last = this.tail ?? Promise.resolve();
     void last.then(() => {
-      if (!this.socket.destroyed) this.socket.end(resp.error(`ERR Protocol error: ${reason}`));
-      this.socket.destroySoon();
+      if (this.socket.destroyed) return;
+      this.socket.end(resp.error(`ERR Protocol error: ${reason}`));
+      // Closing with unread input would reset the connection and could lose the reply: read and
+      // drop what the client still sends (onData ignores it) until it closes, for a second at most.
+      this.socket.resume();
+      setTimeout(() => this.socket.destroy(), 1000).unref();
     });
   }
 
@@ -213,30 +254,6 @@ export class Connection {
   }
 }
 
-async function settle(pending: Pending, host: ConnectionHost): Promise<resp.Reply> {
-  if (pending.durable === undefined) return pending.reply;
-  try {
-    await pending.durable;
-    return pending.reply;
-  } catch (err) {
-    return failed(pending, err, host);
-  }
-}
-
-/** A reply whose write failed to persist becomes an error; one that waited for nothing stands. */
-function failed(pending: Pending, err: unknown, host: ConnectionHost): resp.Reply {
-  if (pending.durable === undefined) return pending.reply;
-  host.log('persistence-error', { error: (err as Error).message });
-  return resp.error(`ERR persistence failed: ${(err as Error).message}`);
-}
-
-/** The one promise every waiting reply of `batch` waits for, if they all wait for the same. */
-function onlyWait(batch: readonly Pending[]): Promise<unknown> | undefined {
-  let only: Promise<unknown> | undefined;
-  for (const p of batch) {
-    if (p.durable === undefined) continue;
-    if (only !== undefined && p.durable !== only) return undefined;
-    only = p.durable;
-  }
-  return only;
+function replyOf(item: CommandResult): resp.Reply {
+  return item instanceof Queued ? item.reply : item;
 }

@@ -3,7 +3,11 @@ import { assertKnownOptions, integerOption, oneOfOption, requireOption } from '@
 import type { Durability } from './state-db.js';
 
 export interface ServerOptions {
-  /** Directory of the LMDB environment (created when missing). */
+  /**
+   * Directory of the LMDB environment: created when missing; an existing empty directory is used
+   * as is. A directory holding anything else than a sluice-server environment of this version's
+   * format is refused (`ERR_SLUICE_INVALID_OPTION`).
+   */
   dataDir: string;
   /** TCP port; 0 picks a free one. @default 9049 (Smyte's) */
   port?: number;
@@ -32,10 +36,26 @@ export interface ServerOptions {
    * Roughly 200 bytes each for a token bucket. @default 100000
    */
   cacheKeys?: number;
-  /** ms between two steps of the expiry sweep. @default 1000 */
+  /**
+   * The largest `limit` a sliding window log (`sliding-window-log:limit=…`) may have: its log holds
+   * up to `limit` entries and every check reads them all, so this bounds what one key can cost the
+   * server (a larger limit is refused with `ERR_SLUICE_INVALID_OPTION`). @default 10000
+   */
+  maxLogEntries?: number;
+  /** ms between two steps of the expiry sweep while no expired keys are waiting. @default 1000 */
   sweepInterval?: number;
-  /** Keys visited by one step of the sweep (bounds the time it holds the event loop). @default 1000 */
+  /** Expired keys removed by one step of the sweep (bounds the time it holds the event loop). @default 1000 */
   sweepBatch?: number;
+  /**
+   * The server's clock, ms since the epoch: the time of decisions made without `AT` and of
+   * expiry. For tests and simulations (a clock moved by hand). @default Date.now
+   */
+  clock?: () => number;
+  /**
+   * This process's index among the processes serving one `dataDir` (`--workers`): only worker 0
+   * runs the expiry sweep. @default 0
+   */
+  worker?: number;
   /** Where events (protocol errors, startup) are reported. @default one JSON line per event on stderr */
   log?: (event: string, fields: Record<string, unknown>) => void;
 }
@@ -51,8 +71,11 @@ const KNOWN = [
   'maxArgs',
   'durability',
   'cacheKeys',
+  'maxLogEntries',
   'sweepInterval',
   'sweepBatch',
+  'clock',
+  'worker',
   'log',
 ] as const satisfies readonly (keyof ServerOptions)[];
 
@@ -94,6 +117,12 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   if (typeof log !== 'function') {
     throw new SluiceError(ErrorCode.INVALID_OPTION, 'log must be a function', { option: 'log' });
   }
+  const clock = options.clock ?? Date.now;
+  if (typeof clock !== 'function') {
+    throw new SluiceError(ErrorCode.INVALID_OPTION, 'clock must be a function returning ms', {
+      option: 'clock',
+    });
+  }
   return {
     dataDir,
     port: integerOption('port', options.port ?? 9049, 0, 65_535),
@@ -105,12 +134,16 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     maxArgs: integerOption('maxArgs', options.maxArgs ?? 1024),
     durability: oneOfOption('durability', options.durability ?? 'commit', ['commit', 'flush']),
     cacheKeys: integerOption('cacheKeys', options.cacheKeys ?? 100_000, 0),
+    maxLogEntries: integerOption('maxLogEntries', options.maxLogEntries ?? 10_000),
     sweepInterval: integerOption('sweepInterval', options.sweepInterval ?? 1000),
     sweepBatch: integerOption('sweepBatch', options.sweepBatch ?? 1000),
+    clock,
+    worker: integerOption('worker', options.worker ?? 0, 0),
     log,
   };
 }
 
-function defaultLog(event: string, fields: Record<string, unknown>): void {
+/** The default `log`: one JSON line per event on stderr. */
+export function defaultLog(event: string, fields: Record<string, unknown>): void {
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), event, ...fields })}\n`);
 }

@@ -38,6 +38,7 @@ export class SluiceServer implements ConnectionHost {
     protocolErrors: 0,
     pausedForBackpressure: 0,
     sweptKeys: 0,
+    maxCommandsPerTurn: 0,
   };
   private sweepTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private closing: Promise<void> | undefined;
@@ -49,7 +50,9 @@ export class SluiceServer implements ConnectionHost {
     this.commands = new Map(
       Object.entries({ ...handshakeCommands, ...smyteCommands, ...sluiceCommands, ...leaseCommands }),
     );
-    this.db = new StateDb(this.options.dataDir, this.options.durability, this.options.cacheKeys);
+    this.db = new StateDb(this.options.dataDir, this.options.durability, this.options.cacheKeys, (e, f) =>
+      this.log(e, f),
+    );
     const tls = this.options.tls;
     this.net =
       tls === undefined
@@ -67,7 +70,7 @@ export class SluiceServer implements ConnectionHost {
         this.net.off('error', reject);
         const { port } = this.net.address() as AddressInfo;
         const tls = this.options.tls;
-        this.scheduleSweep(this.options.sweepInterval);
+        if (this.options.worker === 0) this.scheduleSweep(this.options.sweepInterval);
         this.log('listening', {
           host: this.options.host,
           port,
@@ -103,28 +106,33 @@ export class SluiceServer implements ConnectionHost {
   }
 
   /**
-   * The next sweep step: after `sweepInterval`, or on the next turn (requests in between) while
-   * steps keep finding mostly expired keys, so a flood of unique keys is removed as fast as it came.
+   * The next sweep step: after `sweepInterval`, or on the next turn (requests in between) while a
+   * step finds a full batch of expired keys, so a flood of unique keys is removed as fast as it
+   * expires, one bounded batch per turn.
    */
   private scheduleSweep(delay: number): void {
     if (this.closing !== undefined) return;
     const next = () => {
-      const removed = this.sweepStep();
-      this.scheduleSweep(removed * 2 >= this.options.sweepBatch ? 0 : this.options.sweepInterval);
+      const visited = this.sweep(this.options.clock()).visited;
+      this.scheduleSweep(visited >= this.options.sweepBatch ? 0 : this.options.sweepInterval);
     };
     this.sweepTimer = delay === 0 ? setImmediate(next) : setTimeout(next, delay);
     this.sweepTimer.unref();
   }
 
-  /** One bounded step of expiry (also run by the timer); returns the keys removed. */
-  sweepStep(now = Date.now()): number {
+  /** One bounded step of expiry (the timer runs them); returns the keys removed. */
+  sweepStep(now = this.options.clock()): number {
+    return this.sweep(now).removed;
+  }
+
+  private sweep(now: number): { visited: number; removed: number } {
     try {
-      const removed = this.db.sweep(this.options.sweepBatch, now);
-      this.stats.sweptKeys += removed;
-      return removed;
+      const step = this.db.sweep(this.options.sweepBatch, now);
+      this.stats.sweptKeys += step.removed;
+      return step;
     } catch (err) {
       this.log('sweep-error', { error: (err as Error).message });
-      return 0;
+      return { visited: 0, removed: 0 };
     }
   }
 
@@ -133,7 +141,9 @@ export class SluiceServer implements ConnectionHost {
       session,
       db: this.db,
       stats: this.stats,
-      now: Date.now,
+      now: this.options.clock,
+      maxLogEntries: this.options.maxLogEntries,
+      worker: this.options.worker,
       requirePass: this.options.requirePass,
       version: VERSION,
       port: this.port,

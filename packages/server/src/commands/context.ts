@@ -1,5 +1,5 @@
 import type { Reply } from '../resp.js';
-import type { StateDb } from '../state-db.js';
+import type { Queued, StateDb } from '../state-db.js';
 
 /** One client connection's session, as commands see it. */
 export interface Session {
@@ -20,6 +20,8 @@ export interface ServerStats {
   protocolErrors: number;
   pausedForBackpressure: number;
   sweptKeys: number;
+  /** The most commands one connection ran in one event-loop turn (bounded by the turn budget). */
+  maxCommandsPerTurn: number;
 }
 
 /** What a command may use: the session, the state, the server clock (ms), the configuration. */
@@ -27,7 +29,12 @@ export interface CommandContext {
   readonly session: Session;
   readonly db: StateDb;
   readonly stats: ServerStats;
+  /** The server's clock: ms since the epoch (`clock`, `Date.now` by default). */
   readonly now: () => number;
+  /** The largest sliding-window-log `limit` accepted (its log holds up to `limit` entries). */
+  readonly maxLogEntries: number;
+  /** This process's index among the server's workers (0 when there is one). */
+  readonly worker: number;
   readonly requirePass: string | undefined;
   readonly version: string;
   readonly port: number;
@@ -35,10 +42,10 @@ export interface CommandContext {
 }
 
 /**
- * A reply, or a reply to send only once `durable` settles (the decision's write has reached the
- * durability the server promises). A rejected `durable` turns the reply into an error.
+ * A reply now, or a job queued for this turn's transaction (`ctx.db.enqueue`), whose reply is sent
+ * once the transaction has reached the durability the server promises.
  */
-export type CommandResult = Reply | { readonly reply: Reply; readonly durable: Promise<unknown> | undefined };
+export type CommandResult = Reply | Queued;
 
 export interface Command {
   /** Accepted argument counts after the command name: [min, max], max -1 for no bound. */

@@ -84,6 +84,7 @@ function info(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
     `process_id:${process.pid}`,
     `tcp_port:${ctx.port}`,
     `uptime_in_seconds:${uptime}`,
+    `worker:${ctx.worker}`,
     '',
     '# Clients',
     `connected_clients:${s.connections}`,
@@ -91,6 +92,7 @@ function info(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
     '# Persistence',
     'loading:0',
     `keys_stored:${ctx.db.count()}`,
+    `transaction_ms:${Math.round(ctx.db.transactionMs)}`,
     `swept_keys:${s.sweptKeys}`,
     '',
     '# Stats',
@@ -99,6 +101,12 @@ function info(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
     `total_commands_processed:${s.commands}`,
     `protocol_errors:${s.protocolErrors}`,
     `paused_for_backpressure:${s.pausedForBackpressure}`,
+    `max_commands_per_turn:${s.maxCommandsPerTurn}`,
+    '',
+    // As Redis reports them: seconds of CPU this process (this worker) has used.
+    '# CPU',
+    `used_cpu_sys:${(process.cpuUsage().system / 1e6).toFixed(6)}`,
+    `used_cpu_user:${(process.cpuUsage().user / 1e6).toFixed(6)}`,
     '',
   ];
   void args;

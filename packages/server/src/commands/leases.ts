@@ -1,27 +1,19 @@
-import { MemoryLeases } from '@sluice/core/adapter';
+import { acquireLease, KEEP, type LeaseSet, leaseTtl, peekLease, releaseLease } from '../lease-state.js';
 import * as resp from '../resp.js';
+import { keyTooLong, storedId } from '../stored-key.js';
+import { timeError } from '../time-arg.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 import { decisionReply } from './sluice.js';
 
 /**
- * Concurrency leases (the concurrency limiter and the fleet shedder), held by core's MemoryLeases
- * in the server's memory: a lease lives for one request (seconds), so it is not written to disk; a
- * restart forgets the leases in flight, as a Redis without persistence would.
+ * Concurrency leases (the concurrency limiter and the fleet shedder), stored in LMDB like every
+ * limit's state and changed inside the turn's transaction (lease-state.ts), so a lease limit is
+ * exact across the server's workers. A lease set lasts until its newest lease expires; a restart
+ * keeps the leases in flight until then.
  *
  *   SL.LEASE ACQUIRE|PEEK space key id limit ttl retryAfter policy [AT ms]
  *   SL.LEASE RELEASE space key id [AT ms]      SL.LEASE RESET space key
  */
-const leasesOf = new WeakMap<object, MemoryLeases>();
-
-function leases(ctx: CommandContext): MemoryLeases {
-  let held = leasesOf.get(ctx.db);
-  if (held === undefined) {
-    // At most a million lease sets (keys with requests in flight) in memory, as MemoryStore bounds its own.
-    held = new MemoryLeases(1_000_000, ctx.now);
-    leasesOf.set(ctx.db, held);
-  }
-  return held;
-}
 
 const text = (b: Buffer | undefined) => (b === undefined ? '' : b.toString('latin1'));
 
@@ -30,44 +22,75 @@ function positive(b: Buffer | undefined): number | undefined {
   return b !== undefined && Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
-function at(args: readonly Buffer[], index: number): number | undefined | false {
+/** The `AT ms` at `index` (`undefined`: none), or the reply refusing it. */
+function at(args: readonly Buffer[], index: number, usage: string): number | undefined | resp.Reply {
   if (args.length <= index) return undefined;
-  if (text(args[index]).toLowerCase() !== 'at' || args.length !== index + 2) return false;
-  const now = Number(text(args[index + 1]));
-  return Number.isFinite(now) ? now : false;
+  if (text(args[index]).toLowerCase() !== 'at' || args.length !== index + 2) {
+    return resp.error(`ERR syntax error: ${usage}`);
+  }
+  const given = text(args[index + 1]);
+  return timeError(given, Number(given)) ?? Number(given);
 }
 
 function lease(args: readonly Buffer[], ctx: CommandContext): CommandResult {
   const sub = text(args[1]).toLowerCase();
-  const set = { space: text(args[2]), key: text(args[3]) };
+  const key = args[3];
+  if (key !== undefined) {
+    const tooLong = keyTooLong(key);
+    if (tooLong !== undefined) return tooLong;
+  }
+  // The space is the limiter's name: part of the stored key's prefix, as an algorithm's spec is.
+  const id = key === undefined ? '' : storedId(`lease:${text(args[2])}`, key);
+  const serverNow = ctx.now();
   if ((sub === 'acquire' || sub === 'peek') && args.length >= 9) {
+    const usage = 'SL.LEASE ACQUIRE|PEEK space key id limit ttl retryAfter policy [AT ms]';
     const limit = positive(args[5]);
     const ttl = positive(args[6]);
     const retryAfter = positive(args[7]);
-    const now = at(args, 9);
+    const now = at(args, 9, usage);
+    if (typeof now === 'string' || Buffer.isBuffer(now)) return now;
     if (
       limit === undefined ||
       !Number.isSafeInteger(limit) ||
       ttl === undefined ||
-      retryAfter === undefined ||
-      now === false
+      retryAfter === undefined
     ) {
-      return resp.error(
-        'ERR syntax error: SL.LEASE ACQUIRE|PEEK space key id limit ttl retryAfter policy [AT ms]',
-      );
+      return resp.error(`ERR syntax error: ${usage}`);
     }
-    const call = { ...set, id: text(args[4]), limit, ttl, retryAfter, policy: args[8]!.toString() };
-    const decision = sub === 'acquire' ? leases(ctx).acquire(call, now) : leases(ctx).peek(call, now);
-    return decisionReply([decision]);
+    const call = {
+      space: text(args[2]),
+      key: text(key),
+      id: text(args[4]),
+      limit,
+      ttl,
+      retryAfter,
+      policy: args[8]!.toString(),
+    };
+    const time = now ?? serverNow;
+    return ctx.db.enqueue((tx) => {
+      const set = tx.read(id, serverNow) as LeaseSet | undefined;
+      if (sub === 'peek') return decisionReply([peekLease(set, call, time)]);
+      const { decision, next } = acquireLease(set, call, time);
+      if (next !== KEEP) tx.write(id, next, leaseTtl(next, time), serverNow);
+      return decisionReply([decision]);
+    });
   }
   if (sub === 'release' && args.length >= 5) {
-    const now = at(args, 5);
-    if (now === false) return resp.error('ERR syntax error: SL.LEASE RELEASE space key id [AT ms]');
-    return resp.integer(leases(ctx).release({ ...set, id: text(args[4]) }, now) ? 1 : 0);
+    const now = at(args, 5, 'SL.LEASE RELEASE space key id [AT ms]');
+    if (typeof now === 'string' || Buffer.isBuffer(now)) return now;
+    const time = now ?? serverNow;
+    const leaseId = text(args[4]);
+    return ctx.db.enqueue((tx) => {
+      const { held, next } = releaseLease(tx.read(id, serverNow) as LeaseSet | undefined, leaseId, time);
+      if (next !== KEEP) tx.write(id, next, next === undefined ? 0 : leaseTtl(next, time), serverNow);
+      return resp.integer(held ? 1 : 0);
+    });
   }
   if (sub === 'reset' && args.length === 4) {
-    leases(ctx).reset(set.space, set.key);
-    return resp.OK;
+    return ctx.db.enqueue((tx) => {
+      tx.write(id, undefined, 0, serverNow);
+      return resp.OK;
+    });
   }
   return resp.error(`ERR unknown subcommand or wrong number of arguments for 'sl.lease|${sub}'`);
 }

@@ -1,4 +1,4 @@
-import { type Algorithm, type Decision, type RefusalReason, SluiceError } from '@sluice/core';
+import { type Algorithm, type Decision, ErrorCode, type RefusalReason, SluiceError } from '@sluice/core';
 import {
   chargeStep,
   combine,
@@ -9,6 +9,9 @@ import {
 } from '@sluice/core/adapter';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
 import * as resp from '../resp.js';
+import type { StateTxn } from '../state-txn.js';
+import { keyTooLong, storedId } from '../stored-key.js';
+import { timeError } from '../time-arg.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 
 /**
@@ -46,20 +49,33 @@ export const COMPACT_WIDTH = 5;
 /** The refusal reasons of a COMPACT reply, coded 1, 2, 3 (0 is allowed). */
 export const REASON_CODES: readonly RefusalReason[] = ['rate-limited', 'cost-exceeds-limit', 'concurrency'];
 
+/** The stored key: the algorithm with all its parameters and the caller's id, then the key. */
 function stateId(algorithm: Algorithm, extra: string, key: Buffer): string {
-  return `sl:${specOf(algorithm)}|${extra}\u0000${key.toString('latin1')}`;
+  return storedId(`sl:${specOf(algorithm)}|${extra}`, key);
 }
 
-function parse(args: readonly Buffer[]): Parsed | resp.Reply {
+/**
+ * The server's bound on one key's cost: a sliding window log holds up to `limit` entries and every
+ * check reads them all, so its `limit` is capped (`maxLogEntries`). The other kinds cost the same
+ * whatever their parameters, up to core's own bounds (a counter's `precision` ≤ 1000).
+ */
+function tooCostly(algorithm: Algorithm, ctx: CommandContext): resp.Reply | undefined {
+  if (algorithm.kind !== 'sliding-window-log' || algorithm.limit <= ctx.maxLogEntries) return undefined;
+  return resp.error(
+    `${ErrorCode.INVALID_OPTION} sliding-window-log limit must be at most ${ctx.maxLogEntries} on this server (maxLogEntries): each check reads the whole log, up to limit entries, where sliding-window-counter costs the same at any limit; got ${algorithm.limit}`,
+  );
+}
+
+function parse(args: readonly Buffer[], ctx: CommandContext): Parsed | resp.Reply {
   let now: number | undefined;
   const calls: ParsedCall[] = [];
   let i = 1;
   const word = (at: number) => args[at]?.toString('latin1').toLowerCase();
   if (word(i) === 'at') {
-    now = Number(args[i + 1]?.toString('latin1'));
-    if (args[i + 1] === undefined || !Number.isFinite(now) || now < 0) {
-      return resp.error('ERR_SLUICE_INVALID_TIME AT must be a finite number of ms since the epoch');
-    }
+    const text = args[i + 1]?.toString('latin1');
+    now = Number(text);
+    const invalid = timeError(text, now);
+    if (invalid !== undefined) return invalid;
     i += 2;
   }
   const compact = word(i) === 'compact';
@@ -75,7 +91,11 @@ function parse(args: readonly Buffer[]): Parsed | resp.Reply {
       if (err instanceof SluiceError) return resp.error(`${err.code} ${err.message}`);
       throw err;
     }
+    const costly = tooCostly(algorithm, ctx);
+    if (costly !== undefined) return costly;
     const key = args[i + 2]!;
+    const tooLong = keyTooLong(key);
+    if (tooLong !== undefined) return tooLong;
     i += 3;
     let cost = 1;
     let policy: string = algorithm.kind;
@@ -156,34 +176,13 @@ function replyOf(parsed: Parsed, decisions: readonly Decision[]): resp.Reply {
   return parsed.compact ? compactReply(decisions) : decisionReply(decisions);
 }
 
-/** Reads every call's state; `waits` collects the commits a reply must not overtake. */
-function readAll(
-  ctx: CommandContext,
-  calls: readonly ParsedCall[],
-  serverNow: number,
-  waits: Promise<unknown>[],
-) {
-  return calls.map((call) => {
-    const { state, waitFor } = ctx.db.read(call.id, serverNow);
-    if (waitFor !== undefined) waits.push(waitFor);
-    return state;
-  });
-}
-
-function durable(reply: resp.Reply, waits: Promise<unknown>[]): CommandResult {
-  if (waits.length === 0) return { reply, durable: undefined };
-  // 'commit' mode: every wait is the same turn's commit; a reply that waits for it alone lets the
-  // connection wait once for all the replies of a read.
-  const first = waits[0]!;
-  return { reply, durable: waits.every((w) => w === first) ? first : Promise.all(waits) };
-}
-
 /** Stores a call's new state (`undefined` deletes it), its ttl from the algorithm. */
 type WriteState = (call: ParsedCall, next: unknown) => void;
 
 /**
- * One command over the calls' states: parses, reads every state, and replies with what `body`
- * answers; `body` writes through `write`. The reply waits for the commits it must not overtake.
+ * One command over the calls' states: parses (a bad command is answered at once, without joining
+ * the turn's transaction), then queues a job that reads every state in the transaction and
+ * replies with what `body` answers; `body` writes through `write`.
  */
 function overStates(
   args: readonly Buffer[],
@@ -196,17 +195,18 @@ function overStates(
     parsed: Parsed,
   ) => resp.Reply,
 ): CommandResult {
-  const parsed = parse(args);
+  const parsed = parse(args, ctx);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
   const serverNow = ctx.now();
   const now = parsed.now ?? serverNow;
-  const waits: Promise<unknown>[] = [];
-  const states = readAll(ctx, parsed.calls, serverNow, waits);
-  const write: WriteState = (call, next) => {
-    const ttl = next === undefined ? 0 : call.algorithm.ttl(next, now);
-    waits.push(ctx.db.write(call.id, next, ttl, serverNow));
-  };
-  return durable(body(parsed.calls, states, now, write, parsed), waits);
+  return ctx.db.enqueue((tx: StateTxn) => {
+    const states = parsed.calls.map((call) => tx.read(call.id, serverNow));
+    const write: WriteState = (call, next) => {
+      const ttl = next === undefined ? 0 : call.algorithm.ttl(next, now);
+      tx.write(call.id, next, ttl, serverNow);
+    };
+    return body(parsed.calls, states, now, write, parsed);
+  });
 }
 
 function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
@@ -252,11 +252,13 @@ function charge(args: readonly Buffer[], ctx: CommandContext): CommandResult {
 }
 
 function reset(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  const parsed = parse(args);
+  const parsed = parse(args, ctx);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
   const serverNow = ctx.now();
-  const waits = parsed.calls.map((call) => ctx.db.write(call.id, undefined, 0, serverNow));
-  return durable(resp.OK, waits);
+  return ctx.db.enqueue((tx) => {
+    for (const call of parsed.calls) tx.write(call.id, undefined, 0, serverNow);
+    return resp.OK;
+  });
 }
 
 export const sluiceCommands: Record<string, Command> = {

@@ -1,6 +1,7 @@
 import { type Algorithm, tokenBucket } from '@sluice/core';
-import type { TokenBucketState } from '@sluice/core/adapter';
+import { MAX_TIME, type TokenBucketState } from '@sluice/core/adapter';
 import * as resp from '../resp.js';
+import { keyTooLong, storedId } from '../stored-key.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 
 /**
@@ -27,17 +28,24 @@ const INT32_MAX = 2n ** 31n - 1n;
 
 /** A decimal integer in [min, max] (folly::to), or undefined. Beyond ±2^53 is refused too (JS numbers). */
 function parseInteger(text: Buffer, min: bigint, max: bigint): number | undefined {
-  const s = text.toString('latin1');
-  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  // Read from the bytes: a sign, then digits (no string, no regular expression per argument).
+  const sign = text[0] === 0x2d ? -1 : 1;
+  const start = text[0] === 0x2d || text[0] === 0x2b ? 1 : 0;
+  if (start === text.length) return undefined;
+  let value = 0;
+  for (let i = start; i < text.length; i++) {
+    const digit = text[i]! - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    value = value * 10 + digit;
+  }
   // Short enough to be exact as a double and inside the range (9 characters for int32, 15 for
   // int64): skip the BigInt, the common case.
-  if (s.length <= 9 || (s.length <= 15 && max > INT32_MAX)) {
-    const value = Number(s);
-    return value === 0 ? 0 : value; // -0 reads as 0, as folly::to gives it
+  if (text.length <= 9 || (text.length <= 15 && max > INT32_MAX)) {
+    return value === 0 ? 0 : sign * value; // -0 reads as 0, as folly::to gives it
   }
-  const value = BigInt(s);
-  if (value < min || value > max) return undefined;
-  return Number.isSafeInteger(Number(value)) ? Number(value) : undefined;
+  const big = BigInt(text.toString('latin1'));
+  if (big < min || big > max) return undefined;
+  return Number.isSafeInteger(Number(big)) ? Number(big) : undefined;
 }
 
 interface RlArgs {
@@ -87,7 +95,8 @@ function parseArgs(
       parsed.take = value;
     } else if (option === 'at') {
       parsed.at = value * multiplier;
-      if (!Number.isSafeInteger(parsed.at)) return INVALID_INTEGER;
+      // Past core's time limit (2^42 ms) the arithmetic loses units: out of range here.
+      if (!Number.isSafeInteger(parsed.at) || parsed.at > MAX_TIME) return INVALID_INTEGER;
     } else return SYNTAX_ERROR;
   }
   if (parsed.max < 1 || parsed.refillMs < 1 || parsed.refill < 1 || parsed.take < 0 || parsed.at < 0) {
@@ -96,30 +105,30 @@ function parseArgs(
   return parsed;
 }
 
-/** Core's stepped token bucket for one parameter set, kept for reuse (a service sees few sets). */
-const buckets = new Map<string, Algorithm<TokenBucketState>>();
-function bucketFor(id: string, max: number, refill: number, refillMs: number): Algorithm<TokenBucketState> {
-  let bucket = buckets.get(id);
-  if (bucket === undefined) {
-    if (buckets.size >= 10_000) buckets.clear();
-    bucket = tokenBucket({
+/** One parameter set: core's stepped token bucket, and the prefix of its stored keys. */
+interface ParamSet {
+  readonly bucket: Algorithm<TokenBucketState>;
+  /** Smyte's parameters bound into the stored key, so differing parameters never share a bucket. */
+  readonly prefix: string;
+}
+
+/** Parameter sets, kept for reuse (a service sees few). */
+const paramSets = new Map<string, ParamSet>();
+function paramSetFor(max: number, refill: number, refillMs: number): ParamSet {
+  const params = `${max}:${refill}:${refillMs}`;
+  let set = paramSets.get(params);
+  if (set === undefined) {
+    if (paramSets.size >= 10_000) paramSets.clear();
+    const bucket = tokenBucket({
       capacity: max,
       refillAmount: refill,
       refillInterval: refillMs,
       refill: 'stepped',
     });
-    buckets.set(id, bucket);
+    set = { bucket, prefix: `rl:${params}` };
+    paramSets.set(params, set);
   }
-  return bucket;
-}
-
-/** The stored key: Smyte's key name with its parameters bound in, so differing parameters never share a bucket. */
-export function smyteStateId(key: Buffer, max: number, refill: number, refillMs: number): string {
-  return stateIdOf(key, `${max}:${refill}:${refillMs}`);
-}
-
-function stateIdOf(key: Buffer, params: string): string {
-  return `rl:${params}\u0000${key.toString('latin1')}`;
+  return set;
 }
 
 function rateLimit(
@@ -128,24 +137,26 @@ function rateLimit(
   useMs: boolean,
   isReduce: boolean,
 ): CommandResult {
-  const parsed = parseArgs(args, useMs, isReduce, ctx.now());
-  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
-  const { max, refill, refillMs, take, at, strict } = parsed;
-  const params = `${max}:${refill}:${refillMs}`;
-  const bucket = bucketFor(params, max, refill, refillMs);
-  const id = stateIdOf(args[1]!, params);
   const serverNow = ctx.now();
-  const { state: stored, waitFor } = ctx.db.read(id, serverNow);
-  const state = stored as TokenBucketState | undefined;
-  // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.
-  const tokens = bucket.peek(state, at, 1, 'rl').remaining;
-  const reply = resp.integer(tokens);
-  if (take <= 0) return { reply, durable: waitFor };
-  // Take what is there, up to TAKE: core's consume of min(take, tokens) (0 keeps the refilled state).
-  let next = bucket.consume(state, at, Math.min(take, tokens), 'rl').state as TokenBucketState;
-  if (strict && tokens - take <= 0) next = [0, at];
-  const durable = ctx.db.write(id, next, bucket.ttl(next, at), serverNow);
-  return { reply, durable };
+  const parsed = parseArgs(args, useMs, isReduce, serverNow);
+  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
+  const tooLong = keyTooLong(args[1]!);
+  if (tooLong !== undefined) return tooLong;
+  const { max, refill, refillMs, take, at, strict } = parsed;
+  const { bucket, prefix } = paramSetFor(max, refill, refillMs);
+  const id = storedId(prefix, args[1]!);
+  return ctx.db.enqueue((tx) => {
+    const state = tx.read(id, serverNow) as TokenBucketState | undefined;
+    // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.
+    const tokens = bucket.peek(state, at, 1, 'rl').remaining;
+    if (take > 0) {
+      // Take what is there, up to TAKE: core's consume of min(take, tokens) (0 keeps the refilled state).
+      let next = bucket.consume(state, at, Math.min(take, tokens), 'rl').state as TokenBucketState;
+      if (strict && tokens - take <= 0) next = [0, at];
+      tx.write(id, next, bucket.ttl(next, at), serverNow);
+    }
+    return resp.integer(tokens);
+  });
 }
 
 // Argument counts after the command name, as Smyte's handler table has them; its own arity text.

@@ -1,0 +1,49 @@
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { ErrorCode, SluiceError } from '@sluice/core';
+
+/** The files of an LMDB environment in a directory (LMDB's own names). */
+export const ENV_FILES: readonly string[] = ['data.mdb', 'lock.mdb'];
+
+/**
+ * What a freshly made filesystem puts at its root: a volume mounted as the data directory holds
+ * it, and it is no sign of someone else's data.
+ */
+const TOLERATED: readonly string[] = ['lost+found'];
+
+/** A coded error about `dataDir` that says what was found there and what is accepted. */
+export function dataDirError(dir: string, problem: string): SluiceError {
+  return new SluiceError(
+    ErrorCode.INVALID_OPTION,
+    `dataDir ${dir} ${problem}; give an empty directory, a path that does not exist yet, or a sluice-server environment's directory`,
+    { option: 'dataDir', value: dir },
+  );
+}
+
+/**
+ * Makes sure `dir` can hold the server's LMDB environment: creates it (and its parents) when
+ * missing, and refuses a path that is not a directory or a directory holding anything but an
+ * LMDB environment's two files (whose contents `openStateEnv` checks next). An existing empty
+ * directory, the usual way a service gets one (a container volume, `mktemp -d`), is used as is.
+ */
+export function prepareDataDir(dir: string): void {
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    mkdirSync(dir, { recursive: true });
+    return;
+  }
+  if (!isDirectory) {
+    throw dataDirError(
+      dir,
+      'is not a directory (sluice-server 0.1 could leave its LMDB data file at the path itself when it had a dot in its name; that format is not read by this version)',
+    );
+  }
+  const foreign = readdirSync(dir).filter((name) => !ENV_FILES.includes(name) && !TOLERATED.includes(name));
+  if (foreign.length > 0) {
+    const shown =
+      foreign.slice(0, 5).join(', ') + (foreign.length > 5 ? `, … (${foreign.length} in all)` : '');
+    throw dataDirError(dir, `holds files that are not a sluice-server environment (${shown})`);
+  }
+}

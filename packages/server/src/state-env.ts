@@ -1,0 +1,94 @@
+import { type Database, open, type RootDatabase } from 'lmdb';
+import { dataDirError, prepareDataDir } from './data-dir.js';
+
+/**
+ * The stored layout this version reads and writes, kept under `format` in the `meta` database.
+ * 1 (sluice-server 0.1): one unnamed database keyed by `prefix \0 key`, no marker. 2: the named
+ * databases below, keys shortened to an 8-byte digest of their prefix (stored-key.ts), an
+ * expiry index.
+ */
+export const FORMAT = 2;
+
+/**
+ * What LMDB holds per key: the algorithm's state, the server time at which it is as good as new,
+ * and the second under which the expiry index lists it (expiry-index.ts: never later than
+ * `expiresAt`'s own second).
+ */
+export type StoredValue = readonly [state: unknown, expiresAt: number, indexed: number];
+
+/** The environment's databases. */
+export interface StateEnv {
+  readonly root: RootDatabase<Buffer, Buffer>;
+  /** stored key (stored-key.ts) → [state, expiresAt, indexed second] (msgpack). */
+  readonly state: Database<StoredValue, Buffer>;
+  /** expiry second (6 bytes, big-endian) + stored key → nothing: the keys in the order they expire. */
+  readonly expiry: Database<Buffer, Buffer>;
+}
+
+const DATABASES = ['meta', 'state', 'expiry'];
+
+/**
+ * Address space reserved for the map (not disk: the file grows with the pages used). Fixed and
+ * large, so that no process has to remap while others hold the environment open.
+ */
+const MAP_SIZE = 2 ** 36;
+
+/**
+ * Opens (creating when new) the server's LMDB environment in `dir`, refusing anything that is not
+ * a sluice-server environment of this format before writing a byte into it. Always `noSync`:
+ * commits reach the OS page cache, and StateDb flushes the environment (mdb_env_sync) as its
+ * durability setting says. Several processes may open it at once (LMDB serialises their write
+ * transactions).
+ */
+export function openStateEnv(dir: string): StateEnv {
+  prepareDataDir(dir);
+  let root: RootDatabase<Buffer, Buffer>;
+  try {
+    root = open<Buffer, Buffer>({
+      path: dir,
+      noSubdir: false,
+      noSync: true,
+      mapSize: MAP_SIZE,
+      keyEncoding: 'binary',
+      encoding: 'binary',
+    });
+  } catch (err) {
+    throw dataDirError(dir, `holds files LMDB cannot open as an environment (${(err as Error).message})`);
+  }
+  try {
+    // The root database lists the named ones (lmdb-js ends their names with a NUL byte).
+    const names = [...root.getKeys({})].map((key) => key.toString('latin1').replace(/\0$/, ''));
+    const foreign = names.filter((name) => !DATABASES.includes(name));
+    if (foreign.length > 0) {
+      throw dataDirError(
+        dir,
+        `holds an LMDB environment that is not a sluice-server environment of format ${FORMAT} (sluice-server 0.1's format 1, or another program's data: keys such as ${JSON.stringify(foreign[0]!.slice(0, 40))})`,
+      );
+    }
+    const meta = root.openDB<number, string>({
+      name: 'meta',
+      keyEncoding: 'ordered-binary',
+      encoding: 'msgpack',
+    });
+    root.transactionSync(() => {
+      const format = meta.get('format');
+      if (format === undefined) meta.putSync('format', FORMAT);
+      else if (format !== FORMAT) {
+        throw dataDirError(
+          dir,
+          `holds a sluice-server environment of format ${format}; this version reads format ${FORMAT}`,
+        );
+      }
+    });
+    const state = root.openDB<StoredValue, Buffer>({
+      name: 'state',
+      keyEncoding: 'binary',
+      encoding: 'msgpack',
+    });
+    const expiry = root.openDB<Buffer, Buffer>({ name: 'expiry', keyEncoding: 'binary', encoding: 'binary' });
+    return { root, state, expiry };
+  } catch (err) {
+    void root.close();
+    throw err;
+  }
+}

@@ -1,0 +1,126 @@
+import { expiredEnd, expirySecond, indexKey, NO_VALUE, readIndexKey } from './expiry-index.js';
+import type { CacheEntry, StateCache } from './state-cache.js';
+import type { StateEnv, StoredValue } from './state-env.js';
+
+/**
+ * A command's view of the state inside one LMDB write transaction: what it reads is the latest
+ * committed value (of any process) or this transaction's own write, and what it writes is
+ * committed with the transaction or not at all. Because every decision reads, decides and writes
+ * inside the transaction, and LMDB lets one write transaction run at a time across processes, no
+ * two decisions on a key interleave, whichever worker runs them.
+ *
+ * Each write keeps the expiry index (expiry-index.ts) in step with the value.
+ */
+export class StateTxn {
+  /** Cache entries this transaction wrote: their pending value becomes theirs if it commits. */
+  readonly touched: CacheEntry[] = [];
+  /** Whether this transaction wrote anything (else it commits no new transaction id). */
+  wrote = false;
+  /** The last id looked up: a command reads a key then writes it, and need not look twice. */
+  private lastId: string | undefined;
+  private lastEntry: CacheEntry | undefined;
+  private lastValue: StoredValue | undefined;
+
+  constructor(
+    private readonly env: StateEnv,
+    private readonly cache: StateCache,
+    /** This transaction's number (StateDb counts them), which marks the cache entries it wrote. */
+    private readonly serial: number,
+  ) {}
+
+  /**
+   * The value stored for `id`, expired or not, remembered as the last looked up. `remember`: a key
+   * not cached yet enters the cache (the sweep's keys do not: they are leaving).
+   */
+  private lookup(id: string, remember = true): StoredValue | undefined {
+    let entry = this.cache.get(id);
+    let value: StoredValue | undefined;
+    if (entry !== undefined) value = entry.txn === this.serial ? entry.pending : entry.value;
+    else {
+      value = this.env.state.get(Buffer.from(id, 'latin1'));
+      // Not written by this transaction (a write leaves an entry it keeps): a committed value.
+      entry = remember ? this.cache.add(id, value, this.serial) : undefined;
+    }
+    this.lastId = id;
+    this.lastEntry = entry;
+    this.lastValue = value;
+    return value;
+  }
+
+  /** The state of `id`, or `undefined` when there is none or it is as good as new at `now` (server time). */
+  read(id: string, now: number): unknown {
+    const value = this.lookup(id);
+    return value === undefined || value[1] <= now ? undefined : value[0];
+  }
+
+  /** Stores `state` for `ttl` ms from `now` (server time); `undefined` or a ttl ≤ 0 deletes the key. */
+  write(id: string, state: unknown, ttl: number, now: number): void {
+    const old = id === this.lastId ? this.lastValue : this.lookup(id);
+    const entry = this.lastEntry;
+    this.lastId = undefined;
+    const deleting = state === undefined || ttl <= 0;
+    if (deleting && old === undefined) return;
+    const key = Buffer.from(id, 'latin1');
+    let value: StoredValue | undefined;
+    if (deleting) {
+      this.env.state.removeSync(key);
+      this.env.expiry.removeSync(indexKey(old![2], key));
+    } else {
+      const expiresAt = now + ttl;
+      const second = expirySecond(expiresAt);
+      let indexed = old?.[2];
+      // The entry stays while it is no later than the expiry (see expiry-index.ts).
+      if (indexed === undefined || second < indexed) {
+        if (indexed !== undefined) this.env.expiry.removeSync(indexKey(indexed, key));
+        this.env.expiry.putSync(indexKey(second, key), NO_VALUE);
+        indexed = second;
+      }
+      value = [state, expiresAt, indexed];
+      this.env.state.putSync(key, value);
+    }
+    this.staged(entry, value);
+  }
+
+  /** Records `value` as this transaction's write in the cache `entry` (if the key has one). */
+  private staged(entry: CacheEntry | undefined, value: StoredValue | undefined): void {
+    this.wrote = true;
+    if (entry === undefined) return;
+    entry.pending = value;
+    if (entry.txn !== this.serial) {
+      entry.txn = this.serial;
+      this.touched.push(entry);
+    }
+  }
+
+  /**
+   * One step of expiry: reads up to `limit` entries of the expiry index that are due at `now`,
+   * removes the keys that have expired and moves the entries of those pushed later to their real
+   * second. Only due entries are read, however many keys are live.
+   */
+  sweep(limit: number, now: number): { visited: number; removed: number } {
+    let removed = 0;
+    // Collected first: entries are removed below, under the range's cursor otherwise.
+    const entries = [...this.env.expiry.getKeys({ end: expiredEnd(now), limit })];
+    for (const indexEntry of entries) {
+      const [second, key] = readIndexKey(indexEntry);
+      const value = this.lookup(key.toString('latin1'), false);
+      const entry = this.lastEntry;
+      this.env.expiry.removeSync(indexEntry);
+      this.wrote = true;
+      // An entry its key no longer points to (none should be left behind) is only dropped.
+      if (value === undefined || value[2] !== second) continue;
+      if (value[1] <= now) {
+        this.env.state.removeSync(key);
+        this.staged(entry, undefined);
+        removed++;
+        continue;
+      }
+      const later = expirySecond(value[1]);
+      this.env.expiry.putSync(indexKey(later, key), NO_VALUE);
+      const moved: StoredValue = [value[0], value[1], later];
+      this.env.state.putSync(key, moved);
+      this.staged(entry, moved);
+    }
+    return { visited: entries.length, removed };
+  }
+}

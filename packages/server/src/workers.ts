@@ -1,0 +1,108 @@
+import cluster, { type Worker } from 'node:cluster';
+import { openStateEnv } from './state-env.js';
+
+/**
+ * Several processes serving one port over one LMDB environment (`--workers N`), with node:cluster:
+ * the primary accepts connections and hands each to a worker in turn (round robin, Node's default
+ * on Linux), and each worker is a whole `SluiceServer` with the environment open. After the
+ * hand-over a connection's bytes go straight to its worker: the primary costs one message per
+ * connection, not per command. Decisions stay exact across workers because each one reads,
+ * decides and writes inside an LMDB write transaction, and LMDB runs one at a time across
+ * processes (state-db.ts); everything else (parsing, the algorithms' reads of the cache, replies,
+ * the socket system calls) runs on all cores at once.
+ *
+ * Why processes, not worker_threads: a listening socket cannot be shared between threads in
+ * Node 20, and LMDB is built for several processes (its lock file, robust mutexes: a worker
+ * killed inside a transaction does not block the others); `SO_REUSEPORT` (Node 22.12+) lets the
+ * kernel spread connections by a hash, unevenly for a few long-lived ones.
+ *
+ * The primary opens the environment once before forking (so workers never race to create it),
+ * restarts a worker that dies (its clients reconnect to the others meanwhile), and stops the
+ * workers on SIGTERM/SIGINT, each finishing the replies it has computed.
+ */
+
+/** The environment variable that tells a forked process which worker it is. */
+export const WORKER_ENV = 'SLUICE_SERVER_WORKER';
+
+/** What the primary reports, one JSON line per event on stderr. */
+type Log = (event: string, fields: Record<string, unknown>) => void;
+
+/** This process's worker index when it is one of several, else `undefined`. */
+export function workerIndex(): number | undefined {
+  if (!cluster.isWorker) return undefined;
+  const index = Number(process.env[WORKER_ENV]);
+  return Number.isSafeInteger(index) && index >= 0 ? index : undefined;
+}
+
+/** In a worker: tells the primary it is listening. */
+export function reportListening(port: number): void {
+  process.send?.({ sluice: 'listening', port });
+}
+
+/** Restarts of one worker within {@link RESTART_WINDOW} ms past which the primary gives up. */
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW = 60_000;
+
+/**
+ * Runs the primary of `count` workers: resolves with the exit code once they have all stopped
+ * (0 after SIGTERM/SIGINT, 1 when one kept dying).
+ */
+export function runPrimary(
+  count: number,
+  dataDir: string,
+  details: Record<string, unknown>,
+  log: Log,
+): Promise<number> {
+  // Creates or checks the environment now: a bad directory stops the start-up here, once.
+  void openStateEnv(dataDir).root.close();
+  const workers = new Map<number, Worker>();
+  const restarts = new Map<number, number[]>();
+  const listening = new Set<number>();
+  let stopping = false;
+  let exitCode = 0;
+
+  return new Promise((resolve) => {
+    const fork = (index: number) => {
+      const worker = cluster.fork({ [WORKER_ENV]: String(index) });
+      workers.set(index, worker);
+      log('worker-started', { worker: index, pid: worker.process.pid });
+      worker.on('message', (message: { sluice?: string; port?: number }) => {
+        if (message?.sluice !== 'listening') return;
+        if (listening.has(index)) {
+          log('worker-listening', { worker: index, pid: worker.process.pid });
+          return;
+        }
+        listening.add(index);
+        if (listening.size === count) log('listening', { ...details, port: message.port, workers: count });
+      });
+      worker.on('exit', (code, signal) => {
+        if (workers.get(index) === worker) workers.delete(index);
+        if (stopping) {
+          if (workers.size === 0) resolve(exitCode);
+          return;
+        }
+        log('worker-exit', { worker: index, pid: worker.process.pid, code, signal });
+        const now = Date.now();
+        const recent = (restarts.get(index) ?? []).filter((at) => at > now - RESTART_WINDOW);
+        recent.push(now);
+        restarts.set(index, recent);
+        if (recent.length > MAX_RESTARTS) {
+          log('worker-failing', { worker: index, restarts: recent.length, withinMs: RESTART_WINDOW });
+          exitCode = 1;
+          stop();
+          return;
+        }
+        fork(index);
+      });
+    };
+    const stop = () => {
+      if (stopping) return;
+      stopping = true;
+      if (workers.size === 0) resolve(exitCode);
+      for (const worker of workers.values()) worker.process.kill('SIGTERM');
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    for (let index = 0; index < count; index++) fork(index);
+  });
+}
