@@ -78,7 +78,7 @@ export { HttpLimiter, httpLimits } from './http/rate-limit.js';
 export type { AdapterDefaults, RequestAccessBase } from './http/reporter.js';
 export { CONSOLE_DEFAULTS, Reporter } from './http/reporter.js';
 // Limiter and stores.
-export { assertAlgorithm, limitCall } from './limiter.js';
+export { assertAlgorithm, limitCall } from './limit-definitions.js';
 export type { ResolvedRetryRange } from './shedding/retry-hint.js';
 export { retryHint } from './shedding/retry-hint.js';
 export type { ControllerParams, ControllerState } from './shedding/utilization-controller.js';

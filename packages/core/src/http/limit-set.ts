@@ -7,11 +7,10 @@ import {
   assertShadowable,
   enforceOption,
   type LimitDefinition,
-  Limiter,
   limitCall,
   limitName,
-  storeOption,
-} from '../limiter.js';
+} from '../limit-definitions.js';
+import { Limiter, storeOption } from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';

@@ -1,7 +1,7 @@
 import { type Algorithm, bindName } from '../algorithm.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { assertAlgorithm } from '../limiter.js';
+import { assertAlgorithm } from '../limit-definitions.js';
 import type { MaybePromise } from '../store.js';
 import { assertKnownOptions, integerOption } from '../validate.js';
 
