@@ -89,7 +89,7 @@ export {
   shedLevel,
 } from './shedding/utilization-controller.js';
 export type { BlockWrite, LimitCall, StateWrite } from './store.js';
-export { chargeStep, settleBatch, UNCHANGED } from './store.js';
+export { batchStep, chargeStep, settleBatch, UNCHANGED } from './store.js';
 export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';
 export {
   assertKnownOptions,

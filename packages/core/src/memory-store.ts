@@ -5,7 +5,7 @@ import type { Decision } from './decision.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { MemoryBlocks } from './memory-blocks.js';
 import { bytesOf, cellState, MemoryKeys } from './memory-keys.js';
-import { chargeStep, type LimitCall, type Store, settleBatch, UNCHANGED } from './store.js';
+import { batchStep, chargeStep, type LimitCall, type Store, UNCHANGED } from './store.js';
 import { assertKnownOptions, integerOption } from './validate.js';
 
 export interface MemoryStoreOptions {
@@ -91,7 +91,7 @@ export class MemoryStore implements Store {
     const keys = this.keys;
     const spaces = calls.map((call) => keys.space(call.algorithm));
     const cells = calls.map((call, i) => keys.promoted(spaces[i]!, call.key));
-    const { decisions, writes, blocks } = settleBatch(
+    const { decisions, writes, blocks } = batchStep(
       calls,
       cells.map((cell) => (cell === undefined ? undefined : cellState(cell))),
       at,

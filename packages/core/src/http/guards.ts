@@ -29,7 +29,7 @@ export type GuardName = 'concurrencyLimit' | 'fleetShed' | 'utilizationShed';
 interface GuardParts<Req> {
   readonly kind: GuardName;
   readonly name: string;
-  readonly holdsLeases: boolean;
+  readonly takesLeases: boolean;
   /** Takes the request's lease (or the shedder's verdict); may throw. `undefined`: not guarded. */
   readonly gate: (req: Req) => MaybePromise<Lease | undefined>;
   /** `{ limiter }` or `{ shedder }`: lets an adapter hand the same engine to another middleware. */
@@ -40,14 +40,14 @@ interface GuardParts<Req> {
  * The request-to-lease logic both adapters share for the concurrency limit and the two load
  * shedders, compiled once from the options: skip, key or priority, one acquire per request, the
  * failure policy, and the refusal. Adapters move its answers into their responses and release
- * admitted leases when the response ends (`holdsLeases`).
+ * admitted leases when the response ends (`takesLeases`).
  */
 export class HttpGuard<Req> {
   readonly kind: GuardName;
   /** The limiter's or shedder's name: `decision.policy` and the problem body's `violated-policies`. */
   readonly name: string;
   /** Whether admitted requests hold a lease to release when the response ends (not the utilization shedder). */
-  readonly holdsLeases: boolean;
+  readonly takesLeases: boolean;
   /** The built limiter or shedder, as an option (`{ limiter }` / `{ shedder }`). */
   readonly engine: Readonly<Record<string, unknown>>;
   private readonly gate: (req: Req) => MaybePromise<Lease | undefined>;
@@ -59,7 +59,7 @@ export class HttpGuard<Req> {
   private constructor(parts: GuardParts<Req>, options: HttpGuardOptions<Req>, reporter: Reporter<Req>) {
     this.kind = parts.kind;
     this.name = parts.name;
-    this.holdsLeases = parts.holdsLeases;
+    this.takesLeases = parts.takesLeases;
     this.engine = parts.engine;
     this.gate = parts.gate;
     this.skip = functionOption('skip', options.skip);
@@ -154,7 +154,7 @@ export function concurrencyGuard<Req>(
     return limiter.acquire(k);
   };
   return HttpGuard.build(
-    { kind: 'concurrencyLimit', name: limiter.name, holdsLeases: true, gate, engine: { limiter } },
+    { kind: 'concurrencyLimit', name: limiter.name, takesLeases: true, gate, engine: { limiter } },
     options,
     reporter,
   );
@@ -178,7 +178,7 @@ export function fleetGuard<Req>(
       ? () => shedder.acquire(priority)
       : (req: Req) => shedder.acquire(priority(req));
   return HttpGuard.build(
-    { kind: 'fleetShed', name: shedder.name, holdsLeases: true, gate, engine: { shedder } },
+    { kind: 'fleetShed', name: shedder.name, takesLeases: true, gate, engine: { shedder } },
     options,
     new Reporter(options, defaults),
   );
@@ -213,7 +213,7 @@ export function utilizationGuard<Req>(
       ? () => verdict(shedder.check(priority))
       : (req: Req) => verdict(shedder.check(priority(req)));
   return HttpGuard.build(
-    { kind: 'utilizationShed', name: shedder.name, holdsLeases: false, gate, engine: { shedder } },
+    { kind: 'utilizationShed', name: shedder.name, takesLeases: false, gate, engine: { shedder } },
     options,
     new Reporter(options, defaults),
   );

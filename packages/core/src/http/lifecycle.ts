@@ -109,7 +109,7 @@ export function guardLifecycle<Ctx, Req, R>(
     if (lease === undefined) return exchange.proceed(ctx);
     const decision = lease.decision;
     if (decision.allowed) {
-      if (guard.holdsLeases) {
+      if (guard.takesLeases) {
         exchange.whenDone(ctx, () => {
           void lease.release();
         });
