@@ -1,6 +1,6 @@
 import type { Decision } from '@sluice/core';
 import type { LimitCall } from '@sluice/core/adapter';
-import type { CallGate } from './call-gate.js';
+import type { CallGate } from './gate/call-gate.js';
 import type { ScriptCommand } from './script-command.js';
 import { hashSlot } from './slot.js';
 import { callArgs, DECISION_WIDTH, pushCallArgs, readDecision } from './wire.js';

@@ -1,7 +1,7 @@
 import type { Decision, Store } from '@sluice/core';
 import { decide, type LimitCall } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
-import type { ResolvedFailureOptions } from './options.js';
+import type { ResolvedFailureOptions } from './failure-options.js';
 
 /** What `FailureAnswers` reads of the resolved failure options. */
 export type FailureAnswerOptions = Pick<ResolvedFailureOptions, 'failurePolicy' | 'fallback' | 'outageShare'>;

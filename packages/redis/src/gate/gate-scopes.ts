@@ -1,7 +1,7 @@
 import type { BreakerOptions } from './breaker.js';
 import { type BreakerState, CircuitBreaker } from './breaker.js';
 import { FailureLog, type FailureLogNames } from './failure-log.js';
-import type { StoreLogger } from './options.js';
+import type { StoreLogger } from './failure-options.js';
 
 /** What fails together: one breaker and one failure log. */
 export interface GateScope {
@@ -34,7 +34,7 @@ const MAX_NODES = 64;
  * The breakers and failure logs of a store, one per Cluster primary (following the slot map: after
  * a failover the promoted replica gets a scope of its own, closed), so that one shard down is
  * answered by the failure policy for that shard's keys only, while every other shard's keys still
- * go to Redis. A standalone backend, or a call whose slot owner is not known yet, has one scope.
+ * go to the backend. A standalone backend, or a call whose slot owner is not known yet, has one scope.
  */
 export class GateScopes {
   readonly whole: GateScope;
