@@ -28,13 +28,13 @@ export { describeValue } from './errors.js';
 // HTTP: the request lifecycle every adapter runs, and what it is compiled from.
 export type { ClientResponse, ClientWatch } from './http/client.js';
 export { clientLeft, signalClient, watchClient } from './http/client.js';
-export { withControl } from './http/control.js';
+export { CompiledLimiters, withControl } from './http/control.js';
 export type { ExpressLikeRequest } from './http/express-request.js';
 export { expressRequestAccess, nodeHeader } from './http/express-request.js';
 export type { FastifyLikeRequest } from './http/fastify-request.js';
 export { fastifyRequestAccess } from './http/fastify-request.js';
 export type { GuardAdapter, HttpGuardOptionsByName } from './http/guard-factories.js';
-export { buildGuard, GUARD_ENGINES, guardFunctionName, guardMiddlewares } from './http/guard-factories.js';
+export { buildGuard, GUARD_ENGINES, guardMiddlewares } from './http/guard-factories.js';
 export type {
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
@@ -61,11 +61,15 @@ export type { EndedResponse, HttpExchange, Lifecycle } from './http/lifecycle.js
 export { guardLifecycle, rateLimitLifecycle, whenEnded } from './http/lifecycle.js';
 export type { CompiledLimit, Reservation } from './http/limit-set.js';
 export { LimitSet } from './http/limit-set.js';
+export { guardFunctionName, named, RATE_LIMIT_FUNCTION_NAME } from './http/middleware-name.js';
+export type { NodeExchangeParts, NodeResponse } from './http/node-exchange.js';
+export { nodeExchange, nodeResponseHeaders, stringHeader, writeProblem } from './http/node-exchange.js';
 export type { HttpLimit, HttpLimitOptions } from './http/options.js';
 export { HTTP_OPTIONS } from './http/options.js';
 export { PLAN_CACHE_OPTIONS, PlanCache } from './http/plan-cache.js';
 export type { Refusal } from './http/problem.js';
 export {
+  PROBLEM_CONTENT_TYPE,
   PROBLEM_JSON,
   problemDetails,
   QUOTA_EXCEEDED,
@@ -76,7 +80,7 @@ export {
 } from './http/problem.js';
 export { HttpLimiter, httpLimits } from './http/rate-limit.js';
 export type { AdapterDefaults, RequestAccessBase } from './http/reporter.js';
-export { CONSOLE_DEFAULTS, Reporter } from './http/reporter.js';
+export { CONSOLE_DEFAULTS, DEFAULT_LOG_LINES, Reporter } from './http/reporter.js';
 // Limiter and stores.
 export { assertAlgorithm, limitCall } from './limit-definitions.js';
 export type { ResolvedRetryRange } from './shedding/retry-hint.js';

@@ -3,6 +3,7 @@ import {
   CONSOLE_DEFAULTS,
   HttpLimiter,
   type HttpLimitOptions,
+  RATE_LIMIT_FUNCTION_NAME,
   rateLimitLifecycle,
   withControl,
 } from '@sluice/core/adapter';
@@ -40,7 +41,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const middleware = expressMiddleware(
     (exchange) => rateLimitLifecycle(limiter, exchange),
     handlerOption(options.handler),
-    'sluiceRateLimit',
+    RATE_LIMIT_FUNCTION_NAME,
   );
   return withControl(middleware, limiter);
 }

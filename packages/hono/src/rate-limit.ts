@@ -1,5 +1,11 @@
 import type { RateLimitControl } from '@sluice/core';
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle, withControl } from '@sluice/core/adapter';
+import {
+  HttpLimiter,
+  type HttpLimitOptions,
+  RATE_LIMIT_FUNCTION_NAME,
+  rateLimitLifecycle,
+  withControl,
+} from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
 import { honoDefaults } from './defaults.js';
@@ -35,7 +41,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const middleware = honoMiddleware(
     (exchange) => rateLimitLifecycle(limiter, exchange),
     handlerOption(options.handler),
-    'sluiceRateLimit',
+    RATE_LIMIT_FUNCTION_NAME,
   );
   return withControl(middleware, limiter);
 }

@@ -38,3 +38,23 @@ export function withControl<T extends object, Req>(
   };
   return Object.assign(target, control);
 }
+
+/**
+ * Every rate limit an adapter compiled for one app (Fastify's plugin, routes and decorator hooks;
+ * Nest's guard and `@RateLimit()` decorators), so that one `settle(req, actual)` reaches each
+ * limit that admitted the request.
+ */
+export class CompiledLimiters<Req> {
+  private readonly limiters: HttpLimiter<Req>[] = [];
+
+  /** Keeps `limiter` among those `settle` reaches; answers it. */
+  add(limiter: HttpLimiter<Req>): HttpLimiter<Req> {
+    this.limiters.push(limiter);
+    return limiter;
+  }
+
+  /** Settles the request on every limit that admitted it (see `RateLimitControl.settle`). */
+  async settle(req: Req, actual: number): Promise<void> {
+    await Promise.all(this.limiters.map((limiter) => limiter.settle(req, actual)));
+  }
+}

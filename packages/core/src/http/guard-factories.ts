@@ -7,6 +7,7 @@ import {
   UTILIZATION_ENGINE,
 } from './guard-options.js';
 import { concurrencyGuard, fleetGuard, type GuardName, type HttpGuard, utilizationGuard } from './guards.js';
+import { guardFunctionName } from './middleware-name.js';
 import type { AdapterDefaults, RequestAccessBase } from './reporter.js';
 
 /** Each guard's shared options, by its name. */
@@ -51,11 +52,6 @@ export function buildGuard<Req, G extends GuardName>(
   if (name === 'fleetShed')
     return fleetGuard(where, options as HttpFleetShedOptions<Req>, adapter.defaults, own);
   return utilizationGuard(where, options as HttpUtilizationShedOptions<Req>, adapter.defaults, own);
-}
-
-/** A guard middleware's function name, as stack traces show it: `sluiceFleetShed`. */
-export function guardFunctionName(name: GuardName): string {
-  return `sluice${name[0]!.toUpperCase()}${name.slice(1)}`;
 }
 
 /**
