@@ -50,4 +50,4 @@ export type { ClosableSignal, EventLoopDelayOptions } from './shedding/signals.j
 export { eventLoopDelaySignal, eventLoopUtilizationSignal } from './shedding/signals.js';
 export type { UtilizationShedderOptions } from './shedding/utilization-shedder.js';
 export { UtilizationShedder } from './shedding/utilization-shedder.js';
-export type { MaybePromise, Store } from './store.js';
+export type { LimitCall, MaybePromise, Store } from './store.js';

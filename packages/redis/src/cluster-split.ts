@@ -1,5 +1,4 @@
-import type { Decision } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
+import type { Decision, LimitCall } from '@sluice/core';
 import type { CallGate } from './gate/call-gate.js';
 import type { ScriptCommand } from './script-command.js';
 import { hashSlot } from './slot.js';

@@ -1,5 +1,4 @@
-import type { Algorithm, Decision, Store } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
+import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
 import { slotOwner } from './client.js';
 import { watchClusterNodes } from './cluster-nodes.js';
 import { RETRY_DELAY_WARNING, retryDelayWarning, warn } from './cluster-options.js';

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Algorithm } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
+import type { Algorithm, LimitCall } from '@sluice/core';
 import type { RedisClient } from './client.js';
 import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 import { type ScriptCommand, scriptCommand } from './script-command.js';

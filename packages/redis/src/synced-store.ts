@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { type Algorithm, type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
-import { batchStep, chargeStep, type LimitCall, UNCHANGED } from '@sluice/core/adapter';
+import {
+  type Algorithm,
+  type Decision,
+  ErrorCode,
+  type LimitCall,
+  SluiceError,
+  type Store,
+} from '@sluice/core';
+import { batchStep, chargeStep, UNCHANGED } from '@sluice/core/adapter';
 import { watchClusterNodes } from './cluster-nodes.js';
 import type { BreakerState } from './gate/breaker.js';
 import { CallGate } from './gate/call-gate.js';

@@ -1,5 +1,5 @@
-import type { Decision, Store } from '@sluice/core';
-import { decide, type LimitCall } from '@sluice/core/adapter';
+import type { Decision, LimitCall, Store } from '@sluice/core';
+import { decide } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
 import type { ResolvedFailureOptions } from './failure-options.js';
 
