@@ -29,7 +29,6 @@ const REVIEWED: { readonly [W in Word]: Readonly<Record<string, readonly string[
     core: [
       'GUARD_ENGINES',
       'GUARD_OPTIONS',
-      'GuardAdapter',
       'GuardName',
       'GuardParts',
       'HttpGuard',

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { moduleExports } from '../setup/module-exports.js';
 
 /** What `@sluice/redis` exports, types included: what apps use. Tests reach internals by their source path. */
 const ROOT = [
@@ -41,27 +41,7 @@ const GATE = [
 const source = (path: string) => fileURLToPath(new URL(`../../packages/redis/src/${path}`, import.meta.url));
 const ROOT_FILE = source('index.ts');
 const GATE_FILE = source('gate.ts');
-const program = ts.createProgram([ROOT_FILE, GATE_FILE], {
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  target: ts.ScriptTarget.ES2022,
-  types: [],
-  skipLibCheck: true,
-  noEmit: true,
-  paths: {
-    '@sluice/core': [fileURLToPath(new URL('../../packages/core/src/index.ts', import.meta.url))],
-    '@sluice/core/adapter': [fileURLToPath(new URL('../../packages/core/src/adapter.ts', import.meta.url))],
-  },
-});
-
-function exportsOf(file: string): string[] {
-  const checker = program.getTypeChecker();
-  const symbol = checker.getSymbolAtLocation(program.getSourceFile(file)!)!;
-  return checker
-    .getExportsOfModule(symbol)
-    .map((s) => s.name)
-    .sort();
-}
+const exportsOf = moduleExports([ROOT_FILE, GATE_FILE]);
 
 describe('the public boundary of @sluice/redis', () => {
   it('the root exports exactly the pinned names, types included', () => {

@@ -6,6 +6,7 @@
 // Algorithms: the registry of kinds, and what a store that runs them elsewhere (Lua) shares.
 export type { Transition } from './algorithm.js';
 export { bindName, EPSILON, fingerprint } from './algorithm.js';
+export { ALGORITHM_FACTORIES } from './algorithm-factories.js';
 export type { AlgorithmFactoryName, AlgorithmParam } from './algorithm-kinds.js';
 export { ALGORITHM_KIND_LIST, ALGORITHM_KINDS, isAlgorithmKind } from './algorithm-kinds.js';
 export type { FixedWindowState } from './algorithms/fixed-window.js';
@@ -25,6 +26,7 @@ export { MemoryLeases } from './concurrency/memory-leases.js';
 export { ceilMs, combine, decide } from './decision.js';
 export { MAX_DURATION, parseDuration } from './duration.js';
 export { describeValue } from './errors.js';
+export { FingerprintMap } from './fingerprint-map.js';
 // HTTP: the request lifecycle every adapter runs, the Node glue, and what they are built from.
 export type { ClientResponse } from './http/client.js';
 export { signalClient } from './http/client.js';
@@ -33,8 +35,6 @@ export type { ExpressLikeRequest } from './http/express-request.js';
 export { expressRequestAccess, nodeHeader } from './http/express-request.js';
 export type { FastifyLikeRequest } from './http/fastify-request.js';
 export { fastifyRequestAccess } from './http/fastify-request.js';
-export type { GuardAdapter, HttpGuardOptionsByName } from './http/guard-factories.js';
-export { buildGuard, GUARD_ENGINES, guardMiddlewares } from './http/guard-factories.js';
 export type {
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
@@ -48,6 +48,13 @@ export type { GetHeader, HeaderLimit, PlanOf, SetHeader } from './http/headers.j
 export { HEADER_FORMATS, RateLimitHeaders } from './http/headers.js';
 export type { EndedResponse, HttpExchange, Lifecycle } from './http/lifecycle.js';
 export { guardLifecycle, rateLimitLifecycle, whenEnded } from './http/lifecycle.js';
+export type { HttpGuardOptionsByName, MiddlewareAdapter } from './http/middleware-factories.js';
+export {
+  buildGuard,
+  GUARD_ENGINES,
+  guardMiddlewares,
+  rateLimitMiddleware,
+} from './http/middleware-factories.js';
 export { guardFunctionName, named, RATE_LIMIT_FUNCTION_NAME } from './http/middleware-name.js';
 export type { NodeExchangeParts, NodeResponse } from './http/node-exchange.js';
 export { nodeExchange, nodeResponseHeaders, stringHeader, writeProblem } from './http/node-exchange.js';

@@ -111,24 +111,25 @@ export class Limiter {
       }
       return decision instanceof Promise ? decision.then(single, rejected) : combine([decision]);
     }
-    const calls = this.calls(keys, options);
-    if (calls.length === 0) return UNLIMITED;
-    let result: MaybePromise<Decision[]>;
-    try {
-      result = this.store.consume(calls, options?.now);
-    } catch (error) {
-      return Promise.reject(storeFailure(error));
-    }
-    return this.combined(result, calls);
+    return this.ask('consume', keys, options);
   }
 
   /** Reports every limit without consuming anything. Smyte's `get`. */
   peek(keys: LimitKeys, options?: CheckOptions): MaybePromise<Decision> {
+    return this.ask('peek', keys, options);
+  }
+
+  /** One batch call to the store for every limit with a key, its answer combined. */
+  private ask(
+    method: 'consume' | 'peek',
+    keys: LimitKeys,
+    options: CheckOptions | undefined,
+  ): MaybePromise<Decision> {
     const calls = this.calls(keys, options);
     if (calls.length === 0) return UNLIMITED;
     let result: MaybePromise<Decision[]>;
     try {
-      result = this.store.peek(calls, options?.now);
+      result = this.store[method](calls, options?.now);
     } catch (error) {
       return Promise.reject(storeFailure(error));
     }

@@ -1,4 +1,5 @@
 import type { Algorithm } from './algorithm.js';
+import { FingerprintMap } from './fingerprint-map.js';
 
 /** Entries at the old end looked at for an expired one before the least recent is evicted. */
 const EXPIRY_SCAN = 8;
@@ -91,12 +92,9 @@ export interface KeySpace {
  * live ones.
  */
 export class MemoryKeys {
-  private readonly spaces = new Map<string, KeySpace>();
+  private readonly spaces = new FingerprintMap<KeySpace>(newSpace);
   private count = 0;
   private byteTotal = 0;
-  /** The space of the last algorithm seen (spaces are never removed except by `clear`). */
-  private lastAlgorithm: Algorithm | undefined;
-  private lastSpace: KeySpace | undefined;
 
   constructor(
     private readonly maxKeys: number,
@@ -115,35 +113,17 @@ export class MemoryKeys {
 
   /** The space of `algorithm`'s fingerprint, made on first use. */
   space(algorithm: Algorithm): KeySpace {
-    // One limiter per store is the common case: skip the lookup by fingerprint when it repeats.
-    if (algorithm === this.lastAlgorithm) return this.lastSpace!;
-    let space = this.spaces.get(algorithm.fingerprint);
-    if (space === undefined) {
-      space = {
-        young: new Map(),
-        old: new Map(),
-        cursor: undefined,
-        front: [],
-        expiresAt: [],
-        algorithm,
-        grace: Number.isFinite(algorithm.window) ? Math.max(0, algorithm.window) : 0,
-        bytes: 0,
-      };
-      this.spaces.set(algorithm.fingerprint, space);
-    }
-    this.lastAlgorithm = algorithm;
-    this.lastSpace = space;
-    return space;
+    return this.spaces.of(algorithm);
   }
 
   /** The space of `algorithm`'s fingerprint if it has one (nothing is made). */
   existing(algorithm: Algorithm): KeySpace | undefined {
-    return this.spaces.get(algorithm.fingerprint);
+    return this.spaces.existing(algorithm);
   }
 
   /** The stored state of one key, without moving it between generations. */
   stateOf(algorithm: Algorithm, key: string): unknown {
-    const space = this.spaces.get(algorithm.fingerprint);
+    const space = this.spaces.existing(algorithm);
     if (space === undefined) return undefined;
     const cell = space.young.get(key) ?? space.old.get(key);
     return cell === undefined ? undefined : cellState(cell);
@@ -220,7 +200,6 @@ export class MemoryKeys {
 
   clear(): void {
     this.spaces.clear();
-    this.lastAlgorithm = this.lastSpace = undefined;
     this.count = 0;
     this.byteTotal = 0;
   }
@@ -279,7 +258,7 @@ export class MemoryKeys {
     const weight = (space: KeySpace) => (byBytes ? space.bytes : space.young.size + space.old.size);
     let victim = writing;
     let most = weight(writing) - (byBytes ? writtenBytes : 1);
-    for (const space of this.spaces.values()) {
+    for (const space of this.spaces.all()) {
       const stored = weight(space);
       if (space !== writing && stored > most) {
         victim = space;
@@ -313,6 +292,20 @@ export class MemoryKeys {
       }
     }
   }
+}
+
+/** A new fingerprint's space, empty. */
+function newSpace(algorithm: Algorithm): KeySpace {
+  return {
+    young: new Map(),
+    old: new Map(),
+    cursor: undefined,
+    front: [],
+    expiresAt: [],
+    algorithm,
+    grace: Number.isFinite(algorithm.window) ? Math.max(0, algorithm.window) : 0,
+    bytes: 0,
+  };
 }
 
 /**

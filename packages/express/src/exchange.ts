@@ -1,13 +1,23 @@
 import {
+  CONSOLE_DEFAULTS,
   type HttpExchange,
   type Lifecycle,
+  type MiddlewareAdapter,
   named,
   nodeExchange,
   nodeResponseHeaders,
   writeProblem,
 } from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { expressAccess } from './access.js';
 import type { RefusalHandler } from './refuse.js';
+
+/** What every sluice middleware of Express reads requests with, reports to, and accepts of its own. */
+export const EXPRESS: MiddlewareAdapter<Request> = {
+  access: expressAccess,
+  defaults: CONSOLE_DEFAULTS,
+  options: ['handler'],
+};
 
 /** One Express request as the core lifecycle sees it. */
 export interface ExpressContext {

@@ -1,16 +1,26 @@
 import type { Decision } from '@sluice/core';
 import {
+  CONSOLE_DEFAULTS,
   functionOption,
   type HttpExchange,
   type Lifecycle,
+  type MiddlewareAdapter,
   named,
   nodeExchange,
   PROBLEM_CONTENT_TYPE,
 } from '@sluice/core/adapter';
 import type { Context, Middleware, Next } from 'koa';
+import { koaAccess } from './access.js';
 
 /** A custom answer to a refused request (`handler` of every sluice middleware): set `ctx.body` (`ctx.status` is preset). */
 export type RefusalHandler = (ctx: Context, decision: Decision) => void | Promise<void>;
+
+/** What every sluice middleware of Koa reads requests with, reports to, and accepts of its own. */
+export const KOA: MiddlewareAdapter<Context> = {
+  access: koaAccess,
+  defaults: CONSOLE_DEFAULTS,
+  options: ['handler'],
+};
 
 /** One Koa request as the core lifecycle sees it. */
 interface KoaContext {

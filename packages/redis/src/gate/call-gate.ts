@@ -1,8 +1,8 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
-import type { BreakerOptions, BreakerState } from './breaker.js';
+import type { BreakerState } from './breaker.js';
 import { Deadlines, timeoutError } from './deadlines.js';
 import { policyText } from './failure-log.js';
-import type { FailurePolicy, StoreErrorEvent, StoreLogger } from './failure-options.js';
+import type { ResolvedFailureOptions, StoreErrorEvent } from './failure-options.js';
 import { type GateScope, GateScopes, type SlotOwner } from './gate-scopes.js';
 import { StartUp, type StartUpClient, startUpError } from './start-up.js';
 
@@ -11,22 +11,25 @@ export type Operation = StoreErrorEvent['operation'];
 /** The client as the gate reads it: its status, and its first `ready` (or `end`). */
 export type GateClient = StartUpClient;
 
-/** What the gate needs: the resolved failure options of its store (see `resolveFailureOptions`). */
-export interface GateOptions {
+/**
+ * What the gate needs: the resolved failure options of its store (see `resolveFailureOptions`;
+ * the logger, where failures are said loudly; the policy and share, for the log's lines), its
+ * client and clock, and who speaks.
+ */
+export interface GateOptions
+  extends Pick<
+    ResolvedFailureOptions,
+    | 'timeout'
+    | 'readyTimeout'
+    | 'breaker'
+    | 'onError'
+    | 'onBreakerChange'
+    | 'logger'
+    | 'failurePolicy'
+    | 'outageShare'
+  > {
   readonly client: GateClient;
   readonly clock: () => number;
-  readonly timeout: number;
-  readonly readyTimeout: number;
-  readonly breaker: Required<BreakerOptions> | undefined;
-  readonly onError: ((event: StoreErrorEvent) => void) | undefined;
-  readonly onBreakerChange:
-    | ((state: BreakerState, previous: BreakerState, node?: string) => void)
-    | undefined;
-  /** Where failures are said loudly (see `FailureLog`); none: the `onError` hook has them. */
-  readonly logger: StoreLogger | undefined;
-  /** How calls are answered while the backend is away, for the log's lines. */
-  readonly failurePolicy: FailurePolicy;
-  readonly outageShare: number;
   /**
    * The log's words for the policy, when the store answers its own way (SyncedStore's local view).
    * @default the failure policy's

@@ -1,4 +1,5 @@
 import type { Algorithm } from '@sluice/core';
+import { FingerprintMap } from '@sluice/core/adapter';
 import { escapeKey } from '../key-escape.js';
 import { hashSlot } from '../slot.js';
 import { type Delta, type MergeRule, mergeRule } from './merge-rules.js';
@@ -43,12 +44,10 @@ export interface Entry {
  * queued stays in the batch: what it consumed is still sent.
  */
 export class LocalTable {
-  private readonly spaces = new Map<string, Space>();
+  private readonly spaces = new FingerprintMap<Space>(newSpace);
   private readonly order = new Set<Entry>();
   private generation = 0;
   private inserted = 0;
-  private lastAlgorithm: Algorithm | undefined;
-  private lastSpace: Space | undefined;
 
   /**
    * @param prefix the store's key prefix (`RedisStore`'s keys)
@@ -66,7 +65,7 @@ export class LocalTable {
 
   /** The entry of a key, made if new (possibly evicting the oldest); kept from eviction if not. */
   entry(algorithm: Algorithm, key: string): Entry {
-    const space = algorithm === this.lastAlgorithm ? this.lastSpace! : this.space(algorithm);
+    const space = this.spaces.of(algorithm);
     let entry = space.entries.get(key);
     if (entry === undefined) {
       const redisKey = `${this.prefix}{${escapeKey(key)}}`;
@@ -90,7 +89,7 @@ export class LocalTable {
 
   /** The entry of a key this node holds, or undefined (nothing is made). */
   existing(algorithm: Algorithm, key: string): Entry | undefined {
-    return this.spaces.get(algorithm.fingerprint)?.entries.get(key);
+    return this.spaces.existing(algorithm)?.entries.get(key);
   }
 
   /** Whether `entry` is still the one held for its key (not evicted, not replaced). */
@@ -104,7 +103,7 @@ export class LocalTable {
   }
 
   clear(): void {
-    for (const space of this.spaces.values()) space.entries.clear();
+    for (const space of this.spaces.all()) space.entries.clear();
     this.order.clear();
   }
 
@@ -129,20 +128,9 @@ export class LocalTable {
     entry.space.entries.set(entry.key, entry);
     this.order.add(entry);
   }
+}
 
-  private space(algorithm: Algorithm): Space {
-    let space = this.spaces.get(algorithm.fingerprint);
-    if (space === undefined) {
-      space = {
-        algorithm,
-        rule: mergeRule(algorithm),
-        field: algorithm.fingerprint,
-        entries: new Map(),
-      };
-      this.spaces.set(algorithm.fingerprint, space);
-    }
-    this.lastAlgorithm = algorithm;
-    this.lastSpace = space;
-    return space;
-  }
+/** A new fingerprint's space, empty. */
+function newSpace(algorithm: Algorithm): Space {
+  return { algorithm, rule: mergeRule(algorithm), field: algorithm.fingerprint, entries: new Map() };
 }
