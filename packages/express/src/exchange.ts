@@ -31,7 +31,7 @@ const headers = nodeResponseHeaders((ctx: ExpressContext) => ctx.res);
 
 /** The Express glue of the core lifecycle: `req.rateLimit`, `next()`, the refusal. */
 function expressExchange(handler: RefusalHandler | undefined): HttpExchange<ExpressContext, Request, void> {
-  return nodeExchange({
+  return nodeExchange<ExpressContext, Request, void>({
     ...headers,
     request: (ctx) => ctx.req,
     response: (ctx) => ctx.res,

@@ -37,7 +37,7 @@ const toError = (error: unknown): Error => (error instanceof Error ? error : new
  * are merged with the plugin's into one hook.
  */
 function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, FastifyRequest, void> {
-  return nodeExchange({
+  return nodeExchange<FastifyContext, FastifyRequest, void>({
     request: (ctx) => ctx.request,
     response: (ctx) => ctx.reply.raw,
     setHeader: (ctx, name, value) => {

@@ -36,7 +36,7 @@ export const handlerOption = (handler: unknown): RefusalHandler | undefined =>
 
 /** The Koa glue of the core lifecycle: `ctx.set`, `next()`, the refusal in `ctx.status`/`ctx.body`. */
 function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaContext, Context, Result> {
-  return nodeExchange({
+  return nodeExchange<KoaContext, Context, Result>({
     request: (k) => k.ctx,
     response: (k) => k.ctx.res,
     setHeader: (k, name, value) => {

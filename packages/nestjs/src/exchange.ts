@@ -30,7 +30,11 @@ const response = (context: ExecutionContext): NestResponse =>
 const node = (res: NestResponse): NodeResponse => res.raw ?? (res as unknown as NodeResponse);
 
 /** The Nest glue of the core lifecycle, on Express or Fastify: headers on the response, `true`, the exception. */
-export const nestExchange: HttpExchange<ExecutionContext, NestRequest, boolean> = nodeExchange({
+export const nestExchange: HttpExchange<ExecutionContext, NestRequest, boolean> = nodeExchange<
+  ExecutionContext,
+  NestRequest,
+  boolean
+>({
   request: (context) => context.switchToHttp().getRequest<NestRequest>(),
   response: (context) => node(response(context)),
   setHeader: (context, name, value) => {
