@@ -1,9 +1,9 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
 import type { BreakerState } from './breaker.js';
 import { Deadlines, timeoutError } from './deadlines.js';
-import { policyText } from './failure-log.js';
 import type { ResolvedFailureOptions, StoreErrorEvent } from './failure-options.js';
 import { type GateScope, GateScopes, type SlotOwner } from './gate-scopes.js';
+import { isReplyError } from './reply-error.js';
 import { StartUp, type StartUpClient, startUpError } from './start-up.js';
 
 export type Operation = StoreErrorEvent['operation'];
@@ -68,32 +68,12 @@ export class CallGate {
     this.startUp = new StartUp(options.client, options.readyTimeout, (keys, why) =>
       this.report('connect', keys, startUpError(this.store, this.backend, why)),
     );
-    const { failurePolicy, outageShare } = options;
-    this.scopes = new GateScopes({
-      clock: options.clock,
-      breaker: options.breaker,
-      logger: options.logger,
-      onBreakerChange: options.onBreakerChange,
-      owner: options.owner,
-      names: {
-        store: this.store,
-        backend: this.backend,
-        policy:
-          options.policyText ??
-          policyText(typeof failurePolicy === 'object' ? 'store' : failurePolicy, outageShare),
-      },
-    });
+    this.scopes = new GateScopes(options);
   }
 
   /** The worst breaker state of the store's (`'open'` if one Cluster primary's is); `'closed'` with no breaker. */
   get state(): BreakerState {
-    let worst: BreakerState = 'closed';
-    for (const scope of this.scopes.all()) {
-      const state = scope.breaker?.state ?? 'closed';
-      if (state === 'open') return 'open';
-      if (state === 'half-open') worst = state;
-    }
-    return worst;
+    return this.scopes.worstState();
   }
 
   /** ms until the breaker of `slot`'s node next lets a call through (its whole cooldown while closed); 1000 with no breaker. */
@@ -334,18 +314,6 @@ export class CallGate {
     if (answered) scope.breaker?.success();
     else scope.breaker?.failure();
   }
-}
-
-/**
- * Whether `error` is the backend replying (in the Redis protocol) that this one call is wrong: a reply error (ioredis and its
- * forks name it `ReplyError`) with code `WRONGTYPE` or `ERR` (bad argument, not an integer, a
- * script error), except an `ERR` about the server itself (too many clients).
- */
-function isReplyError(error: unknown): boolean {
-  if (!(error instanceof Error) || error.name !== 'ReplyError') return false;
-  const message = error.message;
-  if (message.startsWith('WRONGTYPE ')) return true;
-  return message.startsWith('ERR ') && !message.startsWith('ERR max number of clients');
 }
 
 function identity<T>(value: T): T {
