@@ -8,7 +8,7 @@ import type { HttpLimiter } from './rate-limit.js';
  */
 export interface RateLimitControl<Req> {
   /**
-   * What the limits hold for this request, without consuming anything: the combined Decision for
+   * What the limits have for this request, without consuming anything: the combined Decision for
    * its cost, or `undefined` when it would not be limited (skipped, allow-listed, no key).
    * Rejects when the store or one of the request's functions fails.
    */
