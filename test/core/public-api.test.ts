@@ -140,7 +140,6 @@ const ADAPTER = [
   'NodeExchangeParts',
   'NodeResponse',
   'PROBLEM_CONTENT_TYPE',
-  'PROBLEM_JSON',
   'PlanOf',
   'Priority',
   'RATE_LIMIT_FUNCTION_NAME',

@@ -61,7 +61,7 @@ export { nodeExchange, nodeResponseHeaders, stringHeader, writeProblem } from '.
 export type { HttpLimit, HttpLimitOptions } from './http/options.js';
 export { HTTP_OPTIONS } from './http/options.js';
 export type { Refusal } from './http/problem.js';
-export { PROBLEM_CONTENT_TYPE, PROBLEM_JSON, refusal } from './http/problem.js';
+export { PROBLEM_CONTENT_TYPE, refusal } from './http/problem.js';
 export { HttpLimiter, httpLimits } from './http/rate-limit.js';
 export type { AdapterDefaults, RequestAccessBase } from './http/reporter.js';
 export { CONSOLE_DEFAULTS, DEFAULT_LOG_LINES } from './http/reporter.js';
