@@ -24,12 +24,11 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Decision, RateLimitControl, Store } from '@sluice/core';
-import {
-  type HttpConcurrencyOptions,
-  type HttpFleetShedOptions,
-  type HttpLimitOptions,
-  type HttpUtilizationShedOptions,
-  refusalStatus,
+import type {
+  HttpConcurrencyOptions,
+  HttpFleetShedOptions,
+  HttpLimitOptions,
+  HttpUtilizationShedOptions,
 } from '@sluice/core/adapter';
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
@@ -43,6 +42,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { Hono, type Context as HonoContext } from 'hono';
 import Koa, { type Context as KoaContext, type Middleware as KoaMiddleware } from 'koa';
 import supertest from 'supertest';
+import { refusalStatus } from '../../packages/core/src/http/problem.js';
 
 /** Options written once for both adapters: keys use the access argument, never the framework's request. */
 export type Options = HttpLimitOptions<unknown>;

@@ -9,13 +9,16 @@ import {
   type SluiceWarning,
   UtilizationShedder,
 } from '@sluice/core';
-import { clientAddress, combine, decide, resetSeconds, retryAfterSeconds } from '@sluice/core/adapter';
+import { combine, decide } from '@sluice/core/adapter';
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
 import express from 'express';
 import Fastify from 'fastify';
 import supertest from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
+import { resetSeconds } from '../../packages/core/src/http/headers.js';
+import { clientAddress } from '../../packages/core/src/http/ip.js';
+import { retryAfterSeconds } from '../../packages/core/src/http/problem.js';
 import { forgetWarnings } from '../setup/process-warnings.js';
 
 describe('clientAddress', () => {
