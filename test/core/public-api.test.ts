@@ -132,7 +132,6 @@ const ADAPTER = [
   'LeaseCall',
   'LeaseStore',
   'Lifecycle',
-  'LimitCall',
   'MAX_DURATION',
   'MAX_TIME',
   'MIN_UNIT_TIME',
@@ -187,8 +186,6 @@ const ADAPTER = [
   'rateLimitMiddleware',
   'refusal',
   'requireOption',
-  // batchStep's old name (deprecated), while @sluice/server imports it.
-  'settleBatch',
   'signalClient',
   'stringHeader',
   'whenEnded',
@@ -196,11 +193,8 @@ const ADAPTER = [
   'writeProblem',
 ];
 
-/**
- * Names on both entry points, each for a stated reason and a stated time: `LimitCall` belongs on
- * the root beside `Store`, and stays on `/adapter` while @sluice/server imports it from there.
- */
-const ON_BOTH = ['LimitCall'];
+/** Names on both entry points, each for a stated reason and a stated time: none now. */
+const ON_BOTH: string[] = [];
 
 const ROOT_FILE = fileURLToPath(new URL('../../packages/core/src/index.ts', import.meta.url));
 const ADAPTER_FILE = fileURLToPath(new URL('../../packages/core/src/adapter.ts', import.meta.url));

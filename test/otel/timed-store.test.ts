@@ -1,5 +1,6 @@
+import type { LimitCall } from '@sluice/core';
 import { fixedWindow, MemoryStore, type Store } from '@sluice/core';
-import { HttpLimiter, type LimitCall } from '@sluice/core/adapter';
+import { HttpLimiter } from '@sluice/core/adapter';
 import { timedStore } from '@sluice/otel';
 import { describe, expect, it } from 'vitest';
 

@@ -1,3 +1,4 @@
+import type { LimitCall } from '@sluice/core';
 import {
   type Algorithm,
   fixedWindow,
@@ -9,7 +10,6 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
 import { RedisStore } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';

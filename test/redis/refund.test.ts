@@ -1,3 +1,4 @@
+import type { LimitCall } from '@sluice/core';
 import {
   type Algorithm,
   fixedWindow,
@@ -10,7 +11,6 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
 import { RedisStore, type RedisStoreErrorEvent, type RedisStoreOptions } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';

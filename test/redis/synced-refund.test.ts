@@ -1,3 +1,4 @@
+import type { LimitCall } from '@sluice/core';
 import {
   type Algorithm,
   fixedWindow,
@@ -8,7 +9,6 @@ import {
   slidingWindowCounter,
   tokenBucket,
 } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
 import { RedisStore, SyncedStore } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';

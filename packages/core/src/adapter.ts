@@ -65,9 +65,8 @@ export { PROBLEM_CONTENT_TYPE, refusal } from './http/problem.js';
 export { HttpLimiter, httpLimits } from './http/rate-limit.js';
 export type { AdapterDefaults, RequestAccessBase } from './http/reporter.js';
 export { CONSOLE_DEFAULTS, DEFAULT_LOG_LINES } from './http/reporter.js';
-// `LimitCall` is on the root beside `Store`; here too only while @sluice/server imports it from here.
-export type { BlockWrite, LimitCall, StateWrite } from './store.js';
-export { batchStep, chargeStep, settleBatch, UNCHANGED } from './store.js';
+export type { BlockWrite, StateWrite } from './store.js';
+export { batchStep, chargeStep, UNCHANGED } from './store.js';
 export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';
 export {
   assertKnownOptions,

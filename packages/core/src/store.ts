@@ -167,9 +167,3 @@ export function chargeStep(
   if (!step.decision.allowed) return { state: UNCHANGED, taken: 0 };
   return { state: step.state, taken: take };
 }
-
-/**
- * @deprecated `batchStep`'s old name, kept while `@sluice/server` still imports it: "settle" names
- * one thing, settling a request to its actual cost (`settle(req, actual)`).
- */
-export const settleBatch = batchStep;

@@ -29,13 +29,13 @@ export function acquireLease(
   now: number,
 ): { decision: Decision; next: LeaseSet | typeof KEEP } {
   const [times, ids] = live(set, now, call.ttl);
-  const held = ids.indexOf(call.id);
-  if (held < 0 && ids.length >= call.limit) {
+  const renewed = ids.indexOf(call.id);
+  if (renewed < 0 && ids.length >= call.limit) {
     return { decision: leaseDecision(false, ids.length, times[0], times.at(-1), call, now), next: KEEP };
   }
-  if (held >= 0) {
-    times.splice(held, 1);
-    ids.splice(held, 1);
+  if (renewed >= 0) {
+    times.splice(renewed, 1);
+    ids.splice(renewed, 1);
   }
   // In `startedAt` order; equal times keep arrival order.
   let at = times.length;
@@ -55,20 +55,20 @@ export function peekLease(set: LeaseSet | undefined, call: LeaseAcquire, now: nu
   return leaseDecision(allowed, ids.length, times[0], times.at(-1), call, now);
 }
 
-/** release: `held` when `id` was still held; the set without it (deleted when empty). */
+/** release: `found` when `id` was still held; the set without it (deleted when empty). */
 export function releaseLease(
   set: LeaseSet | undefined,
   id: string,
   now: number,
-): { held: boolean; next: LeaseSet | undefined | typeof KEEP } {
-  if (set === undefined) return { held: false, next: KEEP };
+): { found: boolean; next: LeaseSet | undefined | typeof KEEP } {
+  if (set === undefined) return { found: false, next: KEEP };
   const [times, ids] = live(set, now, set[2]);
-  const held = ids.indexOf(id);
-  if (held >= 0) {
-    times.splice(held, 1);
-    ids.splice(held, 1);
+  const at = ids.indexOf(id);
+  if (at >= 0) {
+    times.splice(at, 1);
+    ids.splice(at, 1);
   }
-  return { held: held >= 0, next: ids.length === 0 ? undefined : [times, ids, set[2]] };
+  return { found: at >= 0, next: ids.length === 0 ? undefined : [times, ids, set[2]] };
 }
 
 /** How long a set is stored: until its newest lease expires. */

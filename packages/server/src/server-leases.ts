@@ -1,8 +1,8 @@
 import type { Decision } from '@sluice/core';
 import type { LeaseAcquire, LeaseCall, LeaseStore } from '@sluice/core/adapter';
+import type { RemoteCalls } from '@sluice/redis/gate';
 import type { Redis } from 'ioredis';
-import type { Guard } from './server-guard.js';
-import { decisionOf, keyArg, type Wire } from './store-wire.js';
+import { decisionOf, keyArg, type Reply } from './store-wire.js';
 
 /**
  * Concurrency leases in a sluice-server's memory (SL.LEASE, `ServerStore.leases`), each call under
@@ -16,14 +16,14 @@ import { decisionOf, keyArg, type Wire } from './store-wire.js';
 export class ServerLeases implements LeaseStore {
   constructor(
     private readonly clientFor: (key: string) => Redis,
-    private readonly guard: (client: Redis) => Guard,
+    private readonly callsTo: (client: Redis) => RemoteCalls,
     private readonly at: (now: number | undefined) => number | undefined,
     private readonly prefixed: (key: string) => string,
   ) {}
 
   acquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
     const client = this.clientFor(call.key);
-    const { gate, leases } = this.guard(client);
+    const { gate, leases } = this.callsTo(client);
     let sent: Promise<unknown> | undefined;
     return gate.map(
       'acquire',
@@ -32,7 +32,7 @@ export class ServerLeases implements LeaseStore {
         sent = this.send(client, 'ACQUIRE', call, now);
         return sent;
       },
-      (reply) => decisionOf(reply as Wire),
+      (reply) => decisionOf(reply as Reply),
       () => {
         if (sent !== undefined) this.releaseIfLate(client, sent, call);
         return leases.acquire(call, now);
@@ -42,12 +42,12 @@ export class ServerLeases implements LeaseStore {
 
   peek(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
     const client = this.clientFor(call.key);
-    const { gate, leases } = this.guard(client);
+    const { gate, leases } = this.callsTo(client);
     return gate.map(
       'peek',
       1,
       () => this.send(client, 'PEEK', call, now),
-      (reply) => decisionOf(reply as Wire),
+      (reply) => decisionOf(reply as Reply),
       () => leases.peek(call, now),
     );
   }
@@ -55,7 +55,7 @@ export class ServerLeases implements LeaseStore {
   /** Never rejects: a failure is reported to `onError` and answers `false` (the ttl cleans up). */
   async release(call: LeaseCall, now: number | undefined): Promise<boolean> {
     const client = this.clientFor(call.key);
-    const { gate, leases } = this.guard(client);
+    const { gate, leases } = this.callsTo(client);
     const byPolicy = leases.release(call, now);
     if (byPolicy !== undefined) return byPolicy;
     return gate.map(
@@ -70,7 +70,7 @@ export class ServerLeases implements LeaseStore {
   /** Deletes the lease set (and the fallback store's). Rejects with `ERR_SLUICE_STORE_FAILURE` when the server fails. */
   async reset(space: string, key: string): Promise<void> {
     const client = this.clientFor(key);
-    const { gate, leases } = this.guard(client);
+    const { gate, leases } = this.callsTo(client);
     await leases.reset(space, key);
     await gate.strict('reset', 1, () =>
       client.call('SL.LEASE', 'RESET', keyArg(space), keyArg(this.prefixed(key))),
@@ -115,8 +115,10 @@ export class ServerLeases implements LeaseStore {
     sent.then(
       (reply) => {
         // Not through the breaker: it is open precisely when late replies come (see CallGate.cleanup).
-        if (decisionOf(reply as Wire).allowed)
-          void this.guard(client).gate.cleanup('release', 1, () => this.sendRelease(client, call, undefined));
+        if (decisionOf(reply as Reply).allowed)
+          void this.callsTo(client).gate.cleanup('release', 1, () =>
+            this.sendRelease(client, call, undefined),
+          );
       },
       () => {
         // Failed (not late): nothing was taken.

@@ -1,13 +1,13 @@
-import { type Decision, ErrorCode, SluiceError, type Store } from '@sluice/core';
-import { assertKnownOptions, type LimitCall, requireOption } from '@sluice/core/adapter';
+import { type Decision, ErrorCode, type LimitCall, SluiceError, type Store } from '@sluice/core';
+import { assertKnownOptions, requireOption } from '@sluice/core/adapter';
 import type { BreakerState } from '@sluice/redis';
-import { resolveFailureOptions } from '@sluice/redis/gate';
+import { type RemoteCalls, remoteCalls, resolveFailureOptions } from '@sluice/redis/gate';
 import type { Redis } from 'ioredis';
 import { HashRing } from './hash-ring.js';
-import { type Guard, guardFor, worstState } from './server-guard.js';
+
 import { ServerLeases } from './server-leases.js';
 import { KNOWN, type ServerStoreOptions } from './server-store-options.js';
-import { compactDecisions, encodeCalls, type Wire } from './store-wire.js';
+import { compactDecisions, encodeCalls, type Reply } from './store-wire.js';
 
 /**
  * A `Store` on a sluice-server: each decision is one command (SL.CHECK with every layered limit),
@@ -26,8 +26,8 @@ export class ServerStore implements Store {
   private readonly ring: HashRing<Redis> | undefined;
   private readonly prefix: string;
   private readonly clock: (() => number) | undefined;
-  /** The failure handling of each server's client. */
-  private readonly guards = new Map<Redis, Guard>();
+  /** The failure handling of each server's client: one breaker per server, so one down does not open the others'. */
+  private readonly calls = new Map<Redis, RemoteCalls>();
   /** The store that decides while a server is away (the failure policy's), if any. */
   private readonly fallback: Store | undefined;
 
@@ -61,11 +61,14 @@ export class ServerStore implements Store {
     const failure = resolveFailureOptions('ServerStore', options, clock);
     this.fallback = failure.fallback;
     for (const client of options.clients ?? [this.client!]) {
-      this.guards.set(client, guardFor(client, failure, clock));
+      this.calls.set(
+        client,
+        remoteCalls({ ...failure, client, clock, names: { store: 'ServerStore', backend: 'sluice-server' } }),
+      );
     }
     this.leases = new ServerLeases(
       (key) => this.clientFor(key),
-      (client) => this.guard(client),
+      (client) => this.callsTo(client),
       (now) => now ?? this.clock?.(),
       (key) => this.prefix + key,
     );
@@ -73,11 +76,11 @@ export class ServerStore implements Store {
 
   /** The breaker's state; with `clients`, the worst of the servers' (`'open'` if any is open). */
   get breakerState(): BreakerState {
-    return worstState([...this.guards.values()]);
+    return worstState([...this.calls.values()]);
   }
 
-  private guard(client: Redis): Guard {
-    return this.guards.get(client)!;
+  private callsTo(client: Redis): RemoteCalls {
+    return this.calls.get(client)!;
   }
 
   /** The server owning `key` (the user key, before the prefix): every limit of one key lives there. */
@@ -124,12 +127,12 @@ export class ServerStore implements Store {
     const groups = [...this.groups(calls)];
     if (groups.length === 1) {
       const [client] = groups[0]!;
-      const { gate, answers } = this.guard(client);
+      const { gate, answers } = this.callsTo(client);
       return gate.map(
         'consume',
         calls.length,
         () => client.call('SL.CHECK', ...this.args(calls, at, true)),
-        (reply) => compactDecisions(reply as Wire, calls),
+        (reply) => compactDecisions(reply as Reply, calls),
         () => answers.consume(calls, now),
       );
     }
@@ -138,12 +141,12 @@ export class ServerStore implements Store {
     const results = await Promise.all(
       groups.map(([client, indices], g) => {
         const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.guard(client);
+        const { gate, answers } = this.callsTo(client);
         return gate.map(
           'consume',
           mine.length,
           () => client.call('SL.CHECK', ...this.args(mine, at, true)),
-          (reply) => compactDecisions(reply as Wire, mine),
+          (reply) => compactDecisions(reply as Reply, mine),
           () => {
             byPolicy[g] = true;
             return answers.consume(mine, now);
@@ -157,7 +160,7 @@ export class ServerStore implements Store {
         groups.map(async ([client, indices], g) => {
           if (!admitted[g]) return;
           const mine = indices.map((i) => calls[i]!);
-          const { gate, answers } = this.guard(client);
+          const { gate, answers } = this.callsTo(client);
           if (byPolicy[g]) await answers.refund(mine, now);
           else
             await gate.compensate('rollback', mine.length, () =>
@@ -182,12 +185,12 @@ export class ServerStore implements Store {
     await Promise.all(
       [...this.groups(calls)].map(async ([client, indices]) => {
         const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.guard(client);
+        const { gate, answers } = this.callsTo(client);
         const reply = await gate.map(
           'peek',
           mine.length,
           () => client.call('SL.PEEK', ...this.args(mine, at, true)),
-          (wire) => compactDecisions(wire as Wire, mine),
+          (reply) => compactDecisions(reply as Reply, mine),
           () => answers.peek(mine, now),
         );
         indices.forEach((i, j) => {
@@ -208,7 +211,7 @@ export class ServerStore implements Store {
     await Promise.all(
       [...this.groups(calls)].map(([client, indices]) => {
         const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.guard(client);
+        const { gate, answers } = this.callsTo(client);
         return gate.run(
           'refund',
           mine.length,
@@ -230,7 +233,7 @@ export class ServerStore implements Store {
     await Promise.all(
       [...this.groups(calls)].map(async ([client, indices]) => {
         const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.guard(client);
+        const { gate, answers } = this.callsTo(client);
         const units = await gate.map(
           'charge',
           mine.length,
@@ -251,7 +254,7 @@ export class ServerStore implements Store {
     await this.fallback?.reset(calls);
     await Promise.all(
       [...this.groups(calls)].map(([client, indices]) =>
-        this.guard(client).gate.strict('reset', indices.length, () =>
+        this.callsTo(client).gate.strict('reset', indices.length, () =>
           client.call(
             'SL.RESET',
             ...this.args(
@@ -266,7 +269,7 @@ export class ServerStore implements Store {
 
   /** Forgets the leases the failure policy answered and shuts down the fallback store. The clients are the caller's. */
   async shutdown(): Promise<void> {
-    for (const guard of this.guards.values()) guard.leases.clear();
+    for (const calls of this.calls.values()) calls.leases.clear();
     await this.fallback?.shutdown();
   }
 }
@@ -313,4 +316,13 @@ function assertPlainCalls(calls: readonly LimitCall[]): void {
       );
     }
   }
+}
+
+const ORDER: readonly BreakerState[] = ['closed', 'half-open', 'open'];
+
+/** The worst breaker state of the servers' (`'open'` if any is open). */
+function worstState(servers: readonly RemoteCalls[]): BreakerState {
+  let worst = 0;
+  for (const server of servers) worst = Math.max(worst, ORDER.indexOf(server.gate.state));
+  return ORDER[worst]!;
 }

@@ -38,9 +38,9 @@ export class StateCache {
     const entry: CacheEntry = { value, pending: undefined, txn: 0 };
     this.entries.set(id, entry);
     for (let tries = 0; this.entries.size > this.capacity && tries < 8; tries++) {
-      const [oldest, held] = this.entries.entries().next().value!;
+      const [oldest, old] = this.entries.entries().next().value!;
       this.entries.delete(oldest);
-      if (held.txn === txn) this.entries.set(oldest, held);
+      if (old.txn === txn) this.entries.set(oldest, old);
     }
     return entry;
   }

@@ -64,7 +64,7 @@ export class StateDb {
   transactionMs = 0;
   private turn: Queued[] | undefined;
   private turnDone: Promise<void> | undefined;
-  private settleTurn: (() => void) | undefined;
+  private endTurn: (() => void) | undefined;
   /** `'flush'`: the flush running now, and whether commits made since wait for another. */
   private flushing: Promise<void> | undefined;
   private flushAgain: Promise<void> | undefined;
@@ -92,7 +92,7 @@ export class StateDb {
     if (this.turn === undefined) {
       this.turn = [];
       this.turnDone = new Promise<void>((resolve) => {
-        this.settleTurn = resolve;
+        this.endTurn = resolve;
       });
       setImmediate(() => this.commitTurn());
     }
@@ -104,11 +104,11 @@ export class StateDb {
   /** Runs this turn's jobs and commits them (a no-op when none are queued). */
   private commitTurn(): void {
     const jobs = this.turn;
-    const settle = this.settleTurn;
-    if (jobs === undefined || settle === undefined) return;
+    const end = this.endTurn;
+    if (jobs === undefined || end === undefined) return;
     this.turn = undefined;
     this.turnDone = undefined;
-    this.settleTurn = undefined;
+    this.endTurn = undefined;
     try {
       this.transact((tx) => {
         for (const job of jobs) job.reply = job.run(tx);
@@ -127,13 +127,13 @@ export class StateDb {
       }
     }
     if (this.durability === 'commit') {
-      settle();
+      end();
       return;
     }
-    this.flushAfterCommit().then(settle, (err: Error) => {
+    this.flushAfterCommit().then(end, (err: Error) => {
       this.log('persistence-error', { error: err.message });
       for (const job of jobs) job.reply = resp.error(`ERR persistence failed: ${err.message}`);
-      settle();
+      end();
     });
   }
 

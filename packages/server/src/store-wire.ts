@@ -1,10 +1,11 @@
-import type { Decision } from '@sluice/core';
-import { decide, type LimitCall } from '@sluice/core/adapter';
+import type { Decision, LimitCall } from '@sluice/core';
+import { decide } from '@sluice/core/adapter';
 import { specOf } from './algorithm-spec.js';
 import { COMPACT_WIDTH, idOf, REASON_CODES } from './commands/sluice.js';
 
 /** A reply as ioredis gives it: integers as numbers, bulk strings as strings, arrays nested. */
-export type Wire = readonly (string | number | null | Wire)[];
+/** A sluice-server reply as ioredis reads it (arrays of strings, numbers and nils). */
+export type Reply = readonly (string | number | null | Reply)[];
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -45,7 +46,7 @@ export function encodeCalls(
 }
 
 /** The per-limit decisions of a COMPACT reply (see `COMPACT_WIDTH`), in the order of `calls`. */
-export function compactDecisions(reply: Wire, calls: readonly LimitCall[]): Decision[] {
+export function compactDecisions(reply: Reply, calls: readonly LimitCall[]): Decision[] {
   return calls.map((call, i) => {
     const at = i * COMPACT_WIDTH;
     const reason = Number(reply[at]);
@@ -63,8 +64,8 @@ export function compactDecisions(reply: Wire, calls: readonly LimitCall[]): Deci
 }
 
 /** A Decision from its field/value pairs (the reply of SL.LEASE, and of CHECK without COMPACT). */
-export function decisionOf(fields: Wire): Decision {
-  const map = new Map<string, string | number | null | Wire>();
+export function decisionOf(fields: Reply): Decision {
+  const map = new Map<string, string | number | null | Reply>();
   for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1]!);
   const n = (name: string) => Number(map.get(name));
   const reason = map.get('reason');

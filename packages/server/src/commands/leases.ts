@@ -81,9 +81,9 @@ function lease(args: readonly Buffer[], ctx: CommandContext): CommandResult {
     const time = now ?? serverNow;
     const leaseId = text(args[4]);
     return ctx.db.enqueue((tx) => {
-      const { held, next } = releaseLease(tx.read(id, serverNow) as LeaseSet | undefined, leaseId, time);
+      const { found, next } = releaseLease(tx.read(id, serverNow) as LeaseSet | undefined, leaseId, time);
       if (next !== KEEP) tx.write(id, next, next === undefined ? 0 : leaseTtl(next, time), serverNow);
-      return resp.integer(held ? 1 : 0);
+      return resp.integer(found ? 1 : 0);
     });
   }
   if (sub === 'reset' && args.length === 4) {

@@ -1,12 +1,6 @@
+import type { LimitCall } from '@sluice/core';
 import { type Algorithm, type Decision, ErrorCode, type RefusalReason, SluiceError } from '@sluice/core';
-import {
-  chargeStep,
-  combine,
-  fingerprint,
-  type LimitCall,
-  settleBatch,
-  UNCHANGED,
-} from '@sluice/core/adapter';
+import { batchStep, chargeStep, combine, fingerprint, UNCHANGED } from '@sluice/core/adapter';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
 import * as resp from '../resp.js';
 import type { StateTxn } from '../state-txn.js';
@@ -23,7 +17,7 @@ import type { Command, CommandContext, CommandResult } from './context.js';
  *             chargeStep), never below zero; replies with the units each limit took.
  *
  * `<algorithm>` is `kind:param=value,...` (see algorithm-spec.ts). A check over several limits is
- * all-or-nothing (core's settleBatch). The reply of CHECK and PEEK is the Decision as field/value
+ * all-or-nothing (core's batchStep). The reply of CHECK and PEEK is the Decision as field/value
  * pairs, its `limits` holding each limit's own decision the same way (what a person reads in
  * redis-cli); with COMPACT, only {@link COMPACT_WIDTH} numbers per limit (what ServerStore reads).
  */
@@ -211,7 +205,7 @@ function overStates(
 
 function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
   return overStates(args, ctx, (calls, states, now, write, parsed) => {
-    const { decisions, writes } = settleBatch(calls, states, now);
+    const { decisions, writes } = batchStep(calls, states, now);
     writes.forEach((next, i) => {
       if (next !== UNCHANGED) write(calls[i]!, next);
     });
