@@ -192,7 +192,7 @@ describe('SyncedStore refuses what it cannot serve', () => {
   });
 
   it.each([
-    ['interval', { interval: '5 minutes' }, 'ERR_SLUICE_INVALID_DURATION'],
+    ['interval', { interval: '5 fortnights' }, 'ERR_SLUICE_INVALID_DURATION'],
     ['interval', { interval: -1 }, 'ERR_SLUICE_INVALID_OPTION'],
     ['interval', { interval: '30d' }, 'ERR_SLUICE_INVALID_OPTION'],
     ['outageShare', { outageShare: 0 }, 'ERR_SLUICE_INVALID_OPTION'],
