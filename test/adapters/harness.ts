@@ -749,3 +749,14 @@ export const subjects: readonly Subject[] = [
   nestSubject('express'),
   nestSubject('fastify'),
 ];
+
+/**
+ * The subjects that carry the suites onto more stores (Redis Cluster, sluice-server): Express 5's
+ * middleware chain and Fastify's hooks with route config. An adapter never sees which store it
+ * talks to (core's HttpLimiter calls the Store contract): every subject runs the suites on a
+ * synchronous store (MemoryStore) and an asynchronous one (RedisStore on one Redis), and each
+ * store's own behaviour is proved by the store suites; these two prove the wiring end to end.
+ */
+export const storeSubjects: readonly Subject[] = subjects.filter((subject) =>
+  ['express 5', 'fastify 5'].includes(subject.name),
+);
