@@ -7,10 +7,11 @@ const source = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/i
  * What runs once per supported Redis client: the suites where clients differ. The wire (every
  * script through the client: each algorithm single, batched and lean, refunds, charges, leases,
  * blocks, SyncedStore's chunked syncs), errors (a hung, killed or restarted Redis, a Sentinel
- * failover, through the store and through HTTP apps), Cluster (routing, a fresh client's first
- * burst, a breaker per shard) and start-up (the README's setup). The rest is behaviour of the
- * algorithms, of core and of the stores' own logic, which the client only carries: it runs once,
- * on ioredis 5 (project `ioredis`, which runs every file).
+ * failover, through the store and through HTTP apps), Cluster (routing, a breaker per shard) and
+ * start-up (a fresh Cluster client's first burst). The rest is behaviour of the algorithms, of
+ * core and of the stores' own logic, which the client only carries, or builds its own clients
+ * (the README's ioredis setup, node-redis): it runs once, on ioredis 5 (project `ioredis`, which
+ * runs every file).
  */
 const CLIENT_SUITES = [
   'test/redis/store-behaviour.test.ts',
@@ -25,7 +26,6 @@ const CLIENT_SUITES = [
   'test/reliability/faults.test.ts',
   'test/redis/cluster-first-burst.test.ts',
   'test/redis/cluster-shards.test.ts',
-  'test/redis/readme-setup.test.ts',
 ];
 
 /**
