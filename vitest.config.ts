@@ -71,6 +71,10 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time on the 2-core machine (vitest's default is cores - 1, one file at a
+    // time): many files wait on Redis, app processes or a fault, and the other file uses the CPU
+    // meanwhile. Three were slower here, and pushed the load past 9.
+    maxWorkers: 2,
     // `pnpm test` runs all: every suite on ioredis 5, the client suites on ioredis 6 and iovalkey too.
     // One client: `pnpm vitest run --project ioredis6 test/redis`.
     projects: [
