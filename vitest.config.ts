@@ -82,6 +82,21 @@ export default defineConfig({
       clientProject('ioredis6', CLIENT_SUITES),
       clientProject('iovalkey', CLIENT_SUITES),
       clientProject('node-redis', NODE_REDIS_SUITES),
+      {
+        // The public API's type tests (test/types/*.test-d.ts, expectTypeOf and @ts-expect-error):
+        // vitest's typecheck mode runs tsc on them and what they import, no test process and no
+        // Redis (~15 s of CPU from cold, incremental after). `pnpm typecheck` checks them too.
+        test: {
+          name: 'types',
+          include: [],
+          typecheck: {
+            enabled: true,
+            only: true,
+            include: ['test/types/**/*.test-d.ts'],
+            tsconfig: 'test/types/tsconfig.json',
+          },
+        },
+      },
     ],
   },
 });
