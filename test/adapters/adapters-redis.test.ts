@@ -1,7 +1,7 @@
 import { RedisStore } from '@sluice/redis';
 import { afterAll } from 'vitest';
 import { connectCluster, connectRedis, uniquePrefix } from '../redis/clients.js';
-import { storeSubjects, subjects } from './harness.js';
+import { storeSubjects, subjects } from './subjects.js';
 import { adapterSuite } from './suite.js';
 
 // The same adapter behaviour suite (rate limits, concurrency leases, shedders) as on the memory

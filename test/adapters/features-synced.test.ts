@@ -3,7 +3,8 @@ import { SyncedStore } from '@sluice/redis';
 import { afterAll, afterEach, beforeEach, describe } from 'vitest';
 import { connectRedis, uniquePrefix } from '../redis/clients.js';
 import { featuresSuite } from './features-suite.js';
-import { type AppSpec, type SuiteFixture, subjects, type TestApp } from './harness.js';
+import type { AppSpec, SuiteFixture, TestApp } from './harness.js';
+import { subjects } from './subjects.js';
 
 // Issue 14's features (per-request plans, count by outcome, settle, peek and reset) on the
 // local-first SyncedStore, through every adapter: they need the store's refund and charge, which

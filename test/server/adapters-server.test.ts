@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ServerStore } from '@sluice/server';
 import { afterAll } from 'vitest';
-import { storeSubjects } from '../adapters/harness.js';
+import { storeSubjects } from '../adapters/subjects.js';
 import { adapterSuite } from '../adapters/suite.js';
 import { startServer } from './harness.js';
 
