@@ -1,4 +1,4 @@
-import { fixedWindow } from '@sluice/core';
+import { fixedWindow, MemoryStore } from '@sluice/core';
 import { sluice } from '@sluice/fastify';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
@@ -13,6 +13,8 @@ describe('fastify specifics', () => {
     await app.register(sluice, {
       name: 'p',
       algorithm: fixedWindow({ limit: 1, window: '1m' }),
+      // A clock that stands still: the two requests must fall in one epoch-aligned minute.
+      store: new MemoryStore({ clock: () => 1_700_000_000_000 }),
       hook: 'preHandler',
     });
     app.get('/', async () => 'ok');
