@@ -152,7 +152,7 @@ describe.each(subjects)('SyncedStore (%s)', (_name, client) => {
     expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 97 });
   });
 
-  it('regression: a shadow limit that refuses does not stop the enforced limits of its batch from reaching Redis', async () => {
+  it('regression: a shadow limit that refuses does not stop the enforced limits of its batch from reaching Redis (their units were written to the view and never sent: the fleet undercounted)', async () => {
     const [a] = fleet(client, 1);
     const enforced = fixedWindow({ limit: 10, window: 60_000 });
     const limiter = new Limiter({
