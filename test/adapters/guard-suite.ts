@@ -7,12 +7,9 @@ import {
   type Store,
   UtilizationShedder,
 } from '@sluice/core';
-import {
-  type HttpConcurrencyOptions,
-  QUOTA_EXCEEDED,
-  TEMPORARY_REDUCED_CAPACITY,
-} from '@sluice/core/adapter';
+import type { HttpConcurrencyOptions } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { QUOTA_EXCEEDED, TEMPORARY_REDUCED_CAPACITY } from '../../packages/core/src/http/problem.js';
 import {
   type AppSpec,
   type Guards,

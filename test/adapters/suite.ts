@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
+import type { LimitCall } from '@sluice/core';
 import {
   byIp,
   byRoute,
@@ -12,8 +13,9 @@ import {
   type Store,
   tokenBucket,
 } from '@sluice/core';
-import { bindName, type LimitCall, QUOTA_EXCEEDED, TEMPORARY_REDUCED_CAPACITY } from '@sluice/core/adapter';
+import { bindName } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { QUOTA_EXCEEDED, TEMPORARY_REDUCED_CAPACITY } from '../../packages/core/src/http/problem.js';
 import { forgetWarnings } from '../setup/process-warnings.js';
 import { featuresSuite } from './features-suite.js';
 import { guardSuite } from './guard-suite.js';

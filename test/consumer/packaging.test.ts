@@ -61,3 +61,43 @@ describe('every public package, as the registry shows it', () => {
     });
   }
 });
+
+/** The adapters: packages whose entry point re-exports core (ARCHITECTURE.md's "Add an adapter"). */
+const adapters = readdirSync(join(root, 'packages')).filter((name) => {
+  const index = join(root, 'packages', name, 'src', 'index.ts');
+  return existsSync(index) && readFileSync(index, 'utf8').includes("export * from '@sluice/core';");
+});
+
+describe('the docs name every adapter (issue 28)', () => {
+  const docs = [
+    'README.md',
+    'ARCHITECTURE.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((file) => file.endsWith('.md'))
+      .map((file) => `docs/${file}`),
+    ...readdirSync(join(root, 'packages'))
+      .filter((name) => existsSync(join(root, 'packages', name, 'README.md')))
+      .map((name) => `packages/${name}/README.md`),
+  ];
+
+  it('there are five adapters', () => {
+    expect(adapters.sort()).toEqual(['express', 'fastify', 'hono', 'koa', 'nestjs']);
+  });
+
+  it('no doc speaks of "both adapters" or "the two adapters"', () => {
+    const stale = docs.filter((doc) =>
+      /\b(both|the two|two) adapters\b/i.test(readFileSync(join(root, doc), 'utf8')),
+    );
+    expect(stale).toEqual([]);
+  });
+
+  it("the README's list of adapters and ARCHITECTURE.md's map name every one", () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const bullet = /\*\*Thin adapters\*\*[^\n]*(\n {2}[^\n]*)*/.exec(readme)?.[0] ?? '';
+    const map = readFileSync(join(root, 'ARCHITECTURE.md'), 'utf8');
+    for (const adapter of adapters) {
+      expect(bullet.toLowerCase(), adapter).toContain(adapter);
+      expect(map, adapter).toContain(`${adapter}/`);
+    }
+  });
+});

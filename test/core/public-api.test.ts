@@ -6,8 +6,8 @@ import * as fastify from '@sluice/fastify';
 import * as hono from '@sluice/hono';
 import * as koa from '@sluice/koa';
 import * as nestjs from '@sluice/nestjs';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { moduleExports } from '../setup/module-exports.js';
 
 /**
  * The public API of `@sluice/core`, values and types: what apps import. A name added to
@@ -42,6 +42,7 @@ const ROOT = [
   'Lease',
   'LimitDefinition',
   'LimitKey',
+  'LimitCall',
   'LimitKeys',
   'Limiter',
   'LimiterOptions',
@@ -82,48 +83,161 @@ const ROOT = [
   'tokenBucket',
 ];
 
+/**
+ * What `@sluice/core/adapter` exports, values and types: what adapters and stores are built from,
+ * pinned as the root is. A name added to packages/core/src/adapter.ts fails here until it is added
+ * below: the kit holds what this repository's adapters and stores (and their authors) need, not
+ * every internal a test would like to reach (tests import those from the source files).
+ */
+const ADAPTER = [
+  'ALGORITHM_FACTORIES',
+  'ALGORITHM_KINDS',
+  'ALGORITHM_KIND_LIST',
+  'AdapterDefaults',
+  'AlgorithmFactoryName',
+  'AlgorithmParam',
+  'BlockPolicy',
+  'BlockState',
+  'BlockWrite',
+  'CONSOLE_DEFAULTS',
+  'ClientResponse',
+  'CompiledLimiters',
+  'DEFAULT_LOG_LINES',
+  'EPSILON',
+  'EndedResponse',
+  'ExpressLikeRequest',
+  'FastifyLikeRequest',
+  'FingerprintMap',
+  'FixedWindowState',
+  'GUARD_ENGINES',
+  'GcraState',
+  'GetHeader',
+  'MiddlewareAdapter',
+  'GuardName',
+  'HEADER_FORMATS',
+  'HTTP_OPTIONS',
+  'HeaderLimit',
+  'HttpConcurrencyOptions',
+  'HttpExchange',
+  'HttpFleetShedOptions',
+  'HttpGuard',
+  'HttpGuardOptions',
+  'HttpGuardOptionsByName',
+  'HttpLimit',
+  'HttpLimitOptions',
+  'HttpLimiter',
+  'HttpUtilizationShedOptions',
+  'LeakyBucketQueueState',
+  'LeaseAcquire',
+  'LeaseCall',
+  'LeaseStore',
+  'Lifecycle',
+  'LimitCall',
+  'MAX_DURATION',
+  'MAX_TIME',
+  'MIN_UNIT_TIME',
+  'MemoryLeases',
+  'NodeExchangeParts',
+  'NodeResponse',
+  'PROBLEM_CONTENT_TYPE',
+  'PlanOf',
+  'Priority',
+  'RATE_LIMIT_FUNCTION_NAME',
+  'RateLimitHeaders',
+  'Refusal',
+  'RequestAccessBase',
+  'SetHeader',
+  'SlidingWindowCounterState',
+  'SlidingWindowLogState',
+  'StateWrite',
+  'TokenBucketState',
+  'Transition',
+  'UNCHANGED',
+  'assertKnownOptions',
+  'batchStep',
+  'bindName',
+  'blockLeft',
+  'blockedDecision',
+  'booleanOption',
+  'buildGuard',
+  'ceilMs',
+  'chargeStep',
+  'combine',
+  'decide',
+  'describeValue',
+  'expressRequestAccess',
+  'fastifyRequestAccess',
+  'fingerprint',
+  'functionOption',
+  'guardFunctionName',
+  'guardLifecycle',
+  'guardMiddlewares',
+  'httpLimits',
+  'integerOption',
+  'isAlgorithmKind',
+  'leaseDecision',
+  'named',
+  'nodeExchange',
+  'nodeHeader',
+  'nodeResponseHeaders',
+  'oneOfOption',
+  'parseDuration',
+  'positiveOption',
+  'rateLimitLifecycle',
+  'rateLimitMiddleware',
+  'refusal',
+  'requireOption',
+  // batchStep's old name (deprecated), while @sluice/server imports it.
+  'settleBatch',
+  'signalClient',
+  'stringHeader',
+  'whenEnded',
+  'withControl',
+  'writeProblem',
+];
+
+/**
+ * Names on both entry points, each for a stated reason and a stated time: `LimitCall` belongs on
+ * the root beside `Store`, and stays on `/adapter` while @sluice/server imports it from there.
+ */
+const ON_BOTH = ['LimitCall'];
+
 const ROOT_FILE = fileURLToPath(new URL('../../packages/core/src/index.ts', import.meta.url));
 const ADAPTER_FILE = fileURLToPath(new URL('../../packages/core/src/adapter.ts', import.meta.url));
-// One program for both entry points, without the @types packages (only the names matter here).
-const program = ts.createProgram([ROOT_FILE, ADAPTER_FILE], {
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  target: ts.ScriptTarget.ES2022,
-  types: [],
-  skipLibCheck: true,
-  noEmit: true,
-});
-
-/** Every name a module exports, types included, as the compiler sees it. */
-function exportsOf(file: string): string[] {
-  const checker = program.getTypeChecker();
-  const symbol = checker.getSymbolAtLocation(program.getSourceFile(file)!)!;
-  return checker
-    .getExportsOfModule(symbol)
-    .map((s) => s.name)
-    .sort();
-}
+const exportsOf = moduleExports([ROOT_FILE, ADAPTER_FILE]);
 
 describe('the public boundary of @sluice/core', () => {
   it('the root exports exactly the pinned names, types included', () => {
     expect(exportsOf(ROOT_FILE)).toEqual([...ROOT].sort());
   });
 
-  it('no name is exported by both the root and @sluice/core/adapter', () => {
+  it('@sluice/core/adapter exports exactly the pinned names, types included', () => {
+    expect(exportsOf(ADAPTER_FILE)).toEqual([...ADAPTER].sort());
+  });
+
+  it('no name is exported by both the root and @sluice/core/adapter (but those listed, each for a reason)', () => {
     const both = exportsOf(ADAPTER_FILE).filter((name) => ROOT.includes(name));
-    expect(both).toEqual([]);
+    expect(both).toEqual(ON_BOTH);
   });
 
   it('the root holds no adapter internals (a sample of what used to leak)', () => {
-    for (const name of [
-      'assertKnownOptions',
-      'integerOption',
-      'HttpLimiter',
-      'CONCURRENCY_ENGINE',
-      'controlStep',
-    ]) {
+    for (const name of ['assertKnownOptions', 'integerOption', 'HttpLimiter', 'GUARD_ENGINES', 'batchStep']) {
       expect(Object.hasOwn(core, name), name).toBe(false);
       expect(Object.hasOwn(adapter, name), name).toBe(true);
+    }
+  });
+
+  it('internals that only core and its tests use are on neither entry point', () => {
+    for (const name of [
+      'CONCURRENCY_ENGINE',
+      'controlStep',
+      'LimitSet',
+      'Reporter',
+      'clientAddress',
+      'limitCall',
+    ]) {
+      expect(Object.hasOwn(core, name), name).toBe(false);
+      expect(Object.hasOwn(adapter, name), name).toBe(false);
     }
   });
 

@@ -1,6 +1,7 @@
 import { type Decision, fixedWindow, Limiter } from '@sluice/core';
-import { type BreakerState, hashSlot, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
+import { type BreakerState, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { hashSlot } from '../../packages/redis/src/slot.js';
 import { type RedisProcess, startCluster } from '../setup/redis-server.js';
 import { Cluster, storeClient, storeClientReady } from './client-family.js';
 import { uniquePrefix } from './clients.js';

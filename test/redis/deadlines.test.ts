@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Deadlines } from '../../packages/redis/src/timeout.js';
+import { Deadlines } from '../../packages/redis/src/gate/deadlines.js';
 
 /** A fake clock and timer queue: `advance` runs what is due, in order. */
 function fakeTime() {
@@ -61,10 +61,10 @@ describe('Deadlines: one timer for every call in flight', () => {
     const expired: string[] = [];
     const a = deadlines.add(() => expired.push('a'));
     const b = deadlines.add(() => expired.push('b'));
-    expect(deadlines.settle(a)).toBe(true);
-    expect(deadlines.settle(a)).toBe(false);
+    expect(deadlines.clear(a)).toBe(true);
+    expect(deadlines.clear(a)).toBe(false);
     time.advance(50);
-    expect(deadlines.settle(b)).toBe(true);
+    expect(deadlines.clear(b)).toBe(true);
     time.advance(500);
     expect(expired).toEqual([]);
     expect(time.armed()).toBe(0);
@@ -72,7 +72,7 @@ describe('Deadlines: one timer for every call in flight', () => {
     const c = deadlines.add(() => expired.push('c'));
     time.advance(100);
     expect(expired).toEqual(['c']);
-    expect(deadlines.settle(c)).toBe(false);
+    expect(deadlines.clear(c)).toBe(false);
   });
 
   it('calls started by an expiry, and calls still pending behind it, keep their own deadlines', () => {
@@ -128,7 +128,7 @@ describe('Deadlines: one timer for every call in flight', () => {
     time.advance(250);
     expect(deferred).toBeDefined();
     expect(expired).toBe(false);
-    expect(deadlines.settle(deadline)).toBe(true);
+    expect(deadlines.clear(deadline)).toBe(true);
     deferred!();
     expect(expired).toBe(false);
   });

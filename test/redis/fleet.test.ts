@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { ConcurrencyLimiter, FleetShedder, type Lease } from '@sluice/core';
-import { leaseKeys, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
+import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { leaseKeys } from '../../packages/redis/src/key-escape.js';
 import { ChildNode } from './child-node.js';
 import type { Cluster, Redis } from './client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from './clients.js';

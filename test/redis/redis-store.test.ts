@@ -10,8 +10,10 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import { escapeKey, hashSlot, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
+import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { escapeKey } from '../../packages/redis/src/key-escape.js';
+import { hashSlot } from '../../packages/redis/src/slot.js';
 import { startDelayProxy } from '../setup/delay-proxy.js';
 import { startRedis } from '../setup/redis-server.js';
 import { Cluster, type Redis, storeClient } from './client-family.js';

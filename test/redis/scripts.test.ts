@@ -4,19 +4,16 @@
  * The scripts' behaviour is tested against Redis elsewhere (differential.test.ts); this pins their text.
  */
 import { type Algorithm, fixedWindow, gcra, leakyBucketQueue, tokenBucket } from '@sluice/core';
-import {
-  BATCH_SCRIPT,
-  CHARGE_SCRIPT,
-  LEASE_SCRIPT,
-  REFUND_SCRIPT,
-  RESET_SCRIPT,
-  SPLIT_REFUND_SCRIPT,
-} from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
 import { LUA_ALGORITHMS } from '../../packages/redis/src/lua/algorithms.js';
-import { batchScript } from '../../packages/redis/src/scripts/batch-script.js';
+import { BATCH_SCRIPT, batchScript } from '../../packages/redis/src/scripts/batch-script.js';
+import { CHARGE_SCRIPT } from '../../packages/redis/src/scripts/charge-script.js';
 import { type LeanLimit, leanBatchScript } from '../../packages/redis/src/scripts/lean-batch-script.js';
+import { LEASE_SCRIPT } from '../../packages/redis/src/scripts/lease-script.js';
+import { REFUND_SCRIPT } from '../../packages/redis/src/scripts/refund-script.js';
+import { RESET_SCRIPT } from '../../packages/redis/src/scripts/reset-script.js';
 import { leanSingleScript, singleScript } from '../../packages/redis/src/scripts/single-script.js';
+import { SPLIT_REFUND_SCRIPT } from '../../packages/redis/src/scripts/split-refund-script.js';
 import { SYNC_SCRIPT } from '../../packages/redis/src/scripts/sync-script.js';
 import { algorithmArgs, luaAlgorithm } from '../../packages/redis/src/wire.js';
 

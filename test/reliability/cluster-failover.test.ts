@@ -13,9 +13,9 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { hashSlot } from '@sluice/redis';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashSlot } from '../../packages/redis/src/slot.js';
 import { type RedisProcess, startCluster } from '../setup/redis-server.js';
 import type { RouteSpec } from './app-config.js';
 import { type AppProcess, get, keepAlive, type Sample, startApp, until, writeResults } from './helpers.js';

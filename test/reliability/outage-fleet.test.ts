@@ -8,6 +8,7 @@
  * The verdicts are counts, not times: they hold however slow the machine is (the proxy's delay is
  * ten times the timeout, so no reply can beat it).
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DelayProxy, startDelayProxy } from '../setup/delay-proxy.js';
@@ -66,9 +67,11 @@ describe(`a flood on one key across ${PROCESSES} app processes while Redis is aw
   beforeAll(async () => {
     redis = await startRedis();
     proxy = await startDelayProxy(redis.port);
+    // One prefix for the fleet: the three processes share each limit in Redis.
+    const prefix = `outage:${randomUUID().slice(0, 8)}:`;
     const config = (adapter: 'express' | 'fastify') => ({
       adapter,
-      prefix: `outage:${randomUUID().slice(0, 8)}:`,
+      prefix,
       backends: { main: { kind: 'redis' as const, port: proxy.port } },
       routes: ROUTES.map(route),
     });
@@ -181,5 +184,29 @@ describe(`a flood on one key across ${PROCESSES} app processes while Redis is aw
         proxy.delay = 0;
       },
     );
+  }, 120_000);
+
+  it(`host loaded (8 CPU burners on 2 cores), Redis healthy: 'local' admits ≤ (${PROCESSES} + 1) × limit, whatever times out`, async () => {
+    // The issue's measure: three processes on default options on a loaded host admitted 1,401
+    // over the limit, the timeouts answered by 'allow'. Now a timed-out call is decided locally:
+    // Redis admits at most the limit, each process at most the limit more.
+    const burners = Array.from({ length: 8 }, () =>
+      spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+    );
+    const rows: Record<string, ReturnType<typeof figures>> = {};
+    try {
+      for (const spec of ROUTES) rows[spec.path] = await flood(spec.path);
+    } finally {
+      for (const burner of burners) burner.kill('SIGKILL');
+    }
+    const stats = await Promise.all(apps.map((app) => app.stats()));
+    results.loaded = { rows, logs: stats.map((s) => s.logs) };
+    for (const spec of ROUTES) expect(rows[spec.path]!.answered).toBe(FLOOD);
+    expect(rows['/local']!.admitted).toBeLessThanOrEqual((PROCESSES + 1) * LIMIT);
+    expect(rows['/share']!.admitted).toBeLessThanOrEqual(2 * LIMIT);
+    for (const s of stats) {
+      expect(s.unhandled).toEqual([]);
+      expect(s.uncaught).toEqual([]);
+    }
   }, 120_000);
 });

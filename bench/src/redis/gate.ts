@@ -7,8 +7,9 @@
  *
  * usage: node --import tsx src/redis/gate.ts [--ms=400] [--rounds=9]
  */
-import { CallGate } from '../../../packages/redis/src/call-gate.js';
+
 import type { RedisClient } from '../../../packages/redis/src/client.js';
+import { CallGate } from '../../../packages/redis/src/gate/call-gate.js';
 import { resolveOptions } from '../../../packages/redis/src/options.js';
 import { median } from '../lib/stats.js';
 
@@ -28,7 +29,10 @@ const client = {
   on() {},
   removeListener() {},
 } as unknown as RedisClient;
-const gate = new CallGate(resolveOptions({ client, timeout: 100 }));
+const gate = new CallGate({
+  ...resolveOptions({ client, timeout: 100 }),
+  names: { store: 'RedisStore', backend: 'Redis' },
+});
 const reply = Promise.resolve([0, 1, 2]);
 const attempt = () => reply;
 const read = (r: number[]) => r.length;

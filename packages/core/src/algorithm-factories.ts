@@ -6,18 +6,21 @@ import { slidingWindowCounter } from './algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from './algorithms/sliding-window-log.js';
 import { tokenBucket } from './algorithms/token-bucket.js';
 
-/** Each kind's factory, by its name (a mapped type: a kind added to `ALGORITHM_KINDS` must be here). */
-const FACTORIES: { readonly [K in AlgorithmKind as (typeof ALGORITHM_KINDS)[K]['factory']]: unknown } = {
+/**
+ * Each kind's factory, by its name (a mapped type: a kind added to `ALGORITHM_KINDS` must be here),
+ * for code that builds algorithms by name (the playground).
+ */
+export const ALGORITHM_FACTORIES = {
   tokenBucket,
   gcra,
   fixedWindow,
   slidingWindowLog,
   slidingWindowCounter,
   leakyBucketQueue,
-};
+} as const satisfies { readonly [K in AlgorithmKind as (typeof ALGORITHM_KINDS)[K]['factory']]: unknown };
 
 const BY_FUNCTION = new Map<unknown, AlgorithmFactoryName>(
-  Object.entries(FACTORIES).map(([name, factory]) => [factory, name as AlgorithmFactoryName]),
+  Object.entries(ALGORITHM_FACTORIES).map(([name, factory]) => [factory, name as AlgorithmFactoryName]),
 );
 
 /**

@@ -37,7 +37,8 @@ export { byIp, byRoute, byToken, compose } from './http/keys.js';
 export type { CountWhen, LimitKey, ResponseOutcome, SluiceWarning } from './http/options.js';
 export type { PlanCacheOptions, PlanChanged, PlanFunction } from './http/plan-cache.js';
 export type { ProblemDetails } from './http/problem.js';
-export type { CheckOptions, LimitDefinition, LimiterOptions, LimitKeys, ResolvedLimit } from './limiter.js';
+export type { LimitDefinition, ResolvedLimit } from './limit-definitions.js';
+export type { CheckOptions, LimiterOptions, LimitKeys } from './limiter.js';
 export { Limiter } from './limiter.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export { MemoryStore } from './memory-store.js';
@@ -49,4 +50,4 @@ export type { ClosableSignal, EventLoopDelayOptions } from './shedding/signals.j
 export { eventLoopDelaySignal, eventLoopUtilizationSignal } from './shedding/signals.js';
 export type { UtilizationShedderOptions } from './shedding/utilization-shedder.js';
 export { UtilizationShedder } from './shedding/utilization-shedder.js';
-export type { MaybePromise, Store } from './store.js';
+export type { LimitCall, MaybePromise, Store } from './store.js';

@@ -44,7 +44,7 @@ export interface LimitCall {
  *   limit's new state is written; if any refuses, no limit is consumed (a strict token bucket that
  *   itself refused may still restart its refill clock). A call with `shadow` never counts as a
  *   refusal of the batch; a call with `block` honours and starts blocks (see `LimitCall.block`). No other batch on the same keys may
- *   interleave. Returns one per-limit decision per call, in order (`settleBatch` does all of this
+ *   interleave. Returns one per-limit decision per call, in order (`batchStep` does all of this
  *   for a store that can run TypeScript inside its own transaction).
  * - `peek`: the per-limit decisions for the batch without writing anything.
  * - `reset`: forget the state of each `(algorithm, key)`; the next call sees a fresh limit.
@@ -100,7 +100,7 @@ export interface Store {
 /** Marks a batch position whose stored state must not change. */
 export const UNCHANGED: unique symbol = Symbol('sluice.unchanged');
 
-/** What a store should write after settling a batch: a state, `undefined` (delete), or `UNCHANGED`. */
+/** What a store should write after a batch's step: a state, `undefined` (delete), or `UNCHANGED`. */
 export type StateWrite = unknown | typeof UNCHANGED;
 
 /** What a store should write to a call's block record: a new record and its ttl (ms), or `UNCHANGED`. */
@@ -112,7 +112,7 @@ export type BlockWrite = { readonly state: BlockState; readonly ttl: number } | 
  * with `block`, their block records), returns the per-limit decisions and the writes to make.
  * A blocked call refuses without running its algorithm; shadow calls never veto the batch.
  */
-export function settleBatch(
+export function batchStep(
   calls: readonly LimitCall[],
   states: readonly unknown[],
   now: number,
@@ -167,3 +167,9 @@ export function chargeStep(
   if (!step.decision.allowed) return { state: UNCHANGED, taken: 0 };
   return { state: step.state, taken: take };
 }
+
+/**
+ * @deprecated `batchStep`'s old name, kept while `@sluice/server` still imports it: "settle" names
+ * one thing, settling a request to its actual cost (`settle(req, actual)`).
+ */
+export const settleBatch = batchStep;

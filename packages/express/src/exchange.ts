@@ -1,6 +1,23 @@
-import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core/adapter';
+import {
+  CONSOLE_DEFAULTS,
+  type HttpExchange,
+  type Lifecycle,
+  type MiddlewareAdapter,
+  named,
+  nodeExchange,
+  nodeResponseHeaders,
+  writeProblem,
+} from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { expressAccess } from './access.js';
 import type { RefusalHandler } from './refuse.js';
+
+/** What every sluice middleware of Express reads requests with, reports to, and accepts of its own. */
+export const EXPRESS: MiddlewareAdapter<Request> = {
+  access: expressAccess,
+  defaults: CONSOLE_DEFAULTS,
+  options: ['handler'],
+};
 
 /** One Express request as the core lifecycle sees it. */
 export interface ExpressContext {
@@ -9,32 +26,24 @@ export interface ExpressContext {
   readonly next: NextFunction;
 }
 
-/** The Express glue of the core lifecycle: headers on `res`, `next()`, the refusal. */
+/** Express's response is the Node one: its headers are the response's (an app-wide middleware's RateLimit lists, which a route's own extends). */
+const headers = nodeResponseHeaders((ctx: ExpressContext) => ctx.res);
+
+/** The Express glue of the core lifecycle: `req.rateLimit`, `next()`, the refusal. */
 function expressExchange(handler: RefusalHandler | undefined): HttpExchange<ExpressContext, Request, void> {
-  return {
+  return nodeExchange<ExpressContext, Request, void>({
+    ...headers,
     request: (ctx) => ctx.req,
-    client: (ctx) => ctx.res,
-    setHeader: (ctx, name, value) => {
-      ctx.res.setHeader(name, value);
-    },
-    // An app-wide middleware's RateLimit lists, which a route's own middleware extends.
-    getHeader: (ctx, name) => {
-      const value = ctx.res.getHeader(name);
-      return typeof value === 'string' ? value : undefined;
-    },
-    statusCode: (ctx) => ctx.res.statusCode,
+    response: (ctx) => ctx.res,
     record: (ctx, decision) => {
       ctx.req.rateLimit = decision;
     },
     proceed: (ctx) => ctx.next(),
     refuse: (ctx, decision, refusal) => {
       if (handler !== undefined) return handler(ctx.req, ctx.res, ctx.next, decision);
-      ctx.res.statusCode = refusal.status;
-      ctx.res.setHeader('Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
-      ctx.res.end(JSON.stringify(refusal.body));
+      writeProblem(ctx.res, refusal);
     },
-    whenDone: (ctx, done) => whenEnded(ctx.res, done),
-  };
+  });
 }
 
 /**
@@ -48,9 +57,8 @@ export function expressMiddleware(
   name: string,
 ): RequestHandler {
   const run = lifecycle(expressExchange(handler));
-  const middleware = (req: Request, res: Response, next: NextFunction): void => {
+  return named((req: Request, res: Response, next: NextFunction): void => {
     const result = run({ req, res, next });
     if (result instanceof Promise) result.catch(next);
-  };
-  return Object.defineProperty(middleware, 'name', { value: name });
+  }, name);
 }

@@ -1,8 +1,7 @@
 import type * as shared from '@sluice/core/adapter';
-import { CONSOLE_DEFAULTS, guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
+import { guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
 import type { Request, RequestHandler } from 'express';
-import { expressAccess } from './access.js';
-import { expressMiddleware } from './exchange.js';
+import { EXPRESS, expressMiddleware } from './exchange.js';
 import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** The Express-only option of every guard. */
@@ -27,7 +26,7 @@ export interface UtilizationShedOptions
     ExpressGuardOptions {}
 
 const guards = guardMiddlewares<Request, ExpressGuardOptions, RequestHandler>(
-  { access: expressAccess, defaults: CONSOLE_DEFAULTS, options: ['handler'] },
+  EXPRESS,
   (guard, options, name) =>
     expressMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
 );

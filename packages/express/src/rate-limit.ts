@@ -1,14 +1,7 @@
 import type { RateLimitControl } from '@sluice/core';
-import {
-  CONSOLE_DEFAULTS,
-  HttpLimiter,
-  type HttpLimitOptions,
-  rateLimitLifecycle,
-  withControl,
-} from '@sluice/core/adapter';
+import { type HttpLimitOptions, rateLimitLifecycle, rateLimitMiddleware } from '@sluice/core/adapter';
 import type { Request, RequestHandler } from 'express';
-import { expressAccess } from './access.js';
-import { expressMiddleware } from './exchange.js';
+import { EXPRESS, expressMiddleware } from './exchange.js';
 import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** Options of `rateLimit()`: the shared options plus the Express response hook. */
@@ -34,13 +27,11 @@ export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const limiter = new HttpLimiter<Request>('rateLimit', options, expressAccess, CONSOLE_DEFAULTS, [
-    'handler',
-  ]);
-  const middleware = expressMiddleware(
-    (exchange) => rateLimitLifecycle(limiter, exchange),
-    handlerOption(options.handler),
-    'sluiceRateLimit',
+  return rateLimitMiddleware(EXPRESS, options, (limiter, name) =>
+    expressMiddleware(
+      (exchange) => rateLimitLifecycle(limiter, exchange),
+      handlerOption(options.handler),
+      name,
+    ),
   );
-  return withControl(middleware, limiter);
 }

@@ -4,9 +4,11 @@ import {
   type HttpGuard,
   type HttpLimiter,
   type Lifecycle,
-  PROBLEM_JSON,
+  named,
+  nodeExchange,
+  PROBLEM_CONTENT_TYPE,
+  RATE_LIMIT_FUNCTION_NAME,
   rateLimitLifecycle,
-  whenEnded,
 } from '@sluice/core/adapter';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { FastifyHookOptions } from './options.js';
@@ -29,15 +31,18 @@ interface FastifyContext {
 
 const toError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
-/** The Fastify glue of the core lifecycle: headers on the reply, `done()`, the refusal. */
+/**
+ * The Fastify glue of the core lifecycle: headers on the reply, `done()`, the refusal. No
+ * `getHeader`: the reply's headers are not the raw response's until sent, and a route's limits
+ * are merged with the plugin's into one hook.
+ */
 function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, FastifyRequest, void> {
-  return {
+  return nodeExchange<FastifyContext, FastifyRequest, void>({
     request: (ctx) => ctx.request,
-    client: (ctx) => ctx.reply.raw,
+    response: (ctx) => ctx.reply.raw,
     setHeader: (ctx, name, value) => {
       ctx.reply.header(name, value);
     },
-    statusCode: (ctx) => ctx.reply.raw.statusCode,
     record: (ctx, decision) => {
       ctx.request.rateLimit = decision;
     },
@@ -45,7 +50,7 @@ function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, Fastify
     refuse: ({ request, reply }, decision, refusal) => {
       reply.code(refusal.status);
       if (handler === undefined) {
-        reply.type(`${PROBLEM_JSON}; charset=utf-8`).send(JSON.stringify(refusal.body));
+        reply.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(refusal.body));
         return;
       }
       // Replying from a hook: `done` must not be called; whatever the handler returns is the payload.
@@ -60,22 +65,20 @@ function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, Fastify
           },
         );
     },
-    whenDone: (ctx, done) => whenEnded(ctx.reply.raw, done),
-  };
+  });
 }
 
 /** A hook running one lifecycle; a failure of the glue goes to Fastify's error path. */
 function hookOf(run: Lifecycle<FastifyContext, void>, name: string): SluiceHook {
-  const hook: SluiceHook = (request, reply, done) => {
+  return named<SluiceHook>((request, reply, done) => {
     const result = run({ request, reply, done });
     if (result instanceof Promise) result.then(undefined, (error: unknown) => done(toError(error)));
-  };
-  return Object.defineProperty(hook, 'name', { value: name });
+  }, name);
 }
 
 /** The hook that applies one compiled limiter to a request. */
 export function rateLimitHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
-  return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler)), 'sluiceRateLimit');
+  return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler)), RATE_LIMIT_FUNCTION_NAME);
 }
 
 /**

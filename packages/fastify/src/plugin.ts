@@ -3,6 +3,8 @@ import {
   type AdapterDefaults,
   assertKnownOptions,
   buildGuard,
+  CompiledLimiters,
+  DEFAULT_LOG_LINES,
   describeValue,
   GUARD_ENGINES,
   type GuardName,
@@ -50,28 +52,26 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   const global: SluiceOptions = { ...limitOptions, store };
   const defaults: AdapterDefaults<FastifyRequest> = {
     onError(error: Error, request: FastifyRequest): void {
-      request.log.error({ err: error }, 'sluice: limiter error, request handled by the storeFailure policy');
+      request.log.error({ err: error }, `sluice: ${DEFAULT_LOG_LINES.error}`);
     },
     onWarning(warning: SluiceWarning): void {
       app.log.warn({ code: warning.code }, warning.message);
     },
     onReleaseError(error: unknown): void {
-      app.log.error(
-        { err: error },
-        'sluice: a lease release failed in the store; the lease expires after its ttl',
-      );
+      app.log.error({ err: error }, `sluice: ${DEFAULT_LOG_LINES.releaseError}`);
     },
   };
   const stage = (where: string, merged: FastifyHookOptions): Stage =>
     oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS);
   // Every limiter the plugin compiled, so `app.rateLimits.settle(request)` finds the ones that admitted it.
-  const compiled: HttpLimiter<FastifyRequest>[] = [];
+  const compiled = new CompiledLimiters<FastifyRequest>();
   const compileRateLimit = (
     where: string,
     merged: SluiceOptions,
   ): Applied & { limiter: HttpLimiter<FastifyRequest> } => {
-    const limiter = new HttpLimiter<FastifyRequest>(where, merged, fastifyAccess, defaults, FASTIFY_OPTIONS);
-    compiled.push(limiter);
+    const limiter = compiled.add(
+      new HttpLimiter<FastifyRequest>(where, merged, fastifyAccess, defaults, FASTIFY_OPTIONS),
+    );
     return { hook: rateLimitHook(limiter, merged.handler), at: stage(where, merged), limiter };
   };
   const compileGuard = <G extends GuardName>(
@@ -122,10 +122,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     peek: (request) => everywhere?.limiter.peek(request) ?? noGlobal(),
     reset: (target) => everywhere?.limiter.reset(target) ?? noGlobal(),
     // A request may have been limited by the plugin's limits, its route's and a decorator's hooks.
-    settle: async (request, actual) => {
-      const settled = compiled.map((limiter) => limiter.settle(request, actual));
-      await Promise.all(settled);
-    },
+    settle: (request, actual) => compiled.settle(request, actual),
   };
   app.decorate('rateLimits', rateLimits);
   for (const name of GUARD_NAMES) {

@@ -5,7 +5,8 @@ import {
   functionOption,
   type HttpExchange,
   type Lifecycle,
-  PROBLEM_JSON,
+  named,
+  PROBLEM_CONTENT_TYPE,
   signalClient,
   whenEnded,
 } from '@sluice/core/adapter';
@@ -60,7 +61,7 @@ function honoExchange(handler: RefusalHandler | undefined): HttpExchange<HonoCon
     refuse: (ctx, decision, refusal) => {
       if (handler !== undefined) return handler(ctx.c, decision);
       return ctx.c.body(JSON.stringify(refusal.body), refusal.status as 429 | 503, {
-        'Content-Type': `${PROBLEM_JSON}; charset=utf-8`,
+        'Content-Type': PROBLEM_CONTENT_TYPE,
       });
     },
     whenDone: (ctx, done) => {
@@ -81,6 +82,5 @@ export function honoMiddleware(
   name: string,
 ): MiddlewareHandler {
   const run = lifecycle(honoExchange(handler));
-  const middleware: MiddlewareHandler = async (c, next) => (await run({ c, next })) ?? gone();
-  return Object.defineProperty(middleware, 'name', { value: name });
+  return named<MiddlewareHandler>(async (c, next) => (await run({ c, next })) ?? gone(), name);
 }

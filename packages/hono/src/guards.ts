@@ -1,8 +1,8 @@
 import type * as shared from '@sluice/core/adapter';
 import { guardLifecycle, guardMiddlewares, type HttpGuard } from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler } from 'hono';
-import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
-import { honoDefaults } from './defaults.js';
+import type { HonoAccessOptions } from './access.js';
+import { honoAdapter } from './defaults.js';
 import { handlerOption, honoMiddleware, type RefusalHandler } from './exchange.js';
 
 /** The Hono-only option of every guard. */
@@ -27,14 +27,12 @@ export interface UtilizationShedOptions
   extends shared.HttpUtilizationShedOptions<Context>,
     HonoGuardOptions {}
 
-const HANDLER = ['handler'];
-
 const middleware = (guard: HttpGuard<Context>, options: HonoGuardOptions, name: string): MiddlewareHandler =>
   honoMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name);
 
 // The shedders read no request address: the default access, never used by them.
 const guards = guardMiddlewares<Context, HonoGuardOptions, MiddlewareHandler>(
-  { access: honoAccess({}), defaults: honoDefaults, options: HANDLER },
+  honoAdapter(undefined),
   middleware,
 );
 
@@ -47,12 +45,7 @@ const guards = guardMiddlewares<Context, HonoGuardOptions, MiddlewareHandler>(
  */
 export function concurrencyLimit(options: ConcurrencyLimitOptions): MiddlewareHandler {
   // Its key reads the client address: the Hono access options are this guard's own.
-  const adapter = {
-    access: honoAccess(options),
-    defaults: honoDefaults,
-    options: [...HANDLER, ...ACCESS_OPTIONS],
-  };
-  return guardMiddlewares(adapter, middleware).concurrencyLimit(options);
+  return guardMiddlewares(honoAdapter(options), middleware).concurrencyLimit(options);
 }
 
 /**

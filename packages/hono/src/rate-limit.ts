@@ -1,8 +1,8 @@
 import type { RateLimitControl } from '@sluice/core';
-import { HttpLimiter, type HttpLimitOptions, rateLimitLifecycle, withControl } from '@sluice/core/adapter';
+import { type HttpLimitOptions, rateLimitLifecycle, rateLimitMiddleware } from '@sluice/core/adapter';
 import type { Context, MiddlewareHandler } from 'hono';
-import { ACCESS_OPTIONS, type HonoAccessOptions, honoAccess } from './access.js';
-import { honoDefaults } from './defaults.js';
+import type { HonoAccessOptions } from './access.js';
+import { honoAdapter } from './defaults.js';
 import { handlerOption, honoMiddleware, type RefusalHandler } from './exchange.js';
 
 /** Options of `rateLimit()`: the shared options, the client address, and the refusal answer. */
@@ -17,6 +17,9 @@ export interface RateLimitOptions extends HttpLimitOptions<Context>, HonoAccessO
   handler?: RefusalHandler;
 }
 
+/** The middleware, with `peek(c)`, `reset(c | key)` and `settle(c, actual)` for the app's own code. */
+export type RateLimitMiddleware = MiddlewareHandler & RateLimitControl<Context>;
+
 /**
  * Hono middleware limiting requests with one or several layered limits: `app.use()` for every
  * route, or in a route's own handlers for that route.
@@ -24,18 +27,8 @@ export interface RateLimitOptions extends HttpLimitOptions<Context>, HonoAccessO
  * app.use(rateLimit({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-/** The middleware, with `peek(c)`, `reset(c | key)` and `settle(c, actual)` for the app's own code. */
-export type RateLimitMiddleware = MiddlewareHandler & RateLimitControl<Context>;
-
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const limiter = new HttpLimiter<Context>('rateLimit', options, honoAccess(options), honoDefaults, [
-    'handler',
-    ...ACCESS_OPTIONS,
-  ]);
-  const middleware = honoMiddleware(
-    (exchange) => rateLimitLifecycle(limiter, exchange),
-    handlerOption(options.handler),
-    'sluiceRateLimit',
+  return rateLimitMiddleware(honoAdapter(options), options, (limiter, name) =>
+    honoMiddleware((exchange) => rateLimitLifecycle(limiter, exchange), handlerOption(options.handler), name),
   );
-  return withControl(middleware, limiter);
 }

@@ -1,5 +1,5 @@
 import type { ProxyTrust } from '@sluice/core';
-import type { RequestAccessBase } from '@sluice/core/adapter';
+import { nodeHeader, type RequestAccessBase } from '@sluice/core/adapter';
 import type { Context } from 'koa';
 
 /**
@@ -22,9 +22,6 @@ export const koaAccess: RequestAccessBase<Context> = {
     const path: unknown = (ctx as { _matchedRoute?: unknown })._matchedRoute;
     return typeof path === 'string' ? path : undefined;
   },
-  header: (ctx, name) => {
-    const value = ctx.headers[name];
-    return Array.isArray(value) ? value.join(', ') : value;
-  },
+  header: (ctx, name) => nodeHeader(ctx.headers, name),
   proxyTrust,
 };

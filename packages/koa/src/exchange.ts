@@ -1,15 +1,26 @@
 import type { Decision } from '@sluice/core';
 import {
+  CONSOLE_DEFAULTS,
   functionOption,
   type HttpExchange,
   type Lifecycle,
-  PROBLEM_JSON,
-  whenEnded,
+  type MiddlewareAdapter,
+  named,
+  nodeExchange,
+  PROBLEM_CONTENT_TYPE,
 } from '@sluice/core/adapter';
 import type { Context, Middleware, Next } from 'koa';
+import { koaAccess } from './access.js';
 
 /** A custom answer to a refused request (`handler` of every sluice middleware): set `ctx.body` (`ctx.status` is preset). */
 export type RefusalHandler = (ctx: Context, decision: Decision) => void | Promise<void>;
+
+/** What every sluice middleware of Koa reads requests with, reports to, and accepts of its own. */
+export const KOA: MiddlewareAdapter<Context> = {
+  access: koaAccess,
+  defaults: CONSOLE_DEFAULTS,
+  options: ['handler'],
+};
 
 /** One Koa request as the core lifecycle sees it. */
 interface KoaContext {
@@ -25,9 +36,9 @@ export const handlerOption = (handler: unknown): RefusalHandler | undefined =>
 
 /** The Koa glue of the core lifecycle: `ctx.set`, `next()`, the refusal in `ctx.status`/`ctx.body`. */
 function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaContext, Context, Result> {
-  return {
+  return nodeExchange<KoaContext, Context, Result>({
     request: (k) => k.ctx,
-    client: (k) => k.ctx.res,
+    response: (k) => k.ctx.res,
     setHeader: (k, name, value) => {
       k.ctx.set(name, value);
     },
@@ -36,7 +47,6 @@ function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaConte
       const value = k.ctx.response.get(name);
       return typeof value === 'string' && value !== '' ? value : undefined;
     },
-    statusCode: (k) => k.ctx.res.statusCode,
     record: (k, decision) => {
       k.ctx.state.rateLimit = decision;
     },
@@ -45,11 +55,10 @@ function koaExchange(handler: RefusalHandler | undefined): HttpExchange<KoaConte
       k.ctx.status = refusal.status;
       if (handler !== undefined) return handler(k.ctx, decision);
       // The type first: a string body would otherwise set text/plain.
-      k.ctx.type = `${PROBLEM_JSON}; charset=utf-8`;
+      k.ctx.type = PROBLEM_CONTENT_TYPE;
       k.ctx.body = JSON.stringify(refusal.body);
     },
-    whenDone: (k, done) => whenEnded(k.ctx.res, done),
-  };
+  });
 }
 
 /**
@@ -63,6 +72,5 @@ export function koaMiddleware(
   name: string,
 ): Middleware {
   const run = lifecycle(koaExchange(handler));
-  const middleware: Middleware = (ctx, next) => run({ ctx, next });
-  return Object.defineProperty(middleware, 'name', { value: name });
+  return named<Middleware>((ctx, next) => run({ ctx, next }), name);
 }

@@ -1,8 +1,7 @@
 import type * as shared from '@sluice/core/adapter';
-import { CONSOLE_DEFAULTS, guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
+import { guardLifecycle, guardMiddlewares } from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
-import { koaAccess } from './access.js';
-import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';
+import { handlerOption, KOA, koaMiddleware, type RefusalHandler } from './exchange.js';
 
 /** The Koa-only option of every guard. */
 interface KoaGuardOptions {
@@ -21,10 +20,8 @@ export interface FleetShedOptions extends shared.HttpFleetShedOptions<Context>, 
 /** Options of `utilizationShed()`. */
 export interface UtilizationShedOptions extends shared.HttpUtilizationShedOptions<Context>, KoaGuardOptions {}
 
-const guards = guardMiddlewares<Context, KoaGuardOptions, Middleware>(
-  { access: koaAccess, defaults: CONSOLE_DEFAULTS, options: ['handler'] },
-  (guard, options, name) =>
-    koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
+const guards = guardMiddlewares<Context, KoaGuardOptions, Middleware>(KOA, (guard, options, name) =>
+  koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
 );
 
 /**

@@ -1,14 +1,7 @@
 import type { RateLimitControl } from '@sluice/core';
-import {
-  CONSOLE_DEFAULTS,
-  HttpLimiter,
-  type HttpLimitOptions,
-  rateLimitLifecycle,
-  withControl,
-} from '@sluice/core/adapter';
+import { type HttpLimitOptions, rateLimitLifecycle, rateLimitMiddleware } from '@sluice/core/adapter';
 import type { Context, Middleware } from 'koa';
-import { koaAccess } from './access.js';
-import { handlerOption, koaMiddleware, type RefusalHandler } from './exchange.js';
+import { handlerOption, KOA, koaMiddleware, type RefusalHandler } from './exchange.js';
 
 /** Options of `rateLimit()`: the shared options and the refusal answer. */
 export interface RateLimitOptions extends HttpLimitOptions<Context> {
@@ -21,6 +14,9 @@ export interface RateLimitOptions extends HttpLimitOptions<Context> {
   handler?: RefusalHandler;
 }
 
+/** The middleware, with `peek(ctx)`, `reset(ctx | key)` and `settle(ctx, actual)` for the app's own code. */
+export type RateLimitMiddleware = Middleware & RateLimitControl<Context>;
+
 /**
  * Koa middleware limiting requests with one or several layered limits: `app.use()` for every
  * route, `router.use()` for a router's routes, or in a route's own middleware (@koa/router).
@@ -28,15 +24,8 @@ export interface RateLimitOptions extends HttpLimitOptions<Context> {
  * app.use(rateLimit({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  * router.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-/** The middleware, with `peek(ctx)`, `reset(ctx | key)` and `settle(ctx, actual)` for the app's own code. */
-export type RateLimitMiddleware = Middleware & RateLimitControl<Context>;
-
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const limiter = new HttpLimiter<Context>('rateLimit', options, koaAccess, CONSOLE_DEFAULTS, ['handler']);
-  const middleware = koaMiddleware(
-    (exchange) => rateLimitLifecycle(limiter, exchange),
-    handlerOption(options.handler),
-    'sluiceRateLimit',
+  return rateLimitMiddleware(KOA, options, (limiter, name) =>
+    koaMiddleware((exchange) => rateLimitLifecycle(limiter, exchange), handlerOption(options.handler), name),
   );
-  return withControl(middleware, limiter);
 }

@@ -1,7 +1,13 @@
-import type { ServerResponse } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
 import { ErrorCode, SluiceError } from '@sluice/core';
-import { type HttpExchange, type Lifecycle, PROBLEM_JSON, whenEnded } from '@sluice/core/adapter';
+import {
+  type HttpExchange,
+  type Lifecycle,
+  type NodeResponse,
+  nodeExchange,
+  PROBLEM_CONTENT_TYPE,
+  stringHeader,
+} from '@sluice/core/adapter';
 import { RateLimitException } from './exception.js';
 import type { NestRequest } from './request.js';
 
@@ -15,38 +21,37 @@ interface NestResponse {
   getHeader(name: string): unknown;
   readonly statusCode: number;
   /** Fastify's Node response; absent on Express, whose response is the Node one. */
-  readonly raw?: ServerResponse;
+  readonly raw?: NodeResponse;
 }
 
 const response = (context: ExecutionContext): NestResponse =>
   context.switchToHttp().getResponse<NestResponse>();
 /** The Node response, which says when the response ended or the client left. */
-const node = (res: NestResponse): ServerResponse => res.raw ?? (res as unknown as ServerResponse);
+const node = (res: NestResponse): NodeResponse => res.raw ?? (res as unknown as NodeResponse);
 
 /** The Nest glue of the core lifecycle, on Express or Fastify: headers on the response, `true`, the exception. */
-export const nestExchange: HttpExchange<ExecutionContext, NestRequest, boolean> = {
+export const nestExchange: HttpExchange<ExecutionContext, NestRequest, boolean> = nodeExchange<
+  ExecutionContext,
+  NestRequest,
+  boolean
+>({
   request: (context) => context.switchToHttp().getRequest<NestRequest>(),
-  client: (context) => node(response(context)),
+  response: (context) => node(response(context)),
   setHeader: (context, name, value) => {
     response(context).header(name, value);
   },
   // The global guard's RateLimit lists, which a class's or method's @RateLimit extends.
-  getHeader: (context, name) => {
-    const value = response(context).getHeader(name);
-    return typeof value === 'string' ? value : undefined;
-  },
-  statusCode: (context) => node(response(context)).statusCode,
+  getHeader: (context, name) => stringHeader(response(context).getHeader(name)),
   record: (context, decision) => {
     context.switchToHttp().getRequest<NestRequest>().rateLimit = decision;
   },
   proceed: () => true,
   refuse: (context, decision, refusal) => {
     // Nest's filter keeps a +json type it finds (both platforms), so the default reply is sluice's problem body.
-    response(context).header('Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
+    response(context).header('Content-Type', PROBLEM_CONTENT_TYPE);
     throw new RateLimitException(decision, refusal.body, refusal.status);
   },
-  whenDone: (context, done) => whenEnded(node(response(context)), done),
-};
+});
 
 /**
  * Refuses a context sluice cannot serve (GraphQL, WebSockets, microservices), with what to do.

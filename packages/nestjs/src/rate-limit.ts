@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { type Decision, ErrorCode, type RateLimitControl, SluiceError } from '@sluice/core';
 import {
   type AdapterDefaults,
+  CompiledLimiters,
   type HttpExchange,
   HttpLimiter,
   type HttpLimitOptions,
@@ -23,7 +24,7 @@ export type RateLimitOptions<Req = NestRequest> = HttpLimitOptions<Req>;
 type Compiled = Lifecycle<ExecutionContext, boolean>;
 
 /** Every limiter compiled (the guard's and each `@RateLimit()`), so `settle` finds those that admitted a request. */
-const compiled: HttpLimiter<unknown>[] = [];
+const compiled = new CompiledLimiters<unknown>();
 
 /** Metadata keys of the decorators. */
 export const RATE_LIMIT = 'sluice:rate-limit';
@@ -35,7 +36,7 @@ function compile<Req>(
 ): { run: Compiled; limiter: HttpLimiter<Req> } {
   const access = nestAccess as RequestAccessBase<Req>;
   const limiter = new HttpLimiter<Req>(where, options, access, nestDefaults as AdapterDefaults<Req>);
-  compiled.push(limiter as HttpLimiter<unknown>);
+  compiled.add(limiter as HttpLimiter<unknown>);
   const exchange = nestExchange as HttpExchange<ExecutionContext, Req, boolean>;
   return { run: rateLimitLifecycle(limiter, exchange), limiter };
 }
@@ -95,8 +96,8 @@ export class RateLimitGuard<Req = NestRequest> implements CanActivate, RateLimit
    * Settles a request to its actual cost on every sluice limit that admitted it (the guard's
    * global limits and the route's `@RateLimit()`); never rejects.
    */
-  async settle(req: Req, actual: number): Promise<void> {
-    await Promise.all(compiled.map((limiter) => limiter.settle(req, actual)));
+  settle(req: Req, actual: number): Promise<void> {
+    return compiled.settle(req, actual);
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {

@@ -51,7 +51,7 @@ function stateOf(client: RedisClient): ClusterState | undefined {
 
 /**
  * Undefined when a call may be sent at once (a standalone client, a Cluster not ready yet, or
- * every primary ready); else a promise that settles when the primaries being opened are ready or
+ * every primary ready); else a promise that resolves when the primaries being opened are ready or
  * have failed (a failed node then fails the call as ioredis reports it). Never rejects.
  */
 export function clusterNodesReady(client: RedisClient): Promise<void> | undefined {
@@ -63,7 +63,7 @@ export function clusterNodesReady(client: RedisClient): Promise<void> | undefine
     state.ready = true;
     return undefined;
   }
-  state.pending = Promise.all(opening.map(settled)).then(() => {
+  state.pending = Promise.all(opening.map(opened)).then(() => {
     state.pending = undefined;
   });
   return state.pending;
@@ -75,7 +75,7 @@ function open(node: RedisNodeClient): void {
 }
 
 /** Resolves when `node` is ready or has stopped trying. */
-function settled(node: RedisNodeClient): Promise<void> {
+function opened(node: RedisNodeClient): Promise<void> {
   open(node);
   if (!OPENING.has(node.status)) return Promise.resolve();
   return new Promise((resolve) => {

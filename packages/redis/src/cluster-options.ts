@@ -1,4 +1,5 @@
 import type { RedisClient } from './client.js';
+import type { StoreLogger } from './gate/failure-options.js';
 
 /** ioredis' own default `retryDelayOnFailover`, ms. */
 const IOREDIS_FAILOVER_DELAY = 100;
@@ -25,3 +26,21 @@ export function retryDelayWarning(client: RedisClient, timeout: number): string 
   if (delay <= timeout / 2) return undefined;
   return `RedisStore: the Cluster client's retryDelayOnFailover (${delay} ms; ioredis' default is 100) does not fit in the store's timeout (${timeout} ms): in a failover, even a planned one, every command ioredis re-sends is answered by the failure policy. Give the Cluster retryDelayOnFailover: ${Math.max(1, Math.floor(timeout / 10))} (at most half the timeout).`;
 }
+
+/**
+ * A configuration warning, once per process and code: to the store's logger, else (the user took
+ * failures to `onError`) as a Node process warning with its code.
+ */
+export function warn(logger: StoreLogger | undefined, code: string, message: string): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  if (logger !== undefined) {
+    try {
+      logger.warn(`[sluice] [${code}] ${message}`);
+    } catch {
+      // A logger that throws must not stop the store from being made.
+    }
+  } else process.emitWarning(message, { code });
+}
+
+const warned = new Set<string>();

@@ -1,6 +1,5 @@
-import type { Decision } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
-import type { CallGate } from './call-gate.js';
+import type { Decision, LimitCall } from '@sluice/core';
+import type { CallGate } from './gate/call-gate.js';
 import type { ScriptCommand } from './script-command.js';
 import { hashSlot } from './slot.js';
 import { callArgs, DECISION_WIDTH, pushCallArgs, readDecision } from './wire.js';
@@ -66,24 +65,12 @@ export class ClusterSplit {
   readonly peek: SplitCall = async (batch, calls, slots, time, fail) => {
     if (this.anyAway(slots)) return fail();
     const decisions = new Array<Decision>(calls.length);
-    const runs = await Promise.all(
-      [...slots].map(([slot, group]) => {
-        const groupCalls = group.indices.map((i) => calls[i]!);
-        return this.gate.map<unknown[], boolean | typeof AWAY>(
-          'peek',
-          groupCalls.length,
-          () => batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'peek')),
-          (reply) => {
-            group.indices.forEach((index, j) => {
-              decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
-            });
-            return true;
-          },
-          () => AWAY,
-          slot,
-        );
-      }),
-    );
+    const runs = await this.perSlot('peek', batch, calls, slots, time, (reply, { group }) => {
+      group.indices.forEach((index, j) => {
+        decisions[index] = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
+      });
+      return true;
+    });
     return runs.includes(AWAY) ? fail() : decisions;
   };
 
@@ -100,27 +87,22 @@ export class ClusterSplit {
   readonly consume: SplitCall = async (batch, calls, slots, time, fail) => {
     if (this.anyAway(slots)) return fail();
     const decisions = new Array<Decision>(calls.length);
-    const runs = await Promise.all(
-      [...slots].map(([slot, group]) => {
-        const groupCalls = group.indices.map((i) => calls[i]!);
-        return this.gate.map<unknown[], AdmittedSlot | undefined | typeof AWAY>(
-          'consume',
-          groupCalls.length,
-          () => batch(group.keys.length, ...group.keys, ...callArgs(groupCalls, time, 'split')),
-          (reply): AdmittedSlot | undefined => {
-            let admitted = true;
-            group.indices.forEach((index, j) => {
-              const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
-              decisions[index] = decision;
-              // A shadow limit's refusal does not refuse the request: nothing to give back for it.
-              if (!decision.allowed && calls[index]!.shadow !== true) admitted = false;
-            });
-            return admitted ? { slot, group, calls: groupCalls, reply } : undefined;
-          },
-          (): typeof AWAY => AWAY,
-          slot,
-        );
-      }),
+    const runs = await this.perSlot(
+      'consume',
+      batch,
+      calls,
+      slots,
+      time,
+      (reply, run): AdmittedSlot | undefined => {
+        let admitted = true;
+        run.group.indices.forEach((index, j) => {
+          const decision = readDecision(reply, 1 + j * DECISION_WIDTH, calls[index]!);
+          decisions[index] = decision;
+          // A shadow limit's refusal does not refuse the request: nothing to give back for it.
+          if (!decision.allowed && calls[index]!.shadow !== true) admitted = false;
+        });
+        return admitted ? { ...run, reply } : undefined;
+      },
     );
     const admitted = runs.filter((run): run is AdmittedSlot => run !== undefined && run !== AWAY);
     if (admitted.length === slots.size) return decisions;
@@ -128,6 +110,38 @@ export class ClusterSplit {
     // A slot whose node was away: the failure policy answers, which counts this request its own way.
     return runs.includes(AWAY) ? fail() : decisions;
   };
+
+  /**
+   * The batch script once per slot, in parallel, each through its own node's breaker: `read` turns
+   * a slot's reply into its answer; `AWAY` for a slot the policy answered (its node away).
+   */
+  private perSlot<T>(
+    mode: 'peek' | 'consume',
+    batch: ScriptCommand,
+    calls: readonly LimitCall[],
+    slots: ReadonlyMap<number, SlotGroup>,
+    time: string,
+    read: (reply: unknown[], run: Omit<AdmittedSlot, 'reply'>) => T,
+  ): Promise<(T | typeof AWAY)[]> {
+    return Promise.all(
+      [...slots].map(([slot, group]) => {
+        const groupCalls = group.indices.map((i) => calls[i]!);
+        return this.gate.map<unknown[], T | typeof AWAY>(
+          mode,
+          groupCalls.length,
+          () =>
+            batch(
+              group.keys.length,
+              ...group.keys,
+              ...callArgs(groupCalls, time, mode === 'peek' ? 'peek' : 'split'),
+            ),
+          (reply) => read(reply, { slot, group, calls: groupCalls }),
+          (): typeof AWAY => AWAY,
+          slot,
+        );
+      }),
+    );
+  }
 
   /** Whether a slot's node is known to be away (its breaker open): then no slot is asked. */
   private anyAway(slots: ReadonlyMap<number, SlotGroup>): boolean {

@@ -1,5 +1,5 @@
-import type { Decision, RefusalReason } from '@sluice/core';
-import { ceilMs, decide, type LimitCall } from '@sluice/core/adapter';
+import type { Decision, LimitCall, RefusalReason } from '@sluice/core';
+import { ceilMs, decide } from '@sluice/core/adapter';
 
 interface Entry {
   /** Local time until which the limit refuses `cost` or more. */

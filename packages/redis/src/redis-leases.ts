@@ -1,8 +1,8 @@
 import type { Decision } from '@sluice/core';
 import { type LeaseAcquire, type LeaseCall, type LeaseStore, leaseDecision } from '@sluice/core/adapter';
-import type { CallGate } from './call-gate.js';
+import type { CallGate } from './gate/call-gate.js';
+import type { LeaseFailureAnswers } from './gate/lease-failure-answers.js';
 import { leaseKeys } from './key-escape.js';
-import { LeaseFailureAnswers } from './lease-failure.js';
 import type { ResolvedOptions } from './options.js';
 import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';
 import { LEASE_SCRIPT } from './scripts/lease-script.js';
@@ -25,14 +25,14 @@ const LEASE_COMMAND = 'sluiceLease';
  */
 export class RedisLeases implements LeaseStore {
   private readonly script: ScriptCommand;
-  private readonly failure: LeaseFailureAnswers;
 
+  /** @param failure what the failure policy answers for leases while Redis does not */
   constructor(
     private readonly options: ResolvedOptions,
     private readonly gate: CallGate,
+    private readonly failure: LeaseFailureAnswers,
   ) {
     this.script = scriptCommand(options.client, LEASE_COMMAND, LEASE_SCRIPT);
-    this.failure = new LeaseFailureAnswers(options, gate, options.clock);
   }
 
   /** The Redis keys of one lease set: the sorted set and its ttl (what `redis-cli` shows). */

@@ -1,15 +1,15 @@
-import type { Algorithm, Decision, Store } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
-import type { BreakerState } from './breaker.js';
-import { CallGate } from './call-gate.js';
+import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
 import { slotOwner } from './client.js';
 import { watchClusterNodes } from './cluster-nodes.js';
-import { RETRY_DELAY_WARNING, retryDelayWarning } from './cluster-options.js';
+import { RETRY_DELAY_WARNING, retryDelayWarning, warn } from './cluster-options.js';
 import { ClusterSplit, groupBySlot, type SlotGroup } from './cluster-split.js';
 import { DenyCache } from './deny-cache.js';
-import { FailureAnswers } from './failure-policy.js';
+import type { BreakerState } from './gate/breaker.js';
+import type { CallGate } from './gate/call-gate.js';
+import type { FailureAnswers } from './gate/failure-answers.js';
+import { remoteCalls } from './gate/remote-calls.js';
 import { escapeKey } from './key-escape.js';
-import { type RedisStoreOptions, type ResolvedOptions, resolveOptions, warn } from './options.js';
+import { type RedisStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { RedisLeases } from './redis-leases.js';
 import { nowArg, type ScriptCommand } from './script-command.js';
 import { type LeanBatchNode, leanChild, ScriptRegistry } from './script-registry.js';
@@ -62,12 +62,17 @@ export class RedisStore implements Store {
     this.isCluster = client.isCluster;
     watchClusterNodes(client);
     this.scripts = new ScriptRegistry(client);
-    this.gate = new CallGate({ ...this.options, owner: slotOwner(client) });
+    const calls = remoteCalls({
+      ...this.options,
+      names: { store: 'RedisStore', backend: 'Redis' },
+      owner: slotOwner(client),
+    });
+    this.gate = calls.gate;
     const warning = retryDelayWarning(client, this.options.timeout);
     if (warning !== undefined) warn(this.options.logger, RETRY_DELAY_WARNING, warning);
-    this.failure = new FailureAnswers(this.options, this.gate);
+    this.failure = calls.answers;
     this.split = new ClusterSplit(this.gate, this.scripts.splitRefund);
-    this.leases = new RedisLeases(this.options, this.gate);
+    this.leases = new RedisLeases(this.options, this.gate, calls.leases);
     this.denied = this.options.denyCache > 0 ? new DenyCache(this.options.denyCache) : undefined;
   }
 
@@ -229,16 +234,16 @@ export class RedisStore implements Store {
     // A limit with a block runs in the batch script, alone or not.
     if (calls.length === 1 && calls[0]!.block === undefined) {
       const call = calls[0]!;
-      const wire = scripts.wire(call.algorithm);
-      const single = wire.single ?? scripts.single(wire);
+      const scripted = scripts.scripted(call.algorithm);
+      const single = scripted.single ?? scripts.single(scripted);
       const key = this.keyFor(undefined, call.key);
       const time = this.nowArg(now);
       const slot = this.isCluster ? hashSlot(key) : undefined;
       return this.gate.map(
         mode,
         1,
-        () => single.command(1, key, time, mode, call.cost, wire.field, ...single.args),
-        (reply) => this.settled(calls, [readSingleDecision(reply, call)], now, mode),
+        () => single.command(1, key, time, mode, call.cost, scripted.field, ...single.args),
+        (reply) => this.answered(calls, [readSingleDecision(reply, call)], now, mode),
         this.fail(calls, now, mode, slot),
         slot,
       );
@@ -250,8 +255,8 @@ export class RedisStore implements Store {
     const distinct: string[] = [];
     const keyOf: number[] = [];
     const keys = calls.map((call) => {
-      const wire = scripts.wire(call.algorithm);
-      kinds |= wire.bit;
+      const scripted = scripts.scripted(call.algorithm);
+      kinds |= scripted.bit;
       const key = this.keyFor(undefined, call.key);
       let k = distinct.indexOf(key);
       if (k < 0) k = distinct.push(key) - 1;
@@ -259,9 +264,9 @@ export class RedisStore implements Store {
       // Shadow limits and blocks run in the generic batch script only.
       if (lean !== undefined)
         lean =
-          wire.lean === undefined || call.shadow === true || call.block !== undefined
+          scripted.lean === undefined || call.shadow === true || call.block !== undefined
             ? undefined
-            : leanChild(lean, wire, k);
+            : leanChild(lean, scripted, k);
       return key;
     });
     const groups = this.isCluster ? groupBySlot(keys) : undefined;
@@ -272,7 +277,7 @@ export class RedisStore implements Store {
       if (mode === 'peek') return this.split.peek(batch, calls, groups, time, fail);
       return this.split
         .consume(batch, calls, groups, time, fail)
-        .then((d) => this.settled(calls, d, now, mode));
+        .then((d) => this.answered(calls, d, now, mode));
     }
     const slot = groups === undefined ? undefined : groups.keys().next().value;
     const leanBatch = lean === undefined ? undefined : scripts.leanBatch(lean, calls, keyOf);
@@ -290,7 +295,7 @@ export class RedisStore implements Store {
       mode,
       calls.length,
       run,
-      (reply) => this.settled(calls, readBatchDecisions(reply, calls), now, mode),
+      (reply) => this.answered(calls, readBatchDecisions(reply, calls), now, mode),
       this.fail(calls, now, mode, slot),
       slot,
     );
@@ -309,7 +314,7 @@ export class RedisStore implements Store {
   }
 
   /** Remembers the refusals Redis gave (deny cache) and answers. */
-  private settled(
+  private answered(
     calls: readonly LimitCall[],
     decisions: Decision[],
     now: number | undefined,

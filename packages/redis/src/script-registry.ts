@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Algorithm } from '@sluice/core';
-import type { LimitCall } from '@sluice/core/adapter';
+import type { Algorithm, LimitCall } from '@sluice/core';
 import type { RedisClient } from './client.js';
 import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 import { type ScriptCommand, scriptCommand } from './script-command.js';
@@ -32,8 +31,11 @@ const RESET_COMMAND = 'sluiceReset';
  */
 export const MAX_BAKED = 64;
 
-/** What the store sends for one algorithm object, computed once: its params never change. */
-export interface AlgorithmWire {
+/**
+ * One algorithm object as the store's scripts run it, computed once (its params never change): its
+ * field, its kind's bit, its Lua entry and params, its lean form and its single-limit script.
+ */
+export interface ScriptedAlgorithm {
   /** Its field in the hash of a user key: the algorithm's fingerprint (the limit's name bound in). */
   readonly field: string;
   /** 1 << (code - 1): its place in a batch script's set of kinds. */
@@ -47,11 +49,11 @@ export interface AlgorithmWire {
    * Its single-limit script, made when it first runs alone: an algorithm used only in layered
    * limits takes none of the store's scripts with params written in.
    */
-  single?: SingleWire;
+  single?: SingleCommand;
 }
 
 /** A single-limit script (a list, or one integer for a packed admission: see `readSingleDecision`). */
-export interface SingleWire {
+export interface SingleCommand {
   readonly command: ScriptCommand<unknown[] | number>;
   /** What it takes after the cost: the params, or nothing when the script holds them. */
   readonly args: readonly string[];
@@ -59,13 +61,13 @@ export interface SingleWire {
 
 /**
  * The lean batch scripts of a store, by the ordered algorithms of their limits and the user key
- * each is on (its index among the batch's distinct keys): a trie over `AlgorithmWire`s (weakly
+ * each is on (its index among the batch's distinct keys): a trie over `ScriptedAlgorithm`s (weakly
  * held: algorithms made and dropped take their scripts' entries along), then key indices.
  * `command` null: past the cap of scripts with params written in, the generic batch runs.
  */
 export interface LeanBatchNode {
   command?: ScriptCommand | null;
-  readonly next: WeakMap<AlgorithmWire, LeanBatchNode[]>;
+  readonly next: WeakMap<ScriptedAlgorithm, LeanBatchNode[]>;
 }
 
 /**
@@ -84,7 +86,7 @@ export class ScriptRegistry {
   /** The reset script ({@link RESET_SCRIPT}). */
   readonly reset: ScriptCommand<number>;
   private readonly batches = new Map<number, ScriptCommand>();
-  private readonly wires = new WeakMap<Algorithm, AlgorithmWire>();
+  private readonly scriptedAlgorithms = new WeakMap<Algorithm, ScriptedAlgorithm>();
   /** Names of the scripts registered with their params written in (see `bake`). */
   private readonly baked = new Set<string>();
   private readonly leanBatches: LeanBatchNode = { next: new WeakMap() };
@@ -96,41 +98,42 @@ export class ScriptRegistry {
     this.reset = scriptCommand(client, RESET_COMMAND, RESET_SCRIPT);
   }
 
-  wire(algorithm: Algorithm): AlgorithmWire {
-    let wire = this.wires.get(algorithm);
-    if (wire === undefined) {
+  /** What the scripts need of `algorithm`, computed once. */
+  scripted(algorithm: Algorithm): ScriptedAlgorithm {
+    let scripted = this.scriptedAlgorithms.get(algorithm);
+    if (scripted === undefined) {
       const { code, entry } = luaAlgorithm(algorithm);
       const params = algorithmArgs(algorithm).slice(2);
       const field = algorithm.fingerprint;
-      wire = {
+      scripted = {
         field,
         bit: 1 << (code - 1),
         entry,
         params,
         lean: entry.lean === undefined ? undefined : { lean: entry.lean, params, field },
       };
-      this.wires.set(algorithm, wire);
+      this.scriptedAlgorithms.set(algorithm, scripted);
     }
-    return wire;
+    return scripted;
   }
 
-  /** The single-limit script of `wire`'s algorithm, made once. */
-  single(wire: AlgorithmWire): SingleWire {
-    if (wire.single !== undefined) return wire.single;
-    const { entry, params } = wire;
+  /** The single-limit script of `scripted`'s algorithm, made once. */
+  single(scripted: ScriptedAlgorithm): SingleCommand {
+    if (scripted.single !== undefined) return scripted.single;
+    const { entry, params } = scripted;
     if (entry.lean === undefined) {
-      wire.single = {
+      scripted.single = {
         command: scriptCommand(this.client, `${SINGLE_COMMAND}${entry.table}`, singleScript(entry)),
         args: params,
       };
-      return wire.single;
+      return scripted.single;
     }
     // One script per set of params (an application has few), else the script for any params.
     const baked = this.bake<unknown[] | number>(
       `${SINGLE_COMMAND}${entry.table}_`,
       leanSingleScript(entry.lean, params),
     );
-    wire.single =
+    scripted.single =
       baked === undefined
         ? {
             command: scriptCommand(
@@ -141,7 +144,7 @@ export class ScriptRegistry {
             args: params,
           }
         : { command: baked, args: [] };
-    return wire.single;
+    return scripted.single;
   }
 
   /**
@@ -164,7 +167,7 @@ export class ScriptRegistry {
   ): ScriptCommand | null {
     if (node.command === undefined) {
       const lua = leanBatchScript(
-        calls.map((call) => this.wire(call.algorithm).lean!),
+        calls.map((call) => this.scripted(call.algorithm).lean!),
         keyOf,
       );
       node.command = this.bake(LEAN_BATCH_COMMAND, lua) ?? null;
@@ -197,12 +200,12 @@ export class ScriptRegistry {
   }
 }
 
-/** The trie node below `node` for `wire`'s algorithm on the batch's `keyIndex`th user key, made on first use. */
-export function leanChild(node: LeanBatchNode, wire: AlgorithmWire, keyIndex: number): LeanBatchNode {
-  let children = node.next.get(wire);
+/** The trie node below `node` for `scripted`'s algorithm on the batch's `keyIndex`th user key, made on first use. */
+export function leanChild(node: LeanBatchNode, scripted: ScriptedAlgorithm, keyIndex: number): LeanBatchNode {
+  let children = node.next.get(scripted);
   if (children === undefined) {
     children = [];
-    node.next.set(wire, children);
+    node.next.set(scripted, children);
   }
   let child = children[keyIndex];
   if (child === undefined) {

@@ -1,5 +1,12 @@
-import { type Algorithm, type Decision, ErrorCode, type RefusalReason, SluiceError } from '@sluice/core';
-import { decide, type LimitCall } from '@sluice/core/adapter';
+import {
+  type Algorithm,
+  type Decision,
+  ErrorCode,
+  type LimitCall,
+  type RefusalReason,
+  SluiceError,
+} from '@sluice/core';
+import { decide } from '@sluice/core/adapter';
 import { LUA_ALGORITHMS, type LuaAlgorithm } from './lua/algorithms.js';
 
 const ARGS = new WeakMap<Algorithm, readonly string[]>();

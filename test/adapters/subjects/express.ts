@@ -2,10 +2,10 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision } from '@sluice/core';
-import { refusalStatus } from '@sluice/core/adapter';
 import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import supertest from 'supertest';
+import { refusalStatus } from '../../../packages/core/src/http/problem.js';
 import {
   type Control,
   connectionsOf,

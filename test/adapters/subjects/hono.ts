@@ -2,9 +2,9 @@ import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Decision } from '@sluice/core';
-import { refusalStatus } from '@sluice/core/adapter';
 import * as sluiceHono from '@sluice/hono';
 import { Hono, type Context as HonoContext } from 'hono';
+import { refusalStatus } from '../../../packages/core/src/http/problem.js';
 import {
   type Control,
   GUARD_ORDER,

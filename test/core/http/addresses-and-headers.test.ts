@@ -1,5 +1,8 @@
-import { clientAddress, combine, decide, resetSeconds, retryAfterSeconds } from '@sluice/core/adapter';
+import { combine, decide } from '@sluice/core/adapter';
 import { describe, expect, it } from 'vitest';
+import { resetSeconds } from '../../../packages/core/src/http/headers.js';
+import { clientAddress } from '../../../packages/core/src/http/ip.js';
+import { retryAfterSeconds } from '../../../packages/core/src/http/problem.js';
 
 describe('clientAddress', () => {
   it('groups IPv6 by prefix, unmaps IPv4-mapped addresses, rejects garbage', () => {

@@ -1,3 +1,5 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import {
   type ControllerParams,
   type ControllerState,
@@ -5,9 +7,7 @@ import {
   dropProbabilities,
   restingState,
   shedLevel,
-} from '@sluice/core/adapter';
-import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+} from '../../../packages/core/src/shedding/utilization-controller.js';
 
 /** The defaults of UtilizationShedder with three priorities (two sheddable), sampled every second. */
 const PARAMS: ControllerParams = {

@@ -1,9 +1,9 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
-import { assertUnit } from '../time-range.js';
-import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+import type { Duration } from '../duration.js';
+import { assertKnownOptions } from '../validate.js';
+import { limitWindow } from './limit-window.js';
 
 export interface FixedWindowOptions {
   /** Requests admitted per window. Integer ≥ 1. */
@@ -24,9 +24,7 @@ export type FixedWindowState = readonly [count: number, windowStart: number];
  */
 export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowState> {
   assertKnownOptions('fixedWindow', options, KNOWN);
-  const limit = integerOption('limit', requireOption('limit', options.limit));
-  const window = parseDuration('window', requireOption('window', options.window));
-  assertUnit('window', options.window, window, 'window');
+  const { limit, window } = limitWindow(options);
   const params = { limit, window } satisfies Record<AlgorithmParam<'fixed-window'>, number>;
 
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as

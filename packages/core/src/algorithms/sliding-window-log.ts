@@ -1,9 +1,9 @@
 import { type Algorithm, EPSILON, fingerprint } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
 import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
-import { type Duration, parseDuration } from '../duration.js';
-import { assertUnit } from '../time-range.js';
-import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
+import type { Duration } from '../duration.js';
+import { assertKnownOptions } from '../validate.js';
+import { limitWindow } from './limit-window.js';
 
 export interface SlidingWindowLogOptions {
   /** Requests admitted in any window of `window` ms. Integer ≥ 1. */
@@ -27,9 +27,7 @@ export type SlidingWindowLogState = readonly number[];
  */
 export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<SlidingWindowLogState> {
   assertKnownOptions('slidingWindowLog', options, KNOWN);
-  const limit = integerOption('limit', requireOption('limit', options.limit));
-  const window = parseDuration('window', requireOption('window', options.window));
-  assertUnit('window', options.window, window, 'window');
+  const { limit, window } = limitWindow(options);
   const params = { limit, window } satisfies Record<AlgorithmParam<'sliding-window-log'>, number>;
 
   // Index of the first entry still inside (now - window, now], and the units those entries hold.

@@ -169,12 +169,12 @@ function steppedBucket(
     const steps = now > last ? Math.floor((now - last + slack) / interval) : 0;
     return [Math.min(capacity, tokens + steps * amount), last + steps * interval];
   };
-  const timeToHold = (tokens: number, last: number, want: number, now: number) =>
+  const timeToReach = (tokens: number, last: number, want: number, now: number) =>
     tokens >= want ? 0 : ceilMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
   const timeToRetry = (tokens: number, last: number, want: number, now: number) =>
     retryMs(last + Math.ceil((want - tokens) / amount) * interval - now, slack);
   const report = (tokens: number, last: number, now: number, cost: number, policy: string) => {
-    const resetAfter = timeToHold(tokens, last, capacity, now);
+    const resetAfter = timeToReach(tokens, last, capacity, now);
     if (cost > capacity) return costExceedsLimit(capacity, tokens, resetAfter, policy);
     if (tokens >= cost) return admitted(capacity, tokens, resetAfter, policy);
     return decide(
@@ -199,7 +199,7 @@ function steppedBucket(
         const left = tokens - cost;
         return {
           state: [left, last],
-          decision: admitted(capacity, left, timeToHold(left, last, capacity, now), policy),
+          decision: admitted(capacity, left, timeToReach(left, last, capacity, now), policy),
         };
       }
       // A refusal writes nothing, except that a strict bucket restarts its refill clock (keeping

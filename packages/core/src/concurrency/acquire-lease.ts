@@ -1,7 +1,7 @@
 import type { Decision } from '../decision.js';
 import { describeValue, ErrorCode, SluiceError, storeFailure } from '../errors.js';
 import type { MaybePromise, Store } from '../store.js';
-import { heldLease, type Lease, refusedLease } from './lease.js';
+import { type Lease, refusedLease, takenLease } from './lease.js';
 import type { LeaseAcquire, LeaseStore } from './lease-store.js';
 
 /** The store's lease extension, or a coded error at creation when the store has none. */
@@ -31,7 +31,7 @@ export function acquireLease(
 ): MaybePromise<Lease> {
   const wrap = (decision: Decision): Lease => {
     if (!decision.allowed) return refusedLease(shape === undefined ? decision : shape(decision));
-    return heldLease(decision, (at) => leases.release(call, at), onError);
+    return takenLease(decision, (at) => leases.release(call, at), onError);
   };
   let result: MaybePromise<Decision>;
   try {

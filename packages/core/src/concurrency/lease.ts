@@ -13,24 +13,24 @@ import type { MaybePromise } from '../store.js';
 export interface Lease {
   readonly decision: Decision;
   /**
-   * Gives the slot back. Resolves to `true` when this call freed a slot that was still held.
+   * Gives the slot back. Resolves to `true` when this call freed a slot that was still taken.
    * @param now ms; @default the store's clock
    */
   release(now?: number): MaybePromise<boolean>;
 }
 
-const NOTHING_HELD = () => false;
+const NOTHING_TO_RELEASE = () => false;
 
 /** A lease for a refused acquire: nothing to give back. */
 export function refusedLease(decision: Decision): Lease {
-  return { decision, release: NOTHING_HELD };
+  return { decision, release: NOTHING_TO_RELEASE };
 }
 
 /**
  * Wraps a store's release so that it runs at most once and never rejects.
  * @param give the store call; may throw or reject
  */
-export function heldLease(
+export function takenLease(
   decision: Decision,
   give: (now: number | undefined) => MaybePromise<boolean>,
   onError: ((error: unknown) => void) | undefined,

@@ -34,7 +34,7 @@ export class MemoryLeases implements LeaseStore {
     readonly clock: () => number,
   ) {}
 
-  /** Lease sets currently held, across all spaces. */
+  /** Lease sets currently kept, across all spaces. */
   get keyCount(): number {
     return this.size;
   }
@@ -45,8 +45,8 @@ export class MemoryLeases implements LeaseStore {
     let set = space?.get(call.key);
     if (set !== undefined) expire(set, at - call.ttl);
     const count = set === undefined ? 0 : set.ids.length;
-    const held = set === undefined ? -1 : set.ids.indexOf(call.id);
-    if (held < 0 && count >= call.limit) {
+    const index = set === undefined ? -1 : set.ids.indexOf(call.id);
+    if (index < 0 && count >= call.limit) {
       return leaseDecision(false, count, set!.times[0], set!.times[count - 1], call, at);
     }
     if (space === undefined) {
@@ -64,9 +64,9 @@ export class MemoryLeases implements LeaseStore {
       space.delete(call.key);
       space.set(call.key, set);
       set.ttl = call.ttl;
-      if (held >= 0) {
-        set.times.splice(held, 1);
-        set.ids.splice(held, 1);
+      if (index >= 0) {
+        set.times.splice(index, 1);
+        set.ids.splice(index, 1);
       }
       insert(set, at, call.id);
     }
@@ -93,13 +93,13 @@ export class MemoryLeases implements LeaseStore {
     const set = space?.get(call.key);
     if (set === undefined) return false;
     expire(set, (now ?? this.clock()) - set.ttl);
-    const held = set.ids.indexOf(call.id);
-    if (held >= 0) {
-      set.times.splice(held, 1);
-      set.ids.splice(held, 1);
+    const index = set.ids.indexOf(call.id);
+    if (index >= 0) {
+      set.times.splice(index, 1);
+      set.ids.splice(index, 1);
     }
     if (set.ids.length === 0) this.drop(space!, call.space, call.key);
-    return held >= 0;
+    return index >= 0;
   }
 
   reset(space: string, key: string): void {

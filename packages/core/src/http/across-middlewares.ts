@@ -54,7 +54,7 @@ export function giveBackEarlier(req: unknown): MaybePromise<void> {
   let first = true;
   for (const { limiter, req, ctx, decision, set, get } of entries) {
     if (get === undefined) continue;
-    const restored = given(decision, limiter.heldUnits(req));
+    const restored = given(decision, limiter.reservedUnits(req));
     if (limiter.writeHeaders(req, restored, ctx, set, first ? undefined : get)) first = false;
   }
   const refunds: Promise<number>[] = [];

@@ -8,7 +8,7 @@ import type { HttpLimiter } from './rate-limit.js';
  */
 export interface RateLimitControl<Req> {
   /**
-   * What the limits hold for this request, without consuming anything: the combined Decision for
+   * What the limits have for this request, without consuming anything: the combined Decision for
    * its cost, or `undefined` when it would not be limited (skipped, allow-listed, no key).
    * Rejects when the store or one of the request's functions fails.
    */
@@ -37,4 +37,24 @@ export function withControl<T extends object, Req>(
     settle: (req, actual) => limiter.settle(req, actual),
   };
   return Object.assign(target, control);
+}
+
+/**
+ * Every rate limit an adapter compiled for one app (Fastify's plugin, routes and decorator hooks;
+ * Nest's guard and `@RateLimit()` decorators), so that one `settle(req, actual)` reaches each
+ * limit that admitted the request.
+ */
+export class CompiledLimiters<Req> {
+  private readonly limiters: HttpLimiter<Req>[] = [];
+
+  /** Keeps `limiter` among those `settle` reaches; answers it. */
+  add(limiter: HttpLimiter<Req>): HttpLimiter<Req> {
+    this.limiters.push(limiter);
+    return limiter;
+  }
+
+  /** Settles the request on every limit that admitted it (see `RateLimitControl.settle`). */
+  async settle(req: Req, actual: number): Promise<void> {
+    await Promise.all(this.limiters.map((limiter) => limiter.settle(req, actual)));
+  }
 }

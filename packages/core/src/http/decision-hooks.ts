@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import type { ResolvedLimit } from '../limiter.js';
+import type { ResolvedLimit } from '../limit-definitions.js';
 import { functionOption } from '../validate.js';
 import type { HttpLimitOptions } from './options.js';
 

@@ -29,9 +29,9 @@ export type GuardName = 'concurrencyLimit' | 'fleetShed' | 'utilizationShed';
 interface GuardParts<Req> {
   readonly kind: GuardName;
   readonly name: string;
-  readonly holdsLeases: boolean;
+  readonly takesLeases: boolean;
   /** Takes the request's lease (or the shedder's verdict); may throw. `undefined`: not guarded. */
-  readonly gate: (req: Req) => MaybePromise<Lease | undefined>;
+  readonly lease: (req: Req) => MaybePromise<Lease | undefined>;
   /** `{ limiter }` or `{ shedder }`: lets an adapter hand the same engine to another middleware. */
   readonly engine: Readonly<Record<string, unknown>>;
 }
@@ -40,17 +40,17 @@ interface GuardParts<Req> {
  * The request-to-lease logic both adapters share for the concurrency limit and the two load
  * shedders, compiled once from the options: skip, key or priority, one acquire per request, the
  * failure policy, and the refusal. Adapters move its answers into their responses and release
- * admitted leases when the response ends (`holdsLeases`).
+ * admitted leases when the response ends (`takesLeases`).
  */
 export class HttpGuard<Req> {
   readonly kind: GuardName;
   /** The limiter's or shedder's name: `decision.policy` and the problem body's `violated-policies`. */
   readonly name: string;
-  /** Whether admitted requests hold a lease to release when the response ends (not the utilization shedder). */
-  readonly holdsLeases: boolean;
+  /** Whether admitted requests take a lease to release when the response ends (not the utilization shedder). */
+  readonly takesLeases: boolean;
   /** The built limiter or shedder, as an option (`{ limiter }` / `{ shedder }`). */
   readonly engine: Readonly<Record<string, unknown>>;
-  private readonly gate: (req: Req) => MaybePromise<Lease | undefined>;
+  private readonly lease: (req: Req) => MaybePromise<Lease | undefined>;
   private readonly skip: ((req: Req) => boolean) | undefined;
   private readonly failOpen: boolean;
   private readonly storeDown: Lease;
@@ -59,9 +59,9 @@ export class HttpGuard<Req> {
   private constructor(parts: GuardParts<Req>, options: HttpGuardOptions<Req>, reporter: Reporter<Req>) {
     this.kind = parts.kind;
     this.name = parts.name;
-    this.holdsLeases = parts.holdsLeases;
+    this.takesLeases = parts.takesLeases;
     this.engine = parts.engine;
-    this.gate = parts.gate;
+    this.lease = parts.lease;
     this.skip = functionOption('skip', options.skip);
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
@@ -87,7 +87,7 @@ export class HttpGuard<Req> {
     let result: MaybePromise<Lease | undefined>;
     try {
       if (this.skip !== undefined && this.skip(req) === true) return undefined;
-      result = this.gate(req);
+      result = this.lease(req);
     } catch (error) {
       return this.failed(error, req);
     }
@@ -141,7 +141,7 @@ export function concurrencyGuard<Req>(
   const key: KeyFunction<Req> = options.key ?? byIp();
   const reporter = new Reporter(options, defaults);
   const requestAccess = reporter.access(access);
-  const gate = (req: Req): MaybePromise<Lease | undefined> => {
+  const lease = (req: Req): MaybePromise<Lease | undefined> => {
     const k = key(req, requestAccess);
     if (k === undefined) return undefined;
     if (typeof k !== 'string') {
@@ -154,7 +154,7 @@ export function concurrencyGuard<Req>(
     return limiter.acquire(k);
   };
   return HttpGuard.build(
-    { kind: 'concurrencyLimit', name: limiter.name, holdsLeases: true, gate, engine: { limiter } },
+    { kind: 'concurrencyLimit', name: limiter.name, takesLeases: true, lease, engine: { limiter } },
     options,
     reporter,
   );
@@ -173,12 +173,12 @@ export function fleetGuard<Req>(
     return new FleetShedder({ ...inline, budget: inline.budget as number, onError: defaults.onReleaseError });
   });
   const priority = priorityOption(options.priority, shedder.priorities);
-  const gate =
+  const lease =
     typeof priority === 'string'
       ? () => shedder.acquire(priority)
       : (req: Req) => shedder.acquire(priority(req));
   return HttpGuard.build(
-    { kind: 'fleetShed', name: shedder.name, holdsLeases: true, gate, engine: { shedder } },
+    { kind: 'fleetShed', name: shedder.name, takesLeases: true, lease, engine: { shedder } },
     options,
     new Reporter(options, defaults),
   );
@@ -208,12 +208,12 @@ export function utilizationGuard<Req>(
     if (admitted?.decision !== decision) admitted = refusedLease(decision);
     return admitted;
   };
-  const gate =
+  const lease =
     typeof priority === 'string'
       ? () => verdict(shedder.check(priority))
       : (req: Req) => verdict(shedder.check(priority(req)));
   return HttpGuard.build(
-    { kind: 'utilizationShed', name: shedder.name, holdsLeases: false, gate, engine: { shedder } },
+    { kind: 'utilizationShed', name: shedder.name, takesLeases: false, lease, engine: { shedder } },
     options,
     new Reporter(options, defaults),
   );

@@ -58,23 +58,22 @@ export function rateLimitLifecycle<Ctx, Req, R>(
   limiter: HttpLimiter<Req>,
   exchange: HttpExchange<Ctx, Req, R>,
 ): Lifecycle<Ctx, R> {
-  const refused = (ctx: Ctx, req: Req, decision: Decision): R => {
+  /** The decision on the request, in its headers, and to its hooks. */
+  const told = (ctx: Ctx, req: Req, decision: Decision): void => {
     exchange.record(ctx, decision);
     limiter.writeHeaders(req, decision, ctx, exchange.setHeader, exchange.getHeader);
     limiter.decided(req, decision);
-    return refuse(exchange, ctx, decision, limiter.refusal(decision));
   };
   const answer = (ctx: Ctx, req: Req, decision: Decision | undefined | null): MaybePromise<R | undefined> => {
     if (decision === null) return left(req);
     if (decision === undefined) return exchange.proceed(ctx);
     if (!decision.allowed) {
-      // What earlier sluice middlewares took for this request goes back before the refusal is told.
-      const back = giveBackEarlier(req);
-      return back === undefined ? refused(ctx, req, decision) : back.then(() => refused(ctx, req, decision));
+      return afterGiveBack(req, () => {
+        told(ctx, req, decision);
+        return refuse(exchange, ctx, decision, limiter.refusal(decision));
+      });
     }
-    exchange.record(ctx, decision);
-    limiter.writeHeaders(req, decision, ctx, exchange.setHeader, exchange.getHeader);
-    limiter.decided(req, decision);
+    told(ctx, req, decision);
     // Under `count`, the response's outcome decides whether its units stay taken.
     if (limiter.countsOutcome) {
       exchange.whenDone(ctx, (finished) => limiter.outcome(req, exchange.statusCode(ctx), finished));
@@ -101,24 +100,21 @@ export function guardLifecycle<Ctx, Req, R>(
   guard: HttpGuard<Req>,
   exchange: HttpExchange<Ctx, Req, R>,
 ): Lifecycle<Ctx, R> {
-  const refused = (ctx: Ctx, req: Req, decision: Decision): R => {
-    guard.limited(req, decision);
-    return refuse(exchange, ctx, decision, guard.refusal(decision));
-  };
   const admit = (ctx: Ctx, req: Req, lease: Lease | undefined): MaybePromise<R> => {
     if (lease === undefined) return exchange.proceed(ctx);
     const decision = lease.decision;
     if (decision.allowed) {
-      if (guard.holdsLeases) {
+      if (guard.takesLeases) {
         exchange.whenDone(ctx, () => {
           void lease.release();
         });
       }
       return exchange.proceed(ctx);
     }
-    // What earlier sluice rate limits took for this request goes back before the refusal is told.
-    const back = giveBackEarlier(req);
-    return back === undefined ? refused(ctx, req, decision) : back.then(() => refused(ctx, req, decision));
+    return afterGiveBack(req, () => {
+      guard.limited(req, decision);
+      return refuse(exchange, ctx, decision, guard.refusal(decision));
+    });
   };
   return (ctx) => {
     const client = exchange.client(ctx);
@@ -135,6 +131,15 @@ export function guardLifecycle<Ctx, Req, R>(
       return left(req);
     });
   };
+}
+
+/**
+ * Runs `refused` once what earlier sluice rate limits took for this request has gone back: a
+ * refusal is told after the give-back, so the next request sees the units.
+ */
+function afterGiveBack<R>(req: unknown, refused: () => R): MaybePromise<R> {
+  const back = giveBackEarlier(req);
+  return back === undefined ? refused() : back.then(refused);
 }
 
 /**

@@ -7,11 +7,10 @@ import {
   assertShadowable,
   enforceOption,
   type LimitDefinition,
-  Limiter,
   limitCall,
   limitName,
-  storeOption,
-} from '../limiter.js';
+} from '../limit-definitions.js';
+import { Limiter, storeOption } from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
@@ -37,14 +36,14 @@ export interface CompiledLimit<Req> {
 
 /**
  * What one request was checked against: its key and algorithm per limit (`undefined` where a
- * limit was skipped), and the units it holds (0 when refused). Kept per request, for its headers
+ * limit was skipped), and the units it reserved (0 when refused). Kept per request, for its headers
  * (the plans it was checked against) and to give its units back (`count`, a client gone) or
  * settle them.
  */
 export interface Reservation {
   readonly keys: readonly (string | undefined)[];
   readonly algorithms: readonly (Algorithm | undefined)[];
-  /** Units held; a refused request holds none (and has nothing to settle). */
+  /** Units reserved; a refused request reserves none (and has nothing to settle). */
   cost: number;
   readonly admitted: boolean;
 }

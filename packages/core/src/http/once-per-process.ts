@@ -11,11 +11,11 @@ const WARNED = Symbol.for('sluice.warned');
  * route's `byIp()` behind an untrusted proxy) is told once, not once per middleware.
  */
 export function firstInProcess(code: string): boolean {
-  const holder = globalThis as Record<symbol, Set<string> | undefined>;
-  let warned = holder[WARNED];
+  const shared = globalThis as Record<symbol, Set<string> | undefined>;
+  let warned = shared[WARNED];
   if (warned === undefined) {
     warned = new Set();
-    holder[WARNED] = warned;
+    shared[WARNED] = warned;
   }
   if (warned.has(code)) return false;
   warned.add(code);

@@ -1,7 +1,7 @@
 import { type Algorithm, bindName } from '../algorithm.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import { assertAlgorithm } from '../limiter.js';
+import { assertAlgorithm } from '../limit-definitions.js';
 import type { MaybePromise } from '../store.js';
 import { assertKnownOptions, integerOption } from '../validate.js';
 
@@ -92,7 +92,7 @@ export class PlanCache<Req> {
         this.store(key, next);
         return next;
       }
-      return this.settle(key, previous, next);
+      return this.changePlan(key, previous, next);
     }
     const pending = answer.then(
       (value) => {
@@ -101,7 +101,7 @@ export class PlanCache<Req> {
           this.store(key, next);
           return next;
         }
-        return this.settle(key, previous, next);
+        return this.changePlan(key, previous, next);
       },
       (error: unknown) => {
         this.forget(key, previous);
@@ -115,7 +115,7 @@ export class PlanCache<Req> {
   }
 
   /** A new plan for a key that had another: the consumption is carried over first. */
-  private async settle(key: string, previous: Algorithm, next: Algorithm): Promise<Algorithm> {
+  private async changePlan(key: string, previous: Algorithm, next: Algorithm): Promise<Algorithm> {
     try {
       await this.changed(previous, next, key);
     } finally {

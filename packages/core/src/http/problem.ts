@@ -9,6 +9,8 @@ export const TEMPORARY_REDUCED_CAPACITY =
 
 /** The media type of the refusal body. */
 export const PROBLEM_JSON = 'application/problem+json';
+/** The refusal body's `Content-Type`, as every adapter sends it. */
+export const PROBLEM_CONTENT_TYPE = `${PROBLEM_JSON}; charset=utf-8`;
 
 /** An RFC 9457 problem body with the draft's `violated-policies` extension. */
 export interface ProblemDetails {

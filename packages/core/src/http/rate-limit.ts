@@ -1,30 +1,17 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Algorithm } from '../algorithm.js';
-import { combine, type Decision, decide, shadowed } from '../decision.js';
-import { parseDuration } from '../duration.js';
-import { describeValue, ErrorCode, SluiceError } from '../errors.js';
-import type { Limiter } from '../limiter.js';
+import { type Decision, decide } from '../decision.js';
+import { combineCalls, type Limiter } from '../limiter.js';
 import { andThen } from '../maybe.js';
-import { MemoryStore } from '../memory-store.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
-import {
-  assertCost,
-  assertKnownOptions,
-  booleanOption,
-  functionOption,
-  integerOption,
-  oneOfOption,
-} from '../validate.js';
-import { type ClientResponse, clientLeft, watchClient } from './client.js';
-import { DecisionHooks } from './decision-hooks.js';
-import { type GetHeader, HEADER_FORMATS, RateLimitHeaders, type SetHeader } from './headers.js';
-import { type AddressList, addressList } from './ip.js';
-import type { RequestAccess } from './keys.js';
-import { LimitSet, type Reservation } from './limit-set.js';
-import { type CountWhen, HTTP_OPTIONS, type HttpLimitOptions, type ResponseOutcome } from './options.js';
+import { assertCost } from '../validate.js';
+import { type ClientResponse, clientLeft } from './client.js';
+import { DelayMode } from './delay-mode.js';
+import type { GetHeader, RateLimitHeaders, SetHeader } from './headers.js';
+import type { HttpLimitOptions } from './options.js';
 import { type Refusal, refusal } from './problem.js';
-import { type AdapterDefaults, Reporter, type RequestAccessBase } from './reporter.js';
-import { RequestSlot } from './request-slot.js';
+import { type RateLimitSettings, rateLimitSettings } from './rate-limit-settings.js';
+import type { AdapterDefaults, RequestAccessBase } from './reporter.js';
+import { Reservations } from './reservations.js';
 
 export { httpLimits } from './limit-set.js';
 
@@ -33,16 +20,13 @@ const STORE_DOWN: Decision = decide(false, 0, 0, 0, 1000, 0, '', 'store-unavaila
 /** The decision when every limit was skipped for a request (no key). */
 const NOT_LIMITED: Decision = decide(true, 0, 0, 0, 0, 0, '', undefined);
 
-const COUNT_WHEN = ['all', 'failed', 'successful'] as const;
-/** `count: 'failed'` keeps the units of a response that failed or never finished. */
-const FAILED = (_req: unknown, outcome: ResponseOutcome) => !outcome.finished || outcome.statusCode >= 400;
-const SUCCESSFUL = (_req: unknown, outcome: ResponseOutcome) => outcome.finished && outcome.statusCode < 400;
-
 /**
- * The request-to-decision logic every adapter shares, compiled once from the options: keys, skip,
- * allow-list, cost, plans, one layered store call per request, the failure policy, the delay
- * mode, the header strings, and what the app may do afterwards (`settle`, `peek`, `reset`, the
- * units given back by `count`). Adapters only move its answers into their response objects.
+ * The request-to-decision logic every adapter shares, compiled once from the options
+ * (`rateLimitSettings`): keys, skip, allow-list, cost, plans, one layered store call per request,
+ * the failure policy, the hold (`DelayMode`), the header strings, and what the app may do
+ * afterwards with what a request reserved (`Reservations`: `settle`, `count`, the give-back of a
+ * request that never ran), `peek` and `reset`. Adapters only move its answers into their
+ * response objects.
  */
 export class HttpLimiter<Req> {
   /** The `Limiter` of fixed limits; `undefined` when a limit chooses its algorithm per request. */
@@ -56,19 +40,10 @@ export class HttpLimiter<Req> {
   readonly maxDelay: number;
   /** Whether a response's outcome decides if its units count (`count` other than `'all'`). */
   readonly countsOutcome: boolean;
-  private readonly set: LimitSet<Req>;
-  private readonly access: RequestAccess<Req>;
-  private readonly skip: ((req: Req) => boolean | Promise<boolean>) | undefined;
-  private readonly allow: AddressList | undefined;
-  private readonly cost: number;
-  private readonly costOf: ((req: Req) => number | Promise<number>) | undefined;
-  private readonly counts: ((req: Req, outcome: ResponseOutcome) => boolean) | undefined;
-  private readonly failOpen: boolean;
-  private readonly reporter: Reporter<Req>;
-  private readonly hooks: DecisionHooks<Req>;
-  private readonly hold: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** What each admitted request holds, until its response's outcome or the app settles it. */
-  private readonly reservations = new RequestSlot<Reservation>();
+  private readonly settings: RateLimitSettings<Req>;
+  /** What each request reserved, until its response's outcome or the app settles it. */
+  private readonly reservations: Reservations<Req>;
+  private readonly delay: DelayMode<Req>;
 
   constructor(
     where: string,
@@ -77,63 +52,23 @@ export class HttpLimiter<Req> {
     defaults: AdapterDefaults<Req>,
     adapterOptions: readonly string[] = [],
   ) {
-    assertKnownOptions(where, options, [...HTTP_OPTIONS, ...adapterOptions]);
+    const settings = rateLimitSettings(where, options, access, defaults, adapterOptions);
+    this.settings = settings;
     this.options = options;
-    this.delayMode = oneOfOption('onLimit', options.onLimit ?? 'refuse', ['refuse', 'delay']) === 'delay';
-    this.store = options.store ?? new MemoryStore();
-    this.set = new LimitSet(
-      options,
-      this.store,
-      (algorithm) => this.assertQueueAllowed('a plan', algorithm),
-      (policy) => (previous, next, key) => this.carry(policy, previous, next, key),
-    );
-    this.limiter = this.set.limiter;
-    this.headers = new RateLimitHeaders(
-      options.headers === false ? false : oneOfOption('headers', options.headers ?? 'ietf', HEADER_FORMATS),
-      this.set.limits,
-      booleanOption('shadowHeaders', options.shadowHeaders ?? false),
-    );
-    this.skip = functionOption('skip', options.skip);
-    this.allow =
-      options.allowList === undefined || options.allowList.length === 0
-        ? undefined
-        : addressList('allowList', options.allowList);
-    if (typeof options.cost === 'function') {
-      this.cost = 1;
-      this.costOf = options.cost;
-    } else {
-      this.cost = integerOption('cost', options.cost ?? 1);
-      this.costOf = undefined;
-    }
-    this.counts = countOption(options.count);
-    this.countsOutcome = this.counts !== undefined;
-    if (this.countsOutcome && typeof this.store.refund !== 'function') {
-      // Otherwise every request would count, silently: the units of an uncounted response could not go back.
-      throw new SluiceError(
-        ErrorCode.UNSUPPORTED,
-        `count: ${typeof options.count === 'function' ? 'a function' : JSON.stringify(options.count)} needs a store that gives units back (Store.refund); this store has none`,
-        { option: 'count', value: options.count },
-      );
-    }
-    this.maxDelay = parseDuration('maxDelay', options.maxDelay ?? '5s');
-    this.set.limits.forEach((limit, i) => {
-      if (limit.algorithm !== undefined) this.assertQueueAllowed(`limits[${i}]`, limit.algorithm);
-    });
-    this.failOpen =
-      oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
-    this.reporter = new Reporter(options, defaults);
-    this.hooks = new DecisionHooks(options, this.set.limits, (error, req) => this.reporter.error(error, req));
-    this.hold = functionOption('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
-    this.access = this.reporter.access(access);
-  }
-
-  /** A queue asks requests to wait: only the delay mode can hold them. */
-  private assertQueueAllowed(where: string, algorithm: Algorithm): void {
-    if (this.delayMode || algorithm.kind !== 'leaky-bucket-queue') return;
-    throw new SluiceError(
-      ErrorCode.INVALID_OPTION,
-      `${where} uses leakyBucketQueue(), which asks requests to wait; set onLimit: 'delay' so the middleware holds them`,
-      { option: 'onLimit', value: this.options.onLimit },
+    this.store = settings.store;
+    this.limiter = settings.set.limiter;
+    this.headers = settings.headers;
+    this.delayMode = settings.delayMode;
+    this.maxDelay = settings.maxDelay;
+    this.countsOutcome = settings.counts !== undefined;
+    this.reservations = new Reservations(settings.store, settings.set, settings.reporter, settings.counts);
+    this.delay = new DelayMode(
+      settings.delayMode,
+      settings.maxDelay,
+      settings.hold,
+      settings.reporter,
+      this.reservations,
+      (req) => this.evaluate(req),
     );
   }
 
@@ -152,38 +87,20 @@ export class HttpLimiter<Req> {
     // Gone before it reached this middleware: no store call for a request nobody will read.
     if (clientLeft(response)) return null;
     const result = this.evaluate(req);
+    const delay = this.delay;
     if (!(result instanceof Promise)) {
       // Nothing ran between the request's arrival and this answer: only a hold needs watching.
-      if (result === undefined || !this.mustWait(result)) return result;
-      return this.watched(response, (signal) => this.wait(req, result, signal));
+      if (result === undefined || !delay.mustWait(result)) return result;
+      return delay.watched(req, result, response);
     }
     // Whether the client left while the store answered is read once the answer arrives (a
     // watcher, an AbortSignal and a 'close' listener per request, was 5% of a Fastify server's
     // time on Redis); only a hold, which must end as soon as the client leaves, is watched.
     return result.then((decision) => {
-      if (clientLeft(response)) return this.abandon(req, decision);
-      if (decision === undefined || !this.mustWait(decision)) return decision;
-      return this.watched(response, (signal) => this.wait(req, decision, signal));
+      if (clientLeft(response)) return this.reservations.abandon(req, decision);
+      if (decision === undefined || !delay.mustWait(decision)) return decision;
+      return delay.watched(req, decision, response);
     });
-  }
-
-  /** Runs `step` with a signal that aborts when the client leaves, watching until it settles. */
-  private async watched(
-    response: ClientResponse,
-    step: (signal: AbortSignal) => Promise<Decision | undefined | null>,
-  ): Promise<Decision | undefined | null> {
-    const client = watchClient(response);
-    try {
-      return await step(client.signal);
-    } finally {
-      client.stop();
-    }
-  }
-
-  /** A request whose client left before it was passed on: what it took is given back. */
-  private async abandon(req: Req, decision: Decision | undefined | null): Promise<null> {
-    if (decision?.allowed === true) await this.refund(req);
-    return null;
   }
 
   /**
@@ -194,15 +111,9 @@ export class HttpLimiter<Req> {
   evaluate(req: Req): MaybePromise<Decision | undefined> {
     let result: MaybePromise<Decision | undefined>;
     try {
-      result = andThen(this.skip === undefined ? false : this.skip(req), (skipped) => {
-        if (skipped === true) return undefined;
-        if (this.allow?.has(this.access.ip(req))) return undefined;
-        if (this.costOf === undefined) return this.check(req, this.cost);
-        return andThen(this.costOf(req), (cost) => {
-          assertCost(cost);
-          return this.check(req, cost);
-        });
-      });
+      const cost = this.costOf(req);
+      if (cost instanceof Promise) result = cost.then((units) => this.check(req, units));
+      else result = this.check(req, cost);
     } catch (error) {
       return this.failed(error, req);
     }
@@ -212,13 +123,7 @@ export class HttpLimiter<Req> {
 
   /** Whether the adapter must hold the request (`wait`) before acting on `decision`. */
   mustWait(decision: Decision): boolean {
-    if (decision.allowed) return decision.delay > 0;
-    return (
-      this.delayMode &&
-      decision.reason === 'rate-limited' &&
-      decision.retryAfter > 0 &&
-      decision.retryAfter <= this.maxDelay
-    );
+    return this.delay.mustWait(decision);
   }
 
   /**
@@ -226,24 +131,8 @@ export class HttpLimiter<Req> {
    * limited), or `null` when `signal` aborted (the client went away: its queue slot is given back
    * and nothing must be sent).
    */
-  async wait(req: Req, decision: Decision, signal: AbortSignal): Promise<Decision | undefined | null> {
-    if (decision.allowed) {
-      if (decision.delay > this.maxDelay) {
-        // The queue admitted it, but for longer than this middleware may hold a request.
-        return overlong(decision, this.maxDelay, await this.refund(req));
-      }
-      if (!(await this.held(decision.delay, signal, req))) {
-        await this.refund(req);
-        return null;
-      }
-      return decision;
-    }
-    // Not consumed: wait until a unit should be free, then ask once more.
-    if (!(await this.held(decision.retryAfter, signal, req))) return null;
-    const again = await this.evaluate(req);
-    if (signal.aborted) return this.abandon(req, again);
-    if (again?.allowed && again.delay > 0) return this.wait(req, again, signal);
-    return again;
+  wait(req: Req, decision: Decision, signal: AbortSignal): Promise<Decision | undefined | null> {
+    return this.delay.wait(req, decision, signal);
   }
 
   /** Status, `Retry-After` and body for a refused decision. */
@@ -257,66 +146,7 @@ export class HttpLimiter<Req> {
    * never to the client.
    */
   decided(req: Req, decision: Decision): void {
-    this.hooks.run(req, decision);
-  }
-
-  /** One store call for every limit with a key; an admitted request's reservation is kept. */
-  private check(req: Req, cost: number): MaybePromise<Decision | undefined> {
-    const set = this.set;
-    const limiter = set.limiter;
-    if (limiter !== undefined && set.limits.length === 1) {
-      // The common case: one fixed limit, its key as a string (the Limiter's direct path).
-      return andThen(set.key(0, req, this.access), (key) => {
-        if (key === undefined) return NOT_LIMITED;
-        return andThen(limiter.check(key, cost === 1 ? undefined : { cost }), (decision) => {
-          if (decision.allowed) this.reserve(req, [key], set.fixed, cost);
-          return decision;
-        });
-      });
-    }
-    return andThen(set.keys(req, this.access), (keys) => {
-      if (keys.every((key) => key === undefined)) return NOT_LIMITED;
-      if (limiter !== undefined) {
-        return andThen(limiter.check(keys, cost === 1 ? undefined : { cost }), (decision) => {
-          if (decision.allowed) this.reserve(req, keys, set.fixed, cost);
-          return decision;
-        });
-      }
-      return andThen(set.algorithms(req, keys), (algorithms) => {
-        const calls = set.calls({ keys, algorithms }, cost);
-        return andThen(this.store.consume(calls, undefined), (decisions) => {
-          const decision = combined(calls, decisions);
-          // Kept refused too: its headers name the plans it was refused by.
-          this.reserve(req, keys, algorithms, decision.allowed ? cost : 0);
-          return decision;
-        });
-      });
-    });
-  }
-
-  private reserve(
-    req: Req,
-    keys: readonly (string | undefined)[],
-    algorithms: readonly (Algorithm | undefined)[],
-    cost: number,
-  ): void {
-    this.reservations.set(req as object, { keys, algorithms, cost, admitted: cost > 0 });
-  }
-
-  /**
-   * A plan changed for `key` (seen by this process, which remembers the previous plan): what the
-   * client consumed under the previous plan (`limit - remaining`) is taken from the new one, as
-   * far as it has room (`Store.charge`), and the previous plan's state is dropped. An upgrade
-   * keeps its consumption, it does not start afresh; a downgrade is not driven below zero.
-   */
-  private async carry(policy: string, previous: Algorithm, next: Algorithm, key: string): Promise<void> {
-    const store = this.store;
-    const [old] = await store.peek([{ algorithm: previous, key, cost: 1, policy }], undefined);
-    const used = old === undefined ? 0 : Math.max(0, old.limit - old.remaining);
-    if (used > 0 && store.charge !== undefined) {
-      await store.charge([{ algorithm: next, key, cost: Math.min(used, next.limit), policy }], undefined);
-    }
-    await store.reset([{ algorithm: previous, key }]);
+    this.settings.hooks.run(req, decision);
   }
 
   /**
@@ -330,12 +160,13 @@ export class HttpLimiter<Req> {
     set: SetHeader<Res>,
     get?: GetHeader<Res>,
   ): boolean {
-    if (!this.set.planned) return this.headers.write(decision, res, set, get);
+    const limits = this.settings.set;
+    if (!limits.planned) return this.headers.write(decision, res, set, get);
     const reservation = this.reservations.get(req);
     return this.headers.write(decision, res, set, get, (name) => {
-      const i = this.set.limits.findIndex((limit) => limit.name === name);
+      const i = limits.limits.findIndex((limit) => limit.name === name);
       if (i === -1) return undefined;
-      return reservation?.algorithms[i] ?? this.set.limits[i]!.plans?.known(reservation?.keys[i] ?? '');
+      return reservation?.algorithms[i] ?? limits.limits[i]!.plans?.known(reservation?.keys[i] ?? '');
     });
   }
 
@@ -344,110 +175,61 @@ export class HttpLimiter<Req> {
    * gives its units back. A throwing `count` function is reported and the units stay counted.
    */
   outcome(req: Req, statusCode: number, finished: boolean): void {
-    const reservation = this.reservations.get(req);
-    if (reservation === undefined || !reservation.admitted || this.counts === undefined) return;
-    let counted: boolean;
-    try {
-      counted = this.counts(req, { statusCode, finished }) !== false;
-    } catch (error) {
-      this.reporter.error(error, req);
-      return;
-    }
-    if (!counted) void this.refund(req);
+    this.reservations.outcome(req, statusCode, finished);
   }
 
   /**
    * Settles an admitted request to its actual cost, once it is known (tokens an LLM answer used):
-   * the difference from what it holds is given back (`Store.refund`) or taken (`Store.charge`,
+   * the difference from what it reserved is given back (`Store.refund`) or taken (`Store.charge`,
    * which never drives a limit below zero). May be called again with a new total. Resolves once
    * the store has it; never rejects (store failures go to `onError`). A request that was not
    * limited (skipped, refused, no key) has nothing to settle.
    * @param actual the request's whole cost, an integer ≥ 0
    */
   settle(req: Req, actual: number): Promise<void> {
-    if (typeof actual !== 'number' || !Number.isSafeInteger(actual) || actual < 0) {
-      throw new SluiceError(
-        ErrorCode.INVALID_COST,
-        `settle needs the actual cost, an integer ≥ 0; got ${describeValue(actual)}`,
-        {
-          option: 'actual',
-          value: actual,
-        },
-      );
-    }
-    const reservation = this.reservations.get(req);
-    if (reservation === undefined || !reservation.admitted || actual === reservation.cost)
-      return Promise.resolve();
-    const delta = actual - reservation.cost;
-    reservation.cost = actual;
-    const store = this.store;
-    return (async () => {
-      try {
-        if (delta < 0) await store.refund?.(this.set.calls(reservation, -delta), undefined);
-        else await store.charge?.(this.set.calls(reservation, delta), undefined);
-      } catch (error) {
-        this.reporter.error(error, req);
-      }
-    })();
+    return this.reservations.settle(req, actual);
   }
 
   /**
-   * What the limits hold for this request, without consuming: the combined Decision for the
+   * What the limits have for this request, without consuming: the combined Decision for the
    * request's cost, or `undefined` when it would not be limited (skipped, allow-listed, no key).
    * Rejects when the store or a key, skip, cost or plan function fails (the app asked).
    */
   async peek(req: Req): Promise<Decision | undefined> {
-    if (this.skip !== undefined && (await this.skip(req)) === true) return undefined;
-    if (this.allow?.has(this.access.ip(req))) return undefined;
-    const cost = this.costOf === undefined ? this.cost : await this.costOf(req);
-    assertCost(cost);
-    const keys = await this.set.keys(req, this.access);
-    const algorithms = await this.set.algorithms(req, keys);
-    const calls = this.set.calls({ keys, algorithms }, cost);
+    const cost = await this.costOf(req);
+    if (cost === undefined) return undefined;
+    const { calls } = await this.callsOf(req, cost);
     if (calls.length === 0) return undefined;
-    return combined(calls, await this.store.peek(calls, undefined));
+    return combineCalls(calls, await this.store.peek(calls, undefined));
   }
 
   /**
-   * Forgets what the limits hold for a request's keys, or for one key given as a string (every
+   * Forgets what the limits have for a request's keys, or for one key given as a string (every
    * limit's state on that key; a limit whose plan is per request forgets the plan this process
    * last used for the key). For tests and support tools (express-rate-limit's `resetKey`).
    */
   async reset(target: Req | string): Promise<void> {
+    const set = this.settings.set;
     let keys: (string | undefined)[];
     let algorithms: (Algorithm | undefined)[];
     if (typeof target === 'string') {
-      keys = this.set.limits.map(() => target);
-      algorithms = this.set.limits.map((limit) => limit.algorithm ?? limit.plans!.known(target));
+      keys = set.limits.map(() => target);
+      algorithms = set.limits.map((limit) => limit.algorithm ?? limit.plans!.known(target));
     } else {
-      keys = await this.set.keys(target, this.access);
-      algorithms = await this.set.algorithms(target, keys);
-      this.reservations.delete(target);
+      keys = await set.keys(target, this.settings.access);
+      algorithms = await set.algorithms(target, keys);
+      this.reservations.forget(target);
     }
-    const calls = this.set.calls({ keys, algorithms }, 1);
+    const calls = set.calls({ keys, algorithms }, 1);
     if (calls.length > 0) await this.store.reset(calls);
   }
 
-  private async held(ms: number, signal: AbortSignal, req: Req): Promise<boolean> {
-    if (signal.aborted) return false;
-    try {
-      await this.hold(ms, signal);
-      return !signal.aborted;
-    } catch (error) {
-      if (signal.aborted) return false;
-      this.reporter.error(error, req);
-      return true;
-    }
-  }
-
   /**
-   * The units an admitted request holds that `giveBack` would return: 0 when it holds none or the
-   * store cannot give units back.
+   * The units an admitted request reserved that `giveBack` would return: 0 when it has none or
+   * the store cannot give units back.
    */
-  heldUnits(req: Req): number {
-    const reservation = this.reservations.get(req);
-    if (reservation === undefined || !reservation.admitted || this.store.refund === undefined) return 0;
-    return reservation.cost;
+  reservedUnits(req: Req): number {
+    return this.reservations.units(req);
   }
 
   /**
@@ -455,73 +237,95 @@ export class HttpLimiter<Req> {
    * client left before it ran (`giveBackEarlier`). Answers the units given back; never rejects.
    */
   giveBack(req: Req): Promise<number> {
-    return this.refund(req);
+    return this.reservations.giveBack(req);
   }
 
   /**
-   * Gives an admitted request's units back (on stores with `refund`): a held request whose client
-   * left, or a response that does not count. Answers the units given back; never rejects.
+   * The units a request takes, or `undefined` when no limit applies to it (skipped,
+   * allow-listed): what `evaluate` and `peek` both ask first. Throws (or rejects) when `skip` or
+   * `cost` fails or the cost is not an integer ≥ 1.
    */
-  private async refund(req: Req): Promise<number> {
-    const reservation = this.reservations.get(req);
-    const store = this.store;
-    if (reservation === undefined || !reservation.admitted || store.refund === undefined) return 0;
-    this.reservations.delete(req);
-    const cost = reservation.cost;
-    if (cost === 0) return 0;
-    try {
-      await store.refund(this.set.calls(reservation, cost), undefined);
-      return cost;
-    } catch (error) {
-      this.reporter.error(error, req);
-      return 0;
+  private costOf(req: Req): MaybePromise<number | undefined> {
+    const { skip, allow, access, costOf, cost } = this.settings;
+    return andThen(skip === undefined ? false : skip(req), (skipped) => {
+      if (skipped === true) return undefined;
+      if (allow?.has(access.ip(req))) return undefined;
+      if (costOf === undefined) return cost;
+      return andThen(costOf(req), (units) => {
+        assertCost(units);
+        return units;
+      });
+    });
+  }
+
+  /**
+   * The store calls of a request: each limit's key and algorithm (a plan asked or cached), the
+   * limits without a key left out. How `check` finds them when a limit's plan is per request, and
+   * how `peek` always does.
+   */
+  private callsOf(
+    req: Req,
+    cost: number,
+  ): MaybePromise<{
+    keys: (string | undefined)[];
+    algorithms: (Algorithm | undefined)[];
+    calls: LimitCall[];
+  }> {
+    const set = this.settings.set;
+    return andThen(set.keys(req, this.settings.access), (keys) =>
+      andThen(set.algorithms(req, keys), (algorithms) => ({
+        keys,
+        algorithms,
+        calls: set.calls({ keys, algorithms }, cost),
+      })),
+    );
+  }
+
+  /**
+   * One store call for every limit with a key; what an admitted request took is reserved.
+   * `undefined` cost: no limit applies to the request.
+   */
+  private check(req: Req, cost: number | undefined): MaybePromise<Decision | undefined> {
+    if (cost === undefined) return undefined;
+    const { set, access } = this.settings;
+    const limiter = set.limiter;
+    if (limiter !== undefined && set.limits.length === 1) {
+      // The common case: one fixed limit, its key as a string (the Limiter's direct path).
+      return andThen(set.key(0, req, access), (key) => {
+        if (key === undefined) return NOT_LIMITED;
+        return andThen(limiter.check(key, cost === 1 ? undefined : { cost }), (decision) => {
+          if (decision.allowed) this.reservations.reserve(req, [key], set.fixed, cost);
+          return decision;
+        });
+      });
     }
+    if (limiter !== undefined) {
+      return andThen(set.keys(req, access), (keys) => {
+        if (keys.every((key) => key === undefined)) return NOT_LIMITED;
+        return andThen(limiter.check(keys, cost === 1 ? undefined : { cost }), (decision) => {
+          if (decision.allowed) this.reservations.reserve(req, keys, set.fixed, cost);
+          return decision;
+        });
+      });
+    }
+    return andThen(this.callsOf(req, cost), ({ keys, algorithms, calls }) => {
+      if (calls.length === 0) return NOT_LIMITED;
+      return andThen(this.store.consume(calls, undefined), (decisions) => {
+        const decision = combineCalls(calls, decisions);
+        // Kept refused too: its headers name the plans it was refused by.
+        this.reservations.reserve(req, keys, algorithms, decision.allowed ? cost : 0);
+        return decision;
+      });
+    });
   }
 
   private failed(error: unknown, req: Req): Decision | undefined {
-    this.reporter.error(error, req);
-    return this.failOpen ? undefined : STORE_DOWN;
+    this.settings.reporter.error(error, req);
+    return this.settings.failOpen ? undefined : STORE_DOWN;
   }
-}
-
-/**
- * A queue admission longer than `maxDelay`, as a refusal: each limit that would have held the
- * request longer refuses with that wait as its `retryAfter`, so its RateLimit reset and
- * `Retry-After` name the same instant, and counts the `refunded` units as left.
- */
-function overlong(decision: Decision, maxDelay: number, refunded: number): Decision {
-  const refuse = (d: Decision): Decision => ({
-    ...d,
-    allowed: false,
-    remaining: Math.min(d.limit, d.remaining + refunded),
-    retryAfter: d.delay,
-    delay: 0,
-    reason: 'rate-limited',
-  });
-  // Only limits that queued the request (delay > 0) had units to give back.
-  const back = (d: Decision): Decision =>
-    d.delay > 0 ? { ...d, remaining: Math.min(d.limit, d.remaining + refunded) } : d;
-  return {
-    ...refuse(decision),
-    limits: decision.limits.map((d) => (d.delay > maxDelay ? refuse(d) : back(d))),
-  };
 }
 
 /** `undefined` for "no limit applied"; a single limit's own decision (no `limits`) did apply. */
 function applied(decision: Decision | undefined): Decision | undefined {
   return decision === NOT_LIMITED ? undefined : decision;
-}
-
-/** The decision of a batch the store answered, its shadow limits' decisions marked (as `Limiter` does). */
-function combined(calls: readonly LimitCall[], decisions: readonly Decision[]): Decision {
-  return combine(decisions.map((decision, i) => (calls[i]!.shadow === true ? shadowed(decision) : decision)));
-}
-
-/** `count` as a predicate (`undefined`: every response counts). */
-function countOption<Req>(
-  count: CountWhen<Req> | undefined,
-): ((req: Req, outcome: ResponseOutcome) => boolean) | undefined {
-  if (typeof count === 'function') return count;
-  const when = oneOfOption('count', count ?? 'all', COUNT_WHEN);
-  return when === 'all' ? undefined : when === 'failed' ? FAILED : SUCCESSFUL;
 }

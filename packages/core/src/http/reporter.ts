@@ -78,18 +78,29 @@ export class Reporter<Req> {
 }
 
 /**
+ * What the adapters' default reporting says, whatever logger writes it (the console, Nest's
+ * `Logger`, Fastify's `log`): the same words in every framework.
+ */
+export const DEFAULT_LOG_LINES = {
+  /** `onError`'s default: a store or a request function failed; the failure policy answered. */
+  error: 'limiter error, request handled by the storeFailure policy',
+  /** `onReleaseError`'s default. */
+  releaseError: 'a lease release failed in the store; the lease expires after its ttl',
+} as const;
+
+/**
  * The defaults of an adapter whose framework has no logger (Express, Koa): errors to
  * `console.error`, configuration warnings to `process.emitWarning` (each code once per process:
  * `Reporter` asks `firstInProcess`).
  */
 export const CONSOLE_DEFAULTS: AdapterDefaults<unknown> = {
   onError(error: Error): void {
-    console.error('[sluice] limiter error, request handled by the storeFailure policy:', error);
+    console.error(`[sluice] ${DEFAULT_LOG_LINES.error}:`, error);
   },
   onWarning(warning: SluiceWarning): void {
     process.emitWarning(warning.message, { code: warning.code });
   },
   onReleaseError(error: unknown): void {
-    console.error('[sluice] a lease release failed in the store; the lease expires after its ttl:', error);
+    console.error(`[sluice] ${DEFAULT_LOG_LINES.releaseError}:`, error);
   },
 };

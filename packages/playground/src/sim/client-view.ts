@@ -1,5 +1,5 @@
 import type { Decision, HeaderFormat, ProblemDetails, ResolvedLimit } from '@sluice/core';
-import { PROBLEM_JSON, RateLimitHeaders, refusal } from '@sluice/core/adapter';
+import { PROBLEM_CONTENT_TYPE, RateLimitHeaders, refusal } from '@sluice/core/adapter';
 
 /** What a client receives for one decision, as the Express and Fastify adapters send it. */
 export interface ClientView {
@@ -29,6 +29,6 @@ export function clientView(
   if (decision.allowed) return { status: 200, headers, body: undefined, delay: decision.delay };
   const refused = refusal(decision);
   if (refused.retryAfter !== undefined) headers.push(['Retry-After', String(refused.retryAfter)]);
-  headers.push(['Content-Type', `${PROBLEM_JSON}; charset=utf-8`]);
+  headers.push(['Content-Type', PROBLEM_CONTENT_TYPE]);
   return { status: refused.status, headers, body: refused.body, delay: 0 };
 }

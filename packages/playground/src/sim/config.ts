@@ -1,33 +1,20 @@
 import {
   type Algorithm,
   ErrorCode,
-  fixedWindow,
-  gcra,
   type HeaderFormat,
   Limiter,
-  leakyBucketQueue,
   type ResolvedLimit,
   SluiceError,
-  slidingWindowCounter,
-  slidingWindowLog,
-  tokenBucket,
 } from '@sluice/core';
-import { type AlgorithmFactoryName, HEADER_FORMATS } from '@sluice/core/adapter';
+import { ALGORITHM_FACTORIES, HEADER_FORMATS } from '@sluice/core/adapter';
 import type { TrafficSpec } from './traffic.js';
 
 /**
- * The factories of @sluice/core by the name users write them with (one per kind of core's
- * `ALGORITHM_KINDS`: a kind without its factory here is a compile error); a limit's options go to
- * its factory untouched, so every option is validated by core itself.
+ * The factories of @sluice/core by the name users write them with (core's `ALGORITHM_FACTORIES`,
+ * one per kind); a limit's options go to its factory untouched, so every option is validated by
+ * core itself.
  */
-export const FACTORIES = {
-  tokenBucket,
-  gcra,
-  fixedWindow,
-  slidingWindowLog,
-  slidingWindowCounter,
-  leakyBucketQueue,
-} as const satisfies Record<AlgorithmFactoryName, (options: never) => Algorithm>;
+export const FACTORIES = ALGORITHM_FACTORIES;
 export type FactoryName = keyof typeof FACTORIES;
 export const FACTORY_NAMES = Object.keys(FACTORIES) as FactoryName[];
 

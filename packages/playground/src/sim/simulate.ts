@@ -1,5 +1,5 @@
 import { type Decision, Limiter, MemoryStore } from '@sluice/core';
-import { combine, settleBatch, UNCHANGED } from '@sluice/core/adapter';
+import { batchStep, combine, UNCHANGED } from '@sluice/core/adapter';
 import type { Lane } from './config.js';
 import type { Trace } from './trace.js';
 
@@ -27,7 +27,7 @@ export interface LaneRun {
 /**
  * Runs every request of the trace through each lane, in time order, with @sluice/core's pure
  * algorithms: the single-limit step is `algorithm.consume(state, now, cost, policy)` and the
- * layered step is core's own all-or-nothing rule (`settleBatch`), exactly what `MemoryStore`
+ * layered step is core's own all-or-nothing rule (`batchStep`), exactly what `MemoryStore`
  * does for `Limiter.check`, without its eviction (every key stays: a trace holds as many keys as
  * it needs) and without one Map lookup and one promise-free wrapper per request: states live in
  * an array indexed by the trace's key numbers. The browser test checks the counts against
@@ -111,7 +111,7 @@ function layered(trace: Trace, lane: Lane): LaneRun {
   const { allowed, remaining, delay, refusedBy } = cols;
   const m = lane.limits.length;
   const stored = lane.limits.map(() => new Array<unknown>(names.length));
-  // One call per limit, rewritten per request: settleBatch reads them and keeps none.
+  // One call per limit, rewritten per request: batchStep reads them and keeps none.
   const calls = lane.limits.map((l) => ({ algorithm: l.algorithm, key: '', cost: 1, policy: l.name }));
   const states = new Array<unknown>(m);
   const refusedByLimit = new Array<number>(m).fill(0);
@@ -126,7 +126,7 @@ function layered(trace: Trace, lane: Lane): LaneRun {
       call.cost = cost;
       states[j] = stored[j]![k];
     }
-    const { decisions, writes } = settleBatch(calls, states, times[i]!);
+    const { decisions, writes } = batchStep(calls, states, times[i]!);
     for (let j = 0; j < m; j++) {
       const write = writes[j];
       if (write !== UNCHANGED) stored[j]![k] = write;

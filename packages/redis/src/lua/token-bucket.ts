@@ -75,8 +75,8 @@ end`,
 /** {@link TOKEN_BUCKET_LEAN} in the table shape of the batch scripts. */
 export const TOKEN_BUCKET_LUA = leanTable('token_bucket', TOKEN_BUCKET_LEAN);
 
-// time_to_hold: sets `out` to the ms until `tokens` (refilled at `last`) reach `want`.
-const holdLua = (out: string, tokens: string, last: string, want: string) =>
+// timeToReachLua: sets `out` to the ms until `tokens` (refilled at `last`) reach `want`.
+const timeToReachLua = (out: string, tokens: string, last: string, want: string) =>
   `if ${tokens} >= ${want} then ${out} = 0 else
     ${ceilMsLua(out, `${last} + math.ceil((${want} - ${tokens}) / refill_amount) * refill_interval - now`)}
   end`;
@@ -93,7 +93,7 @@ const REFILL = `local tokens, last = capacity, now
 
 // report: the decision for `tokens` in hand, refilled at `last`.
 const report = (last: string) => `do
-    ${holdLua('reset_after', 'tokens', last, 'capacity')}
+    ${timeToReachLua('reset_after', 'tokens', last, 'capacity')}
     remaining, delay = tokens, 0
     if cost > capacity then
       reason, retry_after = COST, -1
@@ -125,7 +125,7 @@ end`,
     local left = tokens - cost
     next, next2, changed = left, last, true
     reason, remaining, retry_after, delay = NONE, left, 0, 0
-    ${holdLua('reset_after', 'left', 'last', 'capacity')}
+    ${timeToReachLua('reset_after', 'left', 'last', 'capacity')}
   else
     -- A refusal writes nothing, except that a strict bucket restarts its refill clock (keeping the
     -- tokens in hand) when the cost could fit.

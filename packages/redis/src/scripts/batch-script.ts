@@ -5,7 +5,7 @@ import { BLOCK_LUA } from '../lua/block.js';
 export const OPTION_WIDTH = 6;
 
 /**
- * Evaluates one batch of layered limits, all-or-nothing, as `settleBatch` in `@sluice/core`
+ * Evaluates one batch of layered limits, all-or-nothing, as `batchStep` in `@sluice/core`
  * does: if every limit admits, every new state is written; if any refuses, nothing is consumed,
  * limits that would have admitted report their current state (`peek`), and a limit that refused
  * by itself keeps its refusal state (a strict token bucket restarts its clock). A call in shadow

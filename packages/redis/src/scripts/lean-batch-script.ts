@@ -106,7 +106,7 @@ end`;
  * integers (`{ p1…, pN }`: a reply of N elements rather than 1 + 5N, ~1 µs less of Redis time for
  * three limits; see `readBatchDecisions` in wire.ts).
  *
- * All-or-nothing, as `settleBatch` in `@sluice/core`: when every limit admits, every changed state
+ * All-or-nothing, as `batchStep` in `@sluice/core`: when every limit admits, every changed state
  * is written; when one refuses, a refusing limit writes what it changed (a strict token bucket
  * restarts its clock) and every admitting limit reports its current state (peek), consuming nothing.
  */

@@ -1,5 +1,8 @@
 import type { Algorithm } from '@sluice/core';
-import type { Delta, MergeRule } from './merge-rules.js';
+import { FingerprintMap } from '@sluice/core/adapter';
+import { escapeKey } from '../key-escape.js';
+import { hashSlot } from '../slot.js';
+import { type Delta, type MergeRule, mergeRule } from './merge-rules.js';
 
 /** One algorithm's keys in this process. */
 export interface Space {
@@ -33,33 +36,86 @@ export interface Entry {
 }
 
 /**
- * The keys a node holds, bounded like `MemoryStore` (`maxKeys`, no per-key timers): one `Set` in
- * eviction order across every space, oldest first. An entry used in a later generation than the
- * one it was placed in moves to the back, so a key in use survives a flood of new keys (once per
- * generation: the move costs a delete and an add, too much for every request). A generation
- * lasts `maxKeys / 2` insertions. An evicted entry still queued stays in the batch: what it
- * consumed is still sent.
+ * The keys a node holds, one `Space` per algorithm fingerprint, bounded like `MemoryStore`
+ * (`maxKeys`, no per-key timers): one `Set` in eviction order across every space, oldest first. An
+ * entry used in a later generation than the one it was placed in moves to the back, so a key in
+ * use survives a flood of new keys (once per generation: the move costs a delete and an add, too
+ * much for every request). A generation lasts `maxKeys / 2` insertions. An evicted entry still
+ * queued stays in the batch: what it consumed is still sent.
  */
 export class LocalTable {
+  private readonly spaces = new FingerprintMap<Space>(newSpace);
   private readonly order = new Set<Entry>();
   private generation = 0;
   private inserted = 0;
 
-  constructor(private readonly maxKeys: number) {}
+  /**
+   * @param prefix the store's key prefix (`RedisStore`'s keys)
+   * @param cluster whether keys need their hash slot (one sync script per slot)
+   */
+  constructor(
+    private readonly maxKeys: number,
+    private readonly prefix: string,
+    private readonly cluster: boolean,
+  ) {}
 
   get size(): number {
     return this.order.size;
   }
 
+  /** The entry of a key, made if new (possibly evicting the oldest); kept from eviction if not. */
+  entry(algorithm: Algorithm, key: string): Entry {
+    const space = this.spaces.of(algorithm);
+    let entry = space.entries.get(key);
+    if (entry === undefined) {
+      const redisKey = `${this.prefix}{${escapeKey(key)}}`;
+      entry = {
+        space,
+        key,
+        redisKey,
+        slot: this.cluster ? hashSlot(redisKey) : 0,
+        view: undefined,
+        delta: undefined,
+        queued: false,
+        pulls: 0,
+        generation: 0,
+      };
+      this.add(entry);
+    } else {
+      this.use(entry);
+    }
+    return entry;
+  }
+
+  /** The entry of a key this node holds, or undefined (nothing is made). */
+  existing(algorithm: Algorithm, key: string): Entry | undefined {
+    return this.spaces.existing(algorithm)?.entries.get(key);
+  }
+
+  /** Whether `entry` is still the one held for its key (not evicted, not replaced). */
+  isCurrent(entry: Entry): boolean {
+    return entry.space.entries.get(entry.key) === entry;
+  }
+
+  remove(entry: Entry): void {
+    if (!this.order.delete(entry)) return;
+    entry.space.entries.delete(entry.key);
+  }
+
+  clear(): void {
+    for (const space of this.spaces.all()) space.entries.clear();
+    this.order.clear();
+  }
+
   /** Keeps `entry` from eviction for this generation. */
-  use(entry: Entry): void {
+  private use(entry: Entry): void {
     if (entry.generation === this.generation) return;
     entry.generation = this.generation;
     this.order.delete(entry);
     this.order.add(entry);
   }
 
-  add(entry: Entry): void {
+  private add(entry: Entry): void {
     if (this.order.size >= this.maxKeys) {
       const oldest = this.order.values().next().value as Entry;
       this.remove(oldest);
@@ -72,14 +128,9 @@ export class LocalTable {
     entry.space.entries.set(entry.key, entry);
     this.order.add(entry);
   }
+}
 
-  remove(entry: Entry): void {
-    if (!this.order.delete(entry)) return;
-    entry.space.entries.delete(entry.key);
-  }
-
-  clear(spaces: Iterable<Space>): void {
-    for (const space of spaces) space.entries.clear();
-    this.order.clear();
-  }
+/** A new fingerprint's space, empty. */
+function newSpace(algorithm: Algorithm): Space {
+  return { algorithm, rule: mergeRule(algorithm), field: algorithm.fingerprint, entries: new Map() };
 }

@@ -1,14 +1,9 @@
 import { type Duration, ErrorCode, SluiceError } from '@sluice/core';
 import { assertKnownOptions, describeValue, integerOption, parseDuration } from '@sluice/core/adapter';
-import type { BreakerOptions, BreakerState } from '../breaker.js';
 import type { RedisClient } from '../client.js';
-import {
-  type RedisStoreErrorEvent,
-  type ResolvedOptions,
-  resolveOptions,
-  type StoreLogger,
-  shareOption,
-} from '../options.js';
+import type { BreakerOptions, BreakerState } from '../gate/breaker.js';
+import { type StoreLogger, shareOption } from '../gate/failure-options.js';
+import { type RedisStoreErrorEvent, type ResolvedOptions, resolveOptions } from '../options.js';
 
 export interface SyncedStoreOptions {
   /**
@@ -82,7 +77,7 @@ const KNOWN = [
 ] as const satisfies readonly (keyof SyncedStoreOptions)[];
 
 export interface ResolvedSyncedOptions {
-  /** What the guard and the exact-decision `RedisStore` read. */
+  /** What the call gate and the exact-decision `RedisStore` read. */
   readonly redis: ResolvedOptions;
   /** ms; 0 for no timer. */
   readonly interval: number;

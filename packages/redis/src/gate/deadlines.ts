@@ -5,11 +5,11 @@ export interface Timer {
   unref?(): unknown;
 }
 
-/** A call in flight, in its store's list of deadlines until it settles or times out. */
+/** A call in flight, in its store's list of deadlines until it is answered or times out. */
 export interface Deadline {
   /** `performance.now()` ms at which the call times out. */
   readonly at: number;
-  /** Settled (by its outcome or by the timeout): off the list. */
+  /** Ended (answered or timed out): off the list. */
   done: boolean;
   readonly expire: () => void;
   prev: Deadline | undefined;
@@ -20,10 +20,10 @@ export interface Deadline {
  * The deadlines of every call in flight under one timeout, behind a single timer. A timer per call
  * (`setTimeout` + `clearTimeout`) costs more than the rest of the client side of a decision. All
  * calls share `ms`, so deadlines come in the order calls were made: a linked list, oldest first,
- * from which a call that settles unlinks itself at once (so nothing it holds outlives it, even
+ * from which a call that is answered unlinks itself at once (so nothing it holds outlives it, even
  * with a long timeout). The timer is armed for the oldest deadline; when it fires it expires what
  * is due and re-arms for the next; with nothing in flight it is not re-armed, and it is unref'd so
- * it never holds the process open. Every call still settles within `ms` plus the timer's own
+ * it never holds the process open. Every call still ends within `ms` plus the timer's own
  * lateness and one turn of I/O (see `sweep`), as with a timer of its own.
  */
 export class Deadlines {
@@ -43,10 +43,10 @@ export class Deadlines {
     private readonly clock: () => number = () => performance.now(),
     private readonly schedule: (run: () => void, delay: number) => Timer = setTimeout,
     private readonly defer: (run: () => void) => unknown = setImmediate,
-    readonly backend = 'Redis',
+    readonly backend = 'the backend',
   ) {}
 
-  /** Starts the clock of one call; `expire` runs if it has not settled by then. */
+  /** Starts the clock of one call; `expire` runs if it has not ended by then. */
   add(expire: () => void): Deadline {
     const deadline: Deadline = {
       at: this.clock() + this.ms,
@@ -62,24 +62,24 @@ export class Deadlines {
     return deadline;
   }
 
-  /** Marks the call settled by its outcome; false if it had already timed out. */
-  settle(deadline: Deadline): boolean {
+  /** Takes the call off the list, answered; false if it had already timed out. */
+  clear(deadline: Deadline): boolean {
     if (deadline.done) return false;
     deadline.done = true;
     this.unlink(deadline);
     return true;
   }
 
-  /** Settles with `promise`, or rejects after `ms` (the late outcome of `promise` is still observed). */
+  /** Resolves or rejects as `promise` does, or rejects after `ms` (the late outcome of `promise` is still observed). */
   race<T>(promise: Promise<T>, operation: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const deadline = this.add(() => reject(timeoutError(operation, this.ms, this.backend)));
       promise.then(
         (value) => {
-          if (this.settle(deadline)) resolve(value);
+          if (this.clear(deadline)) resolve(value);
         },
         (error: unknown) => {
-          if (this.settle(deadline)) reject(error);
+          if (this.clear(deadline)) reject(error);
         },
       );
     });
@@ -103,7 +103,7 @@ export class Deadlines {
    * The timer fires in the event loop's timers phase, before the loop reads sockets: after a stall
    * of this process (a burst of synchronous work, GC, a busy CPU) replies that have arrived would
    * be expired unread. So the expiry runs after one turn of I/O (`setImmediate`): a call whose
-   * reply is already here settles by it, not by a timeout of our own making.
+   * reply is already here ends by it, not by a timeout of our own making.
    */
   private readonly sweep = (): void => {
     this.timer = undefined;
@@ -128,6 +128,6 @@ export class Deadlines {
   };
 }
 
-export function timeoutError(operation: string, ms: number, backend = 'Redis'): SluiceError {
+export function timeoutError(operation: string, ms: number, backend: string): SluiceError {
   return new SluiceError(ErrorCode.STORE_FAILURE, `${backend} did not answer ${operation} within ${ms} ms`);
 }

@@ -1,15 +1,15 @@
-/** `closed`: calls go to Redis. `open`: calls fail fast. `half-open`: one probe call is let through. */
+/** `closed`: calls go to the backend (Redis, a sluice-server). `open`: calls fail fast. `half-open`: one probe call is let through. */
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
 export interface BreakerOptions {
-  /** Consecutive failed calls (transport errors or timeouts, not errors Redis replies about one call) that open the breaker. Integer ≥ 1. @default 5 */
+  /** Consecutive failed calls (transport errors or timeouts, not errors the backend replies about one call) that open the breaker. Integer ≥ 1. @default 5 */
   failures?: number;
   /** ms the breaker stays open before it lets one probe call through. @default 1000 */
   cooldown?: number;
 }
 
 /**
- * Stops paying the timeout on every call once Redis is known to be down: after `failures`
+ * Stops paying the timeout on every call once the backend is known to be down: after `failures`
  * consecutive failures, calls fail fast for `cooldown` ms; then one probe goes through, and its
  * success closes the breaker (its failure reopens it for another cooldown).
  */
@@ -30,7 +30,7 @@ export class CircuitBreaker {
     return this.current;
   }
 
-  /** Whether a call may go to Redis now. While half-open, one call at a time (the probe). */
+  /** Whether a call may go to the backend now. While half-open, one call at a time (the probe). */
   admit(): boolean {
     if (this.current === 'closed') return true;
     if (this.current === 'open') {
@@ -42,7 +42,7 @@ export class CircuitBreaker {
     return true;
   }
 
-  /** Whether a call now would be answered at once without going to Redis (open, or its probe is out). */
+  /** Whether a call now would be answered at once without going to the backend (open, or its probe is out). */
   blocking(): boolean {
     if (this.current === 'closed') return false;
     if (this.current === 'open') return this.clock() - this.openedAt < this.cooldown;

@@ -13,10 +13,10 @@ const MAX_ENTRIES = 100_000;
 const SWEEP = 4;
 
 /**
- * The leases the failure policy answered while Redis was unavailable, by id, so that their release
+ * The leases the failure policy answered while the backend was unavailable, by id, so that their release
  * goes where they were taken: nowhere for a fail-open lease (its release is a no-op), the fallback
- * store for a fallback lease, never Redis. Bounded: entries leave when released, when their ttl has
- * passed, or, past `MAX_ENTRIES`, oldest first (a forgotten lease is released in Redis instead,
+ * store for a fallback lease, never the backend. Bounded: entries leave when released, when their ttl has
+ * passed, or, past `MAX_ENTRIES`, oldest first (a forgotten lease is released in the backend instead,
  * where it is harmlessly not found; a fallback lease then expires there after its ttl).
  */
 export class PolicyLeases {

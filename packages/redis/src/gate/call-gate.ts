@@ -1,49 +1,58 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
-import type { BreakerOptions, BreakerState } from './breaker.js';
-import { policyText } from './failure-log.js';
+import type { BreakerState } from './breaker.js';
+import { Deadlines, timeoutError } from './deadlines.js';
+import type { ResolvedFailureOptions, StoreErrorEvent } from './failure-options.js';
 import { type GateScope, GateScopes, type SlotOwner } from './gate-scopes.js';
-import type { FailurePolicy, RedisStoreErrorEvent, StoreLogger } from './options.js';
+import { isReplyError } from './reply-error.js';
 import { StartUp, type StartUpClient, startUpError } from './start-up.js';
-import { Deadlines, timeoutError } from './timeout.js';
 
-export type Operation = RedisStoreErrorEvent['operation'];
+export type Operation = StoreErrorEvent['operation'];
 
 /** The client as the gate reads it: its status, and its first `ready` (or `end`). */
 export type GateClient = StartUpClient;
 
-/** What the gate needs: the resolved failure options of its store (see `resolveFailureOptions`). */
-export interface GateOptions {
+/**
+ * What the gate needs: the resolved failure options of its store (see `resolveFailureOptions`;
+ * the logger, where failures are said loudly; the policy and share, for the log's lines), its
+ * client and clock, and who speaks.
+ */
+export interface GateOptions
+  extends Pick<
+    ResolvedFailureOptions,
+    | 'timeout'
+    | 'readyTimeout'
+    | 'breaker'
+    | 'onError'
+    | 'onBreakerChange'
+    | 'logger'
+    | 'failurePolicy'
+    | 'outageShare'
+  > {
   readonly client: GateClient;
   readonly clock: () => number;
-  readonly timeout: number;
-  readonly readyTimeout: number;
-  readonly breaker: Required<BreakerOptions> | undefined;
-  readonly onError: ((event: RedisStoreErrorEvent) => void) | undefined;
-  readonly onBreakerChange:
-    | ((state: BreakerState, previous: BreakerState, node?: string) => void)
-    | undefined;
-  /** Where failures are said loudly (see `FailureLog`); none: the `onError` hook has them. */
-  readonly logger: StoreLogger | undefined;
-  /** How calls are answered while the backend is away, for the log's lines. */
-  readonly failurePolicy: FailurePolicy;
-  readonly outageShare: number;
   /**
    * The log's words for the policy, when the store answers its own way (SyncedStore's local view).
    * @default the failure policy's
    */
   readonly policyText?: string;
-  /** Who speaks in error messages: the store and what it calls. @default { store: 'RedisStore', backend: 'Redis' } */
-  readonly names?: { readonly store: string; readonly backend: string };
+  /** Who speaks in error messages and the failure log: the store and what it calls (`'RedisStore'`, `'Redis'`). */
+  readonly names: { readonly store: string; readonly backend: string };
   /** On a Cluster, the primary owning each slot: one breaker per primary (see `GateScopes`). */
   readonly owner?: SlotOwner | undefined;
 }
 
+/** Why a call did not go to the backend: its client never became ready, or its scope's breaker is open. */
+interface Stopped {
+  readonly stopped: 'not-ready' | 'open';
+  readonly scope: GateScope;
+}
+
 /**
- * The gate every call to Redis passes (and every call of ServerStore to a sluice-server), limits and
- * leases alike: the start-up wait, the circuit breaker of the call's node, the timeout, and the
- * report (`onError` and the failure log). Callers supply what to answer instead (the failure
- * policy). A call on one Cluster slot passes that slot's primary's breaker (`slot`); others pass
- * the store's.
+ * The gate every call of a store to its remote backend passes (RedisStore's to Redis, ServerStore's
+ * to a sluice-server), limits and leases alike: the start-up wait, the circuit breaker of the
+ * call's node, the timeout, and the report (`onError` and the failure log). Callers supply what to
+ * answer instead (the failure policy). A call on one Cluster slot passes that slot's primary's
+ * breaker (`slot`); others pass the store's.
  */
 export class CallGate {
   private readonly deadlines: Deadlines;
@@ -53,38 +62,18 @@ export class CallGate {
   private readonly backend: string;
 
   constructor(private readonly options: GateOptions) {
-    this.store = options.names?.store ?? 'RedisStore';
-    this.backend = options.names?.backend ?? 'Redis';
+    this.store = options.names.store;
+    this.backend = options.names.backend;
     this.deadlines = new Deadlines(options.timeout, undefined, undefined, undefined, this.backend);
     this.startUp = new StartUp(options.client, options.readyTimeout, (keys, why) =>
       this.report('connect', keys, startUpError(this.store, this.backend, why)),
     );
-    const { failurePolicy, outageShare } = options;
-    this.scopes = new GateScopes({
-      clock: options.clock,
-      breaker: options.breaker,
-      logger: options.logger,
-      onBreakerChange: options.onBreakerChange,
-      owner: options.owner,
-      names: {
-        store: this.store,
-        backend: this.backend,
-        policy:
-          options.policyText ??
-          policyText(typeof failurePolicy === 'object' ? 'store' : failurePolicy, outageShare),
-      },
-    });
+    this.scopes = new GateScopes(options);
   }
 
   /** The worst breaker state of the store's (`'open'` if one Cluster primary's is); `'closed'` with no breaker. */
   get state(): BreakerState {
-    let worst: BreakerState = 'closed';
-    for (const scope of this.scopes.all()) {
-      const state = scope.breaker?.state ?? 'closed';
-      if (state === 'open') return 'open';
-      if (state === 'half-open') worst = state;
-    }
-    return worst;
+    return this.scopes.worstState();
   }
 
   /** ms until the breaker of `slot`'s node next lets a call through (its whole cooldown while closed); 1000 with no breaker. */
@@ -124,15 +113,16 @@ export class CallGate {
     fail: () => T | Promise<T>,
     slot?: number,
   ): Promise<T> {
-    const starting = this.startUp.wait(keys);
-    if (starting !== undefined) {
-      return starting.then((ready) =>
-        ready ? this.map(operation, keys, attempt, read, fail, slot) : this.answer(this.scopes.whole, fail),
+    const admitted = this.admit(keys, slot);
+    if (admitted instanceof Promise) {
+      return admitted.then((scope) =>
+        'stopped' in scope
+          ? this.answer(scope.scope, fail)
+          : this.call(scope, operation, keys, attempt, read, fail),
       );
     }
-    const scope = this.scopes.of(slot);
-    if (scope.breaker !== undefined && !scope.breaker.admit()) return this.answer(scope, fail);
-    return this.call(scope, operation, keys, attempt, read, fail);
+    if ('stopped' in admitted) return this.answer(admitted.scope, fail);
+    return this.call(admitted, operation, keys, attempt, read, fail);
   }
 
   /**
@@ -146,27 +136,20 @@ export class CallGate {
     attempt: () => Promise<R>,
     slot?: number,
   ): Promise<R | undefined> {
-    const starting = this.startUp.wait(keys);
-    if (starting !== undefined && !(await starting)) return undefined;
-    const scope = this.scopes.of(slot);
-    if (scope.breaker !== undefined && !scope.breaker.admit()) {
-      this.report(
-        operation,
-        keys,
-        new SluiceError(
-          ErrorCode.STORE_FAILURE,
-          `${this.store}: the circuit breaker is open; ${operation} not applied`,
-        ),
-        scope,
-      );
+    const admitted = this.admit(keys, slot);
+    // Awaited only while the client starts: a call let through goes out now, in the caller's turn.
+    const scope = admitted instanceof Promise ? await admitted : admitted;
+    if ('stopped' in scope) {
+      if (scope.stopped === 'open')
+        this.report(operation, keys, this.stoppedError(scope, operation), scope.scope);
       return undefined;
     }
     return this.call<R, R | undefined>(scope, operation, keys, attempt, identity, () => undefined);
   }
 
   /**
-   * For the cleanup of a call that timed out but that Redis answered late (the release of a late
-   * admitted lease): the late reply shows Redis is answering again, while the breaker is likely
+   * For the cleanup of a call that timed out but that the backend answered late (the release of a
+   * late admitted lease): the late reply shows it is answering again, while the breaker is likely
    * open because of that very timeout, and dropping the cleanup would leave a ghost lease for its
    * whole ttl. So it skips the breaker (neither asked nor told), keeps the timeout, and reports a
    * failure. Never rejects.
@@ -186,23 +169,12 @@ export class CallGate {
 
   /**
    * For administrative calls whose caller must know they did not happen (`reset`): rejects with
-   * `ERR_SLUICE_STORE_FAILURE` when the breaker is open or Redis fails (after reporting it).
+   * `ERR_SLUICE_STORE_FAILURE` when the breaker is open or the backend fails (after reporting it).
    */
   async strict(operation: Operation, keys: number, attempt: () => Promise<unknown>): Promise<void> {
-    const starting = this.startUp.wait(keys);
-    if (starting !== undefined && !(await starting)) {
-      throw new SluiceError(
-        ErrorCode.STORE_FAILURE,
-        `${this.store}: the ${this.backend} client was not ready; ${operation} not applied`,
-      );
-    }
-    const scope = this.scopes.whole;
-    if (scope.breaker !== undefined && !scope.breaker.admit()) {
-      throw new SluiceError(
-        ErrorCode.STORE_FAILURE,
-        `${this.store}: the circuit breaker is open; ${operation} not applied`,
-      );
-    }
+    const admitted = this.admit(keys, undefined);
+    const scope = admitted instanceof Promise ? await admitted : admitted;
+    if ('stopped' in scope) throw this.stoppedError(scope, operation);
     try {
       await this.deadlines.race(attempt(), operation);
       this.succeeded(scope);
@@ -229,6 +201,32 @@ export class CallGate {
     } catch {
       // A throwing hook must not turn a handled failure into a crash.
     }
+  }
+
+  /**
+   * Whether a call may go now (the start-up wait over, the breaker of its scope letting it
+   * through): the scope it passes, or why it may not. A promise only while the client starts.
+   */
+  private admit(keys: number, slot: number | undefined): GateScope | Stopped | Promise<GateScope | Stopped> {
+    const starting = this.startUp.wait(keys);
+    if (starting !== undefined) {
+      return starting.then((ready) =>
+        ready ? this.admit(keys, slot) : { stopped: 'not-ready', scope: this.scopes.whole },
+      );
+    }
+    const scope = this.scopes.of(slot);
+    if (scope.breaker !== undefined && !scope.breaker.admit()) return { stopped: 'open', scope };
+    return scope;
+  }
+
+  /** The error of a call that did not go (`compensate`'s report, `strict`'s rejection). */
+  private stoppedError({ stopped }: Stopped, operation: Operation): SluiceError {
+    return new SluiceError(
+      ErrorCode.STORE_FAILURE,
+      stopped === 'open'
+        ? `${this.store}: the circuit breaker is open; ${operation} not applied`
+        : `${this.store}: the ${this.backend} client was not ready; ${operation} not applied`,
+    );
   }
 
   /** `map` once the breaker of `scope` has let the call through. */
@@ -260,12 +258,12 @@ export class CallGate {
       pending.then(
         (reply) => {
           // After a timeout the late outcome is only observed (never an unhandled rejection).
-          if (!deadlines.settle(deadline)) return;
+          if (!deadlines.clear(deadline)) return;
           let value: T;
           try {
             value = read(reply);
           } catch (error) {
-            // A reply we cannot read is Redis answering, not Redis being away.
+            // A reply we cannot read is the backend answering, not the backend being away.
             this.failed(scope, operation, keys, error, fail, true).then(resolve, reject);
             return;
           }
@@ -273,7 +271,7 @@ export class CallGate {
           resolve(value);
         },
         (error: unknown) => {
-          if (!deadlines.settle(deadline)) return;
+          if (!deadlines.clear(deadline)) return;
           this.failed(scope, operation, keys, error, fail).then(resolve, reject);
         },
       );
@@ -306,28 +304,16 @@ export class CallGate {
   }
 
   /**
-   * Tells the breaker how a failed call went. It counts only Redis being away (transport errors,
-   * timeouts, a server that cannot serve: LOADING, BUSY, CLUSTERDOWN…). An error Redis replied
+   * Tells the breaker how a failed call went. It counts only the backend being away (transport
+   * errors, timeouts, a server that cannot serve: LOADING, BUSY, CLUSTERDOWN…). An error it replied
    * about one call (WRONGTYPE on a key of another type, ERR bad argument, a script error) is
    * deterministic: the same call fails every time while every other key works, so it must not
-   * open the breaker and fail a healthy limit; it proves Redis answers (a success for the breaker).
+   * open the breaker and fail a healthy limit; it proves the backend answers (a success for the breaker).
    */
   private count(scope: GateScope, answered: boolean): void {
     if (answered) scope.breaker?.success();
     else scope.breaker?.failure();
   }
-}
-
-/**
- * Whether `error` is Redis replying that this one call is wrong: a reply error (ioredis and its
- * forks name it `ReplyError`) with code `WRONGTYPE` or `ERR` (bad argument, not an integer, a
- * script error), except an `ERR` about the server itself (too many clients).
- */
-function isReplyError(error: unknown): boolean {
-  if (!(error instanceof Error) || error.name !== 'ReplyError') return false;
-  const message = error.message;
-  if (message.startsWith('WRONGTYPE ')) return true;
-  return message.startsWith('ERR ') && !message.startsWith('ERR max number of clients');
 }
 
 function identity<T>(value: T): T {

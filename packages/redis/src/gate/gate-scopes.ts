@@ -1,11 +1,10 @@
-import type { BreakerOptions } from './breaker.js';
 import { type BreakerState, CircuitBreaker } from './breaker.js';
-import { FailureLog, type FailureLogNames } from './failure-log.js';
-import type { StoreLogger } from './options.js';
+import { FailureLog, type FailureLogNames, policyText } from './failure-log.js';
+import type { ResolvedFailureOptions } from './failure-options.js';
 
 /** What fails together: one breaker and one failure log. */
 export interface GateScope {
-  /** The Cluster node (`host:port`) this scope guards; undefined: the whole backend. */
+  /** The Cluster node (`host:port`) this scope covers; undefined: the whole backend. */
   readonly node: string | undefined;
   readonly breaker: CircuitBreaker | undefined;
   readonly log: FailureLog | undefined;
@@ -14,17 +13,18 @@ export interface GateScope {
 /** The primary that owns a hash slot (`host:port`), or undefined while the slot map is unknown. */
 export type SlotOwner = (slot: number) => string | undefined;
 
-export interface ScopeOptions {
+export interface ScopeOptions
+  extends Pick<
+    ResolvedFailureOptions,
+    'breaker' | 'logger' | 'onBreakerChange' | 'failurePolicy' | 'outageShare'
+  > {
   readonly clock: () => number;
-  readonly breaker: Required<BreakerOptions> | undefined;
-  readonly logger: StoreLogger | undefined;
-  readonly onBreakerChange:
-    | ((state: BreakerState, previous: BreakerState, node?: string) => void)
-    | undefined;
-  /** The log's words (its backend is named per node on a Cluster). */
-  readonly names: FailureLogNames;
+  /** The store and its backend, for the log's lines (its backend is named per node on a Cluster). */
+  readonly names: { readonly store: string; readonly backend: string };
+  /** The log's words for the policy, when the store answers its own way. @default the failure policy's */
+  readonly policyText?: string | undefined;
   /** On a Cluster, the owner of each slot; undefined on a standalone backend (one scope). */
-  readonly owner: SlotOwner | undefined;
+  readonly owner?: SlotOwner | undefined;
 }
 
 /** Node scopes kept at most (a Cluster's primaries, and those replaced by failovers); closed ones go first. */
@@ -34,13 +34,22 @@ const MAX_NODES = 64;
  * The breakers and failure logs of a store, one per Cluster primary (following the slot map: after
  * a failover the promoted replica gets a scope of its own, closed), so that one shard down is
  * answered by the failure policy for that shard's keys only, while every other shard's keys still
- * go to Redis. A standalone backend, or a call whose slot owner is not known yet, has one scope.
+ * go to the backend. A standalone backend, or a call whose slot owner is not known yet, has one scope.
  */
 export class GateScopes {
   readonly whole: GateScope;
   private readonly nodes = new Map<string, GateScope>();
+  /** The failure log's words. */
+  private readonly names: FailureLogNames;
 
   constructor(private readonly options: ScopeOptions) {
+    const { failurePolicy, outageShare, names } = options;
+    this.names = {
+      ...names,
+      policy:
+        options.policyText ??
+        policyText(typeof failurePolicy === 'object' ? 'store' : failurePolicy, outageShare),
+    };
     this.whole = this.make(undefined);
   }
 
@@ -59,14 +68,20 @@ export class GateScopes {
     return scope;
   }
 
-  /** Every scope, the whole backend's first. */
-  *all(): IterableIterator<GateScope> {
-    yield this.whole;
-    yield* this.nodes.values();
+  /** The worst breaker state of the scopes (`'open'` if one node's is); `'closed'` with no breaker. */
+  worstState(): BreakerState {
+    let worst: BreakerState = 'closed';
+    for (const scope of [this.whole, ...this.nodes.values()]) {
+      const state = scope.breaker?.state ?? 'closed';
+      if (state === 'open') return 'open';
+      if (state === 'half-open') worst = state;
+    }
+    return worst;
   }
 
   private make(node: string | undefined): GateScope {
-    const { clock, breaker, logger, onBreakerChange, names } = this.options;
+    const { clock, breaker, logger, onBreakerChange } = this.options;
+    const names = this.names;
     const log =
       logger === undefined
         ? undefined

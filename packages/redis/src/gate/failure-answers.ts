@@ -1,10 +1,17 @@
-import type { Decision, Store } from '@sluice/core';
-import { decide, type LimitCall } from '@sluice/core/adapter';
+import type { Decision, LimitCall, Store } from '@sluice/core';
+import { decide } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
-import type { ResolvedFailureOptions } from './options.js';
+import type { ResolvedFailureOptions } from './failure-options.js';
 
 /** What `FailureAnswers` reads of the resolved failure options. */
 export type FailureAnswerOptions = Pick<ResolvedFailureOptions, 'failurePolicy' | 'fallback' | 'outageShare'>;
+
+/** The policy's decisions for a consume or a peek the backend did not answer. */
+type PolicyAnswer = (
+  calls: readonly LimitCall[],
+  now: number | undefined,
+  slot?: number,
+) => Decision[] | Promise<Decision[]>;
 
 /**
  * What the store answers when its backend does not (an error, a timeout, an open breaker): the
@@ -27,28 +34,23 @@ export class FailureAnswers {
   }
 
   /** `slot`: a Cluster call's slot, whose node's breaker says when to retry (`'deny'`). */
-  consume(
-    calls: readonly LimitCall[],
-    now: number | undefined,
-    slot?: number,
-  ): Decision[] | Promise<Decision[]> {
-    const fallback = this.fallback;
-    if (fallback !== undefined) {
-      return this.decideOn(calls, () => fallback.consume(this.scaled(calls), now), true);
-    }
-    return this.decisions(calls, true, slot);
-  }
+  readonly consume: PolicyAnswer = (calls, now, slot) => this.answer('consume', calls, now, slot);
 
-  peek(
+  readonly peek: PolicyAnswer = (calls, now, slot) => this.answer('peek', calls, now, slot);
+
+  /** The fallback store's decisions (scaled to `outageShare`), else the policy's own. */
+  private answer(
+    mode: 'consume' | 'peek',
     calls: readonly LimitCall[],
     now: number | undefined,
-    slot?: number,
+    slot: number | undefined,
   ): Decision[] | Promise<Decision[]> {
     const fallback = this.fallback;
+    const consuming = mode === 'consume';
     if (fallback !== undefined) {
-      return this.decideOn(calls, () => fallback.peek(this.scaled(calls), now), false);
+      return this.decideOn(calls, () => fallback[mode](this.scaled(calls), now), consuming);
     }
-    return this.decisions(calls, false, slot);
+    return this.decisions(calls, consuming, slot);
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { BreakerState } from './breaker.js';
-import type { StoreLogger } from './options.js';
+import type { StoreLogger } from './failure-options.js';
 
 /** ms between two "still failing" lines while failures last. */
 export const SUMMARY_INTERVAL = 10_000;

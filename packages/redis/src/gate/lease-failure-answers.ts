@@ -1,7 +1,7 @@
 import { type Decision, ErrorCode, SluiceError } from '@sluice/core';
 import { decide, type LeaseAcquire, type LeaseCall, type LeaseStore } from '@sluice/core/adapter';
 import type { CallGate } from './call-gate.js';
-import type { FailureAnswerOptions } from './failure-policy.js';
+import type { FailureAnswerOptions } from './failure-answers.js';
 import { PolicyLeases } from './policy-leases.js';
 
 /**
@@ -21,7 +21,8 @@ export class LeaseFailureAnswers {
     options: FailureAnswerOptions,
     private readonly gate: CallGate,
     private readonly clock: () => number,
-    private readonly store = 'RedisStore',
+    /** The store's name in error messages. */
+    private readonly store: string,
   ) {
     this.policy = options.failurePolicy;
     this.fallbackStore = options.fallback;

@@ -1,3 +1,4 @@
+import { type RateLimitControl, withControl } from './control.js';
 import {
   CONCURRENCY_ENGINE,
   FLEET_ENGINE,
@@ -7,6 +8,9 @@ import {
   UTILIZATION_ENGINE,
 } from './guard-options.js';
 import { concurrencyGuard, fleetGuard, type GuardName, type HttpGuard, utilizationGuard } from './guards.js';
+import { guardFunctionName, RATE_LIMIT_FUNCTION_NAME } from './middleware-name.js';
+import type { HttpLimitOptions } from './options.js';
+import { HttpLimiter } from './rate-limit.js';
 import type { AdapterDefaults, RequestAccessBase } from './reporter.js';
 
 /** Each guard's shared options, by its name. */
@@ -23,9 +27,9 @@ export const GUARD_ENGINES: { readonly [G in GuardName]: readonly string[] } = {
   utilizationShed: UTILIZATION_ENGINE,
 };
 
-/** What `buildGuard` needs of an adapter. */
-export interface GuardAdapter<Req> {
-  /** How keys read the adapter's request (only the concurrency limit has a key). */
+/** What the middleware factories (`buildGuard`, `guardMiddlewares`, `rateLimitMiddleware`) need of an adapter. */
+export interface MiddlewareAdapter<Req> {
+  /** How keys read the adapter's request (of the guards, only the concurrency limit has a key). */
   readonly access: RequestAccessBase<Req>;
   readonly defaults: AdapterDefaults<Req>;
   /** The adapter's own option names (`handler`, `hook`), accepted beside the shared ones. */
@@ -40,7 +44,7 @@ export interface GuardAdapter<Req> {
 export function buildGuard<Req, G extends GuardName>(
   name: G,
   options: HttpGuardOptionsByName<Req>[G],
-  adapter: GuardAdapter<Req>,
+  adapter: MiddlewareAdapter<Req>,
   where: string = name,
 ): HttpGuard<Req> {
   const own = adapter.options ?? [];
@@ -53,11 +57,6 @@ export function buildGuard<Req, G extends GuardName>(
   return utilizationGuard(where, options as HttpUtilizationShedOptions<Req>, adapter.defaults, own);
 }
 
-/** A guard middleware's function name, as stack traces show it: `sluiceFleetShed`. */
-export function guardFunctionName(name: GuardName): string {
-  return `sluice${name[0]!.toUpperCase()}${name.slice(1)}`;
-}
-
 /**
  * An adapter's `concurrencyLimit()`, `fleetShed()` and `utilizationShed()`, each a guard built by
  * `buildGuard` and made into the framework's middleware by `middleware` (which runs
@@ -67,7 +66,7 @@ export function guardFunctionName(name: GuardName): string {
  *   expressMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name));
  */
 export function guardMiddlewares<Req, Own, M>(
-  adapter: GuardAdapter<Req>,
+  adapter: MiddlewareAdapter<Req>,
   middleware: (guard: HttpGuard<Req>, options: Own, name: string) => M,
 ): { readonly [G in GuardName]: (options: HttpGuardOptionsByName<Req>[G] & Own) => M } {
   const factory =
@@ -79,4 +78,28 @@ export function guardMiddlewares<Req, Own, M>(
     fleetShed: factory('fleetShed'),
     utilizationShed: factory('utilizationShed'),
   };
+}
+
+/**
+ * An adapter's `rateLimit()`: the limiter compiled from `options` (its errors name `rateLimit`),
+ * made into the framework's middleware by `middleware` (which runs `rateLimitLifecycle` over the
+ * adapter's exchange and reads the adapter's own options), named `sluiceRateLimit`, carrying
+ * `peek`, `reset` and `settle` for the app.
+ * @example
+ * rateLimitMiddleware(EXPRESS, options, (limiter, name) =>
+ *   expressMiddleware((exchange) => rateLimitLifecycle(limiter, exchange), handlerOption(options.handler), name));
+ */
+export function rateLimitMiddleware<Req, M extends object>(
+  adapter: MiddlewareAdapter<Req>,
+  options: HttpLimitOptions<Req>,
+  middleware: (limiter: HttpLimiter<Req>, name: string) => M,
+): M & RateLimitControl<Req> {
+  const limiter = new HttpLimiter<Req>(
+    'rateLimit',
+    options,
+    adapter.access,
+    adapter.defaults,
+    adapter.options,
+  );
+  return withControl(middleware(limiter, RATE_LIMIT_FUNCTION_NAME), limiter);
 }
