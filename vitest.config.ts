@@ -4,19 +4,36 @@ import { defineConfig } from 'vitest/config';
 const source = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
 
 /**
- * The suites that talk to Redis through the client (store, Cluster, Sentinel, differential,
- * concurrency, faults): they run once per supported client. Everything else runs once, on ioredis 5.
+ * What runs once per supported Redis client: the suites where clients differ. The wire (every
+ * script through the client: each algorithm single, batched and lean, refunds, charges, leases,
+ * blocks, SyncedStore's chunked syncs), errors (a hung, killed or restarted Redis, a Sentinel
+ * failover, through the store and through HTTP apps), Cluster (routing, a breaker per shard) and
+ * start-up (a fresh Cluster client's first burst). The rest is behaviour of the algorithms, of
+ * core and of the stores' own logic, which the client only carries, or builds its own clients
+ * (the README's ioredis setup, node-redis): it runs once, on ioredis 5 (project `ioredis`, which
+ * runs every file).
  */
-const REDIS_SUITES = [
-  'test/redis/**/*.test.ts',
-  'test/reliability/concurrency.test.ts',
+const CLIENT_SUITES = [
+  'test/redis/store-behaviour.test.ts',
+  'test/redis/redis-store.test.ts',
+  'test/redis/refund.test.ts',
+  'test/redis/charge.test.ts',
+  'test/redis/leases.test.ts',
+  'test/redis/block-shadow.test.ts',
+  'test/redis/synced-store.test.ts',
+  'test/redis/synced-refund.test.ts',
+  'test/redis/faults.test.ts',
   'test/reliability/faults.test.ts',
+  'test/redis/cluster-first-burst.test.ts',
+  'test/redis/cluster-shards.test.ts',
 ];
 
 /**
- * The Redis suites node-redis runs: the store behaves the same on it (behaviour, differential,
- * refunds, leases, concurrency). The rest test ioredis' own behaviour (Cluster first burst, the
- * README's ioredis setup, client types) or drive the connection through the test's ioredis client.
+ * The suites node-redis runs: another client architecture (RESP3 replies, its own pipelining), so
+ * besides the store's behaviour on every script, the Lua twins' random traces (every reply shape)
+ * and exactness under concurrency. The rest test ioredis' own behaviour (Cluster first burst, the
+ * README's ioredis setup) or drive the connection through the test's ioredis client;
+ * test/redis/node-redis.test.ts tests what only node-redis has.
  */
 const NODE_REDIS_SUITES = [
   'test/redis/store-behaviour.test.ts',
@@ -54,13 +71,32 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // `pnpm test` runs all: every suite on ioredis 5, the Redis suites on ioredis 6 and iovalkey too.
+    // Two files at a time on the 2-core machine (vitest's default is cores - 1, one file at a
+    // time): many files wait on Redis, app processes or a fault, and the other file uses the CPU
+    // meanwhile. Three were slower here, and pushed the load past 9.
+    maxWorkers: 2,
+    // `pnpm test` runs all: every suite on ioredis 5, the client suites on ioredis 6 and iovalkey too.
     // One client: `pnpm vitest run --project ioredis6 test/redis`.
     projects: [
       clientProject('ioredis', ['test/**/*.test.ts']),
-      clientProject('ioredis6', REDIS_SUITES),
-      clientProject('iovalkey', REDIS_SUITES),
+      clientProject('ioredis6', CLIENT_SUITES),
+      clientProject('iovalkey', CLIENT_SUITES),
       clientProject('node-redis', NODE_REDIS_SUITES),
+      {
+        // The public API's type tests (test/types/*.test-d.ts, expectTypeOf and @ts-expect-error):
+        // vitest's typecheck mode runs tsc on them and what they import, no test process and no
+        // Redis (~15 s of CPU from cold, incremental after). `pnpm typecheck` checks them too.
+        test: {
+          name: 'types',
+          include: [],
+          typecheck: {
+            enabled: true,
+            only: true,
+            include: ['test/types/**/*.test-d.ts'],
+            tsconfig: 'test/types/tsconfig.json',
+          },
+        },
+      },
     ],
   },
 });

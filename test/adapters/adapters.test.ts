@@ -1,5 +1,5 @@
 import { MemoryStore } from '@sluice/core';
-import { subjects } from './harness.js';
+import { subjects } from './subjects.js';
 import { adapterSuite } from './suite.js';
 
 // The behaviour suite on the memory store with a fake clock; the Redis run passes its own factory.

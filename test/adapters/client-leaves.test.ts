@@ -6,7 +6,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectRedis, uniquePrefix } from '../redis/clients.js';
 import { type RedisProcess, startRedis } from '../setup/redis-server.js';
-import { Probe, subjects, type TestApp } from './harness.js';
+import { Probe, type TestApp } from './harness.js';
+import { subjects } from './subjects.js';
 
 // Delay mode with clients that leave, on a real Redis hung with SIGSTOP and real servers, in every
 // adapter: a request whose client is gone must give back the queue slot it took and never reach

@@ -12,6 +12,12 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppSpec, SuiteFixture } from './harness.js';
 
 /** The key of the `X-User` header (two arguments: every adapter passes its own request). */
+/**
+ * A refund lands after the response has ended, on the event loop's next turns: waited for, with a
+ * bound that only turns a hang into a failure (vi.waitFor's default 1 s is too short on a loaded
+ * 2-core machine).
+ */
+const WAIT = { timeout: 10_000 };
 const byUser = (req: unknown, access: RequestAccess<unknown>) => access.header(req, 'x-user');
 const byUserAsync = async (req: unknown, access: RequestAccess<unknown>) => access.header(req, 'x-user');
 
@@ -222,7 +228,7 @@ export function featuresSuite(
         const reply = await as('ann');
         expect([reply.status, reply.headers.ratelimit]).toEqual([200, '"login";r=1;t=10']);
         // The units come back when the response has ended: wait for the store to have them.
-        await vi.waitFor(() => expect(done.refunds).toBe(i));
+        await vi.waitFor(() => expect(done.refunds).toBe(i), WAIT);
       }
       expect((await as('ann', '/fail')).status).toBe(500);
       expect((await as('ann', '/fail')).status).toBe(500);
@@ -248,9 +254,9 @@ export function featuresSuite(
           ],
         });
         expect((await on('/fail')).status).toBe(500);
-        await vi.waitFor(() => expect(done.refunds).toBe(1));
+        await vi.waitFor(() => expect(done.refunds).toBe(1), WAIT);
         expect((await on('/fail')).status).toBe(500);
-        await vi.waitFor(() => expect(done.refunds).toBe(2));
+        await vi.waitFor(() => expect(done.refunds).toBe(2), WAIT);
         expect((await on()).status).toBe(200);
         expect((await on()).status).toBe(429);
         await fixture.app().close();

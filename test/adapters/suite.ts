@@ -950,7 +950,7 @@ export function adapterSuite(
         leaving.end();
         await firstHold;
         leaving.destroy();
-        await vi.waitFor(() => expect(aborted).toBe(true));
+        await vi.waitFor(() => expect(aborted).toBe(true), { timeout: 10_000 });
         const next = await fetch(`${base}/`);
         expect(next.status).toBe(200);
         // The departed request's 1 s slot was given back: the next one waits 1 s, not 2 s.

@@ -3,7 +3,7 @@ import { fixedWindow, MemoryStore, type Store, UtilizationShedder } from '@sluic
 import { SluiceMetrics } from '@sluice/otel';
 import { RedisStore } from '@sluice/redis';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { subjects } from '../adapters/harness.js';
+import { subjects } from '../adapters/subjects.js';
 import { connectCluster, connectRedis, uniquePrefix } from '../redis/clients.js';
 
 /** A reader collected on demand: the SDK's own aggregation, read the way an exporter reads it. */

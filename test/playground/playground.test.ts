@@ -267,20 +267,36 @@ describe('the playground in Chromium', () => {
     await page.close();
   });
 
-  it('simulates and draws a 1,000,000-request trace in under 2 s', async () => {
+  it("simulates and draws a 1,000,000-request trace in under 2 s of the page's CPU", async () => {
     const query =
       '#mode=side-by-side&l=tokenBucket;capacity=100;refillInterval=1s&l=slidingWindowCounter;limit=100;window=1s' +
       '&t=steady;rate=10000;duration=100s;clients=50';
-    const page = await open(playground, query);
+    // The run is synchronous on the page's main thread, so on an idle machine its wall time is
+    // its CPU time; on a loaded one (load 8 on 2 cores) the wall time grows with everything else
+    // that runs, and said nothing about the page. The verdict reads the main thread's CPU time
+    // (Chromium's ThreadTime) over the whole navigation: loading the page, making the traffic,
+    // simulating and drawing, which is more than the 2 s claim covers, not less.
+    const page = await open(playground, '');
+    const cdp = await playground.context.newCDPSession(page);
+    await cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
+    const cpu = async () =>
+      (await cdp.send('Performance.getMetrics')).metrics.find((metric) => metric.name === 'ThreadTime')!
+        .value;
+    const before = await cpu();
+    // Another query: a navigation in the same renderer (a change of `#` alone would reload it).
+    await page.goto(`${playground.url}?million${query}`);
     expect(await settled(page)).toBe('done');
+    const cpuMs = 1000 * ((await cpu()) - before);
     const timing = (await page.evaluate(() => window.sluicePlayground!.timing))!;
-    writeFileSync(join(ARTIFACTS, 'million.json'), `${JSON.stringify(timing, null, 2)}\n`);
+    writeFileSync(join(ARTIFACTS, 'million.json'), `${JSON.stringify({ ...timing, cpuMs }, null, 2)}\n`);
     console.log(
       `1,000,000 requests, 2 limits: traffic made in ${Math.round(timing.traceMs)} ms, simulated in ` +
-        `${Math.round(timing.simulateMs)} ms, drawn in ${Math.round(timing.drawMs)} ms`,
+        `${Math.round(timing.simulateMs)} ms, drawn in ${Math.round(timing.drawMs)} ms (wall); ` +
+        `${Math.round(cpuMs)} ms of the main thread's CPU from navigation to drawn`,
     );
     expect(timing.requests).toBe(1_000_000);
-    expect(timing.simulateMs + timing.drawMs).toBeLessThan(2000);
+    expect(cpuMs).toBeGreaterThan(0);
+    expect(cpuMs).toBeLessThan(2000);
     const requests = requestsOf([{ pattern: 'steady', rate: 10000, duration: '100s', clients: 50 }]);
     const expected = sideBySide(
       [

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { fixedWindow, gcra, Limiter, MemoryStore, tokenBucket } from '@sluice/core';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ChildNode } from './child-node.js';
 import { uniquePrefix } from './clients.js';
 import type { AlgorithmSpec, NodeConfig } from './synced-node.js';
@@ -122,31 +122,35 @@ function spans(perRound: readonly number[], subject: Subject): number[] {
   return out;
 }
 
-const started: ChildNode[] = [];
-afterAll(() => {
-  for (const node of started) node.stop();
-});
-
 const backends: readonly [string, boolean][] = [
   ['standalone', false],
   ['Cluster', true],
 ];
 
 describe.each(backends)('the over-admission bound, %s: N node processes, one Redis', (_name, cluster) => {
+  // N processes for the whole file (a start under tsx costs about a second of CPU): each run below
+  // gives every node a new, empty SyncedStore under a new prefix (`use`), as a fresh start would.
+  let nodes: ChildNode[] = [];
+  beforeAll(async () => {
+    const ports = cluster ? inject('redisClusterPorts') : [inject('redisPort')];
+    const config: NodeConfig = { ports, cluster };
+    nodes = await Promise.all(Array.from({ length: N }, () => ChildNode.start(SCRIPT, config)));
+  });
+  afterAll(() => {
+    for (const node of nodes) node.stop();
+  });
+
   it.each(subjects)(
     '%s: measured excess within (N-1)·min(L + r·D, ρ·D); exact when the interval goes to zero',
     async (_label, subject) => {
-      const ports = cluster ? inject('redisClusterPorts') : [inject('redisPort')];
       // Two keys: on a Cluster they live in different hash slots (one script per slot per cycle).
       const keys = ['user:{a}', 'user:{b}'];
       const excess: number[] = [];
       for (const q of [12, 4, 'serial'] as const) {
-        const config: NodeConfig = { ports, cluster, prefix: uniquePrefix('bound'), algorithm: subject.spec };
-        const nodes = await Promise.all(Array.from({ length: N }, () => ChildNode.start(SCRIPT, config)));
-        started.push(...nodes);
+        const prefix = uniquePrefix('bound');
+        await Promise.all(nodes.map((node) => node.send({ op: 'use', prefix, algorithm: subject.spec })));
         const fleet = await drive(nodes, q, keys);
         const exact = reference(subject.spec, q, keys);
-        for (const node of nodes) node.stop();
         const rho = q === 'serial' ? 0 : 2 * q; // units one node admits in D = 2 rounds
         const bound = (N - 1) * Math.min(subject.perNodeCap, rho);
         let most = 0;

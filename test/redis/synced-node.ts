@@ -7,8 +7,12 @@
 //                                         round of one check per key has a sync before and after it
 //                                         (the interval at zero)
 //   { "op": "sync" }                      one sync cycle; answers {}
+//   { "op": "use", "prefix": "p:", "algorithm": {...} }   from now on a new SyncedStore (empty, no
+//                                         timer) under `prefix` and a Limiter of `algorithm`, on
+//                                         the same client (the old store is shut down); answers {}
 //
-// argv: JSON `{ ports: number[], cluster: boolean, prefix: string, algorithm: AlgorithmSpec }`
+// argv: JSON `{ ports: number[], cluster: boolean }`. The test reuses one process for many runs
+// (a process start under tsx costs about a second of CPU): each run begins with `use`.
 
 import { createInterface } from 'node:readline';
 import { type Algorithm, fixedWindow, gcra, Limiter, slidingWindowCounter, tokenBucket } from '@sluice/core';
@@ -24,11 +28,12 @@ export type AlgorithmSpec =
 export interface NodeConfig {
   ports: number[];
   cluster: boolean;
-  prefix: string;
-  algorithm: AlgorithmSpec;
 }
 
-type Command = { op: 'burst'; keys: string[]; n: number; now: number; serial?: boolean } | { op: 'sync' };
+type Command =
+  | { op: 'burst'; keys: string[]; n: number; now: number; serial?: boolean }
+  | { op: 'sync' }
+  | { op: 'use'; prefix: string; algorithm: AlgorithmSpec };
 
 export function algorithmOf(spec: AlgorithmSpec): Algorithm {
   const { kind, ...options } = spec;
@@ -42,16 +47,23 @@ export function algorithmOf(spec: AlgorithmSpec): Algorithm {
 async function main(): Promise<void> {
   const config = JSON.parse(process.argv[2]!) as NodeConfig;
   const client = await connectChild(config);
-  const store = new SyncedStore({
-    client,
-    prefix: config.prefix,
-    interval: 0,
-    timeout: 10_000,
-    breaker: false,
-    onError: (event) => process.stderr.write(`sync error: ${String(event.error)}\n`),
-  });
-  const limiter = new Limiter({ algorithm: algorithmOf(config.algorithm), store });
+  let store: SyncedStore | undefined;
+  let limiter: Limiter | undefined;
   const run = async (command: Command): Promise<unknown> => {
+    if (command.op === 'use') {
+      await store?.shutdown();
+      store = new SyncedStore({
+        client,
+        prefix: command.prefix,
+        interval: 0,
+        timeout: 10_000,
+        breaker: false,
+        onError: (event) => process.stderr.write(`sync error: ${String(event.error)}\n`),
+      });
+      limiter = new Limiter({ algorithm: algorithmOf(command.algorithm), store });
+      return {};
+    }
+    if (store === undefined || limiter === undefined) throw new Error(`${command.op} before use`);
     if (command.op === 'sync') {
       await store.sync();
       if (store.outage) throw new Error('a sync failed');

@@ -35,6 +35,17 @@ function fleet(client: Client, count: number, options: Partial<SyncedStoreOption
   );
 }
 
+/**
+ * Syncs until the node has nothing lost to send again and nothing queued. A sync sent right after
+ * Redis resumes can time out too on a loaded machine (Redis is still working through what it was
+ * sent while stopped): it is then lost and sent again, and still counted once, which is what the
+ * tests check. The count of syncs is not: on a quiet machine it is two.
+ */
+async function syncedOut(node: SyncedStore): Promise<void> {
+  for (let i = 0; i < 20 && (node.outage || node.pending > 0); i++) await node.sync();
+  expect([node.outage, node.pending]).toEqual([false, 0]);
+}
+
 async function admitted(limiter: Limiter, key: string, n: number, now: number): Promise<number> {
   let allowed = 0;
   for (let i = 0; i < n; i++) if ((await limiter.check(key, { now })).allowed) allowed++;
@@ -141,7 +152,7 @@ describe.each(subjects)('SyncedStore (%s)', (_name, client) => {
     expect(refused.limits[1]).toMatchObject({ allowed: true, remaining: 97 });
   });
 
-  it('regression: a shadow limit that refuses does not stop the enforced limits of its batch from reaching Redis', async () => {
+  it('regression: a shadow limit that refuses does not stop the enforced limits of its batch from reaching Redis (their units were written to the view and never sent: the fleet undercounted)', async () => {
     const [a] = fleet(client, 1);
     const enforced = fixedWindow({ limit: 10, window: 60_000 });
     const limiter = new Limiter({
@@ -192,7 +203,7 @@ describe('SyncedStore refuses what it cannot serve', () => {
   });
 
   it.each([
-    ['interval', { interval: '5 minutes' }, 'ERR_SLUICE_INVALID_DURATION'],
+    ['interval', { interval: '5 fortnights' }, 'ERR_SLUICE_INVALID_DURATION'],
     ['interval', { interval: -1 }, 'ERR_SLUICE_INVALID_OPTION'],
     ['interval', { interval: '30d' }, 'ERR_SLUICE_INVALID_OPTION'],
     ['outageShare', { outageShare: 0 }, 'ERR_SLUICE_INVALID_OPTION'],
@@ -267,7 +278,10 @@ describe('SyncedStore: memory, exact mode, shutdown', () => {
   it('regression: a cycle over 70,000 keys reaches Redis (one script call of them all overflowed the call stack: every sync failed, for good)', async () => {
     const algorithm = fixedWindow({ limit: 5, window: 60_000 });
     const events: RedisStoreErrorEvent[] = [];
-    const [store] = fleet(standalone, 1, { onError: (event) => events.push(event) });
+    // 18 chunks of 4,096 keys sent at once, which Redis runs one after the other: on a loaded
+    // machine the last ones took longer than the fleet's 5 s. The test is about every chunk
+    // reaching Redis, not how fast: a bound that holds at load.
+    const [store] = fleet(standalone, 1, { timeout: 60_000, onError: (event) => events.push(event) });
     const limiter = new Limiter({ algorithm, store: store! });
     const count = 70_000;
     for (let i = 0; i < count; i++) limiter.check(`many:${i}`, { now: START });
@@ -418,9 +432,8 @@ describe('SyncedStore while Redis is away (its own redis-server)', () => {
     expect(a!.outage).toBe(true);
     // Redis ran the script after it came back; the node does not know it and sends it again.
     expect(await admitted(limiter, 'k', 3, START)).toBe(3);
-    await a!.sync(); // the lost batch again: skipped by Redis
-    expect(a!.outage).toBe(false);
-    await a!.sync(); // the 3 since
+    // The lost batch again (skipped by Redis), then the 3 since.
+    await syncedOut(a!);
     expect(await client.hget(`${a!.prefix}{k}`, algorithm.fingerprint)).toBe(`8,${START}`);
     expect(a!.inspect(algorithm, 'k')).toEqual([8, START]);
   });
@@ -428,7 +441,7 @@ describe('SyncedStore while Redis is away (its own redis-server)', () => {
   it('a lost reply of a batch in several script calls (chunks of 4,096 keys) is sent again and counted once, chunk by chunk', async () => {
     const algorithm = fixedWindow({ limit: 100, window: 60_000 });
     const errors: RedisStoreErrorEvent[] = [];
-    const [a] = fleet(client, 1, { timeout: 500, onError: (event) => errors.push(event) });
+    const [a] = fleet(client, 1, { timeout: 1_000, onError: (event) => errors.push(event) });
     const limiter = new Limiter({ algorithm, store: a! });
     const keys = Array.from({ length: 10_000 }, (_, i) => `chunk:${i}`);
     for (const key of keys) limiter.check(key, { now: START });
@@ -441,8 +454,8 @@ describe('SyncedStore while Redis is away (its own redis-server)', () => {
     // Three chunks, each lost.
     expect(errors.map((e) => e.operation)).toEqual(['sync', 'sync', 'sync']);
     for (const key of [keys[0]!, keys[9_999]!]) limiter.check(key, { now: START });
-    await a!.sync(); // the lost chunks again: skipped by Redis, which had run them
-    await a!.sync(); // what came since
+    // The lost chunks again (skipped by Redis, which had run them), then what came since.
+    await syncedOut(a!);
     const stored = async (key: string) => client.hget(`${a!.prefix}{${key}}`, algorithm.fingerprint);
     expect(await stored(keys[0]!)).toBe(`2,${START}`);
     expect(await stored(keys[5_000]!)).toBe(`1,${START}`);

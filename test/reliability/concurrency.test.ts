@@ -258,13 +258,13 @@ describe('three app processes (Express, Fastify, Express) on one Redis', () => {
   describe('standalone', () => {
     exactSuite('standalone', () => ({
       ports: apps.map((app) => app.port),
-      peek: peeker(new RedisStore({ client: storeClient(redis), prefix })),
+      peek: peeker(new RedisStore({ client: storeClient(redis), prefix, timeout: 2_000 })),
     }));
   });
   describe('Cluster', () => {
     exactSuite('cluster', () => ({
       ports: apps.map((app) => app.port),
-      peek: peeker(new RedisStore({ client: storeClient(cluster), prefix })),
+      peek: peeker(new RedisStore({ client: storeClient(cluster), prefix, timeout: 2_000 })),
     }));
 
     it('through Limiter, layered limits on one user key share a slot: exact, and nothing left behind', async () => {
@@ -274,8 +274,14 @@ describe('three app processes (Express, Fastify, Express) on one Redis', () => {
         { name: 'user', algorithm: build(SPECS.gcra!) },
         { name: 'team', algorithm: build(TEAM) },
       ];
+      // The same generous timeout as the apps' routes: the default 100 ms, missed on a loaded
+      // machine, hands the call to the failure policy (each process then admitted its own 50).
       const limiters = clients.map(
-        (client) => new Limiter({ limits, store: new RedisStore({ client: storeClient(client), prefix }) }),
+        (client) =>
+          new Limiter({
+            limits,
+            store: new RedisStore({ client: storeClient(client), prefix, timeout: 2_000 }),
+          }),
       );
       const key = `direct-${randomUUID()}`;
       try {

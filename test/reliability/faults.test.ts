@@ -24,10 +24,16 @@ import {
   writeResults,
 } from './helpers.js';
 
-const TIMEOUT = 100;
+/**
+ * The store timeout: 1 s, not the README's default 100 ms. At load 8 on 2 cores a healthy Redis
+ * can take longer than 100 ms to answer, and the policy then answered requests the test counts as
+ * Redis's (seen: 23 admitted by the fallback where the limit is 20, after recovery). The outages
+ * last 3 s, so an answer within TIMEOUT + SLACK (2 s) still tells the timeout from a hang.
+ */
+const TIMEOUT = 1_000;
 /** Slack on a loaded 2-core machine: two app processes, Redis, sentinels and the test share it. */
-const SLACK = 400;
-/** A request not answered within this is counted as unanswered (a hang). */
+const SLACK = 1_000;
+/** A request not answered within this is counted as unanswered (a hang): past TIMEOUT + SLACK. */
 const BOUND = 3_000;
 /** Exactness check once Redis is back. */
 const LIMIT = 20;

@@ -18,7 +18,11 @@ const algorithm = fixedWindow({ limit: 1, window: '1s' });
 const SHARED: [string, Record<string, unknown>, string][] = [
   ['storeFailure not allow/deny', { algorithm, storeFailure: 'maybe' }, ErrorCode.INVALID_OPTION],
   ['onLimit not refuse/delay', { algorithm, onLimit: 'wait' }, ErrorCode.INVALID_OPTION],
-  ['maxDelay unreadable', { algorithm, onLimit: 'delay', maxDelay: '5 seconds' }, ErrorCode.INVALID_DURATION],
+  [
+    'maxDelay unreadable',
+    { algorithm, onLimit: 'delay', maxDelay: '5 sec onds' },
+    ErrorCode.INVALID_DURATION,
+  ],
   ['maxDelay negative', { algorithm, onLimit: 'delay', maxDelay: -1 }, ErrorCode.INVALID_OPTION],
   ['skip not a function', { algorithm, skip: true }, ErrorCode.INVALID_OPTION],
   ['onError not a function', { algorithm, onError: 'log' }, ErrorCode.INVALID_OPTION],

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ServerStore } from '@sluice/server';
 import { afterAll } from 'vitest';
-import { subjects } from '../adapters/harness.js';
+import { storeSubjects } from '../adapters/subjects.js';
 import { adapterSuite } from '../adapters/suite.js';
 import { startServer } from './harness.js';
 
@@ -13,5 +13,5 @@ afterAll(() => t.stop());
 
 const makeStore = (clock: () => number) =>
   new ServerStore({ client, clock, prefix: `adapters:${randomUUID()}:` });
-for (const subject of subjects)
+for (const subject of storeSubjects)
   adapterSuite({ ...subject, name: `${subject.name} on sluice-server` }, makeStore, false);

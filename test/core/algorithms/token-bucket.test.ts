@@ -1,6 +1,6 @@
 import { tokenBucket } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { allow, Run, refuse } from './helpers.js';
+import { allow, Run, refuse } from '../helpers.js';
 
 const P = 'token-bucket';
 
@@ -117,7 +117,7 @@ describe('tokenBucket (stepped refill, Smyte)', () => {
     expect(dropped.peek(3999)).toEqual(refuse(5, 0, 2001, 1, P));
   });
 
-  it('regression: a refused request on a lenient stepped bucket writes nothing', () => {
+  it('regression: a refused request on a lenient stepped bucket writes nothing (it returned a refilled copy of the state: a needless write per refusal)', () => {
     // It used to return a refilled copy of the state: equivalent, but a needless write per refusal.
     const run = new Run(
       tokenBucket({ capacity: 2, refillAmount: 1, refillInterval: 1000, refill: 'stepped' }),

@@ -12,7 +12,7 @@ import {
 } from '@sluice/core';
 import { HttpLimiter, type HttpLimitOptions, type RequestAccessBase } from '@sluice/core/adapter';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { forgetWarnings } from '../setup/process-warnings.js';
+import { forgetWarnings } from '../../setup/process-warnings.js';
 
 // Issue 22 §3: mistakes fail at creation, clearly, once (HttpLimiter, below every adapter).
 

@@ -1,6 +1,6 @@
 import { leakyBucketQueue } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { allow, Run, refuse } from './helpers.js';
+import { allow, Run, refuse } from '../helpers.js';
 
 const P = 'leaky-bucket-queue';
 
@@ -38,7 +38,7 @@ describe('leakyBucketQueue', () => {
     expect(run.at(500)).toEqual(allow(2, 0, 2500, P, 1500));
   });
 
-  it('regression: a maxDelay tighter than the queue reports the units it can really hold, and a cost beyond them is refused for good', () => {
+  it('regression: a maxDelay tighter than the queue reports the units it can really hold, and a cost beyond them is refused for good (it reported limit 11, remaining 9 while refusing, and a retryAfter no wait could honour)', () => {
     // Before: limit 11 and remaining 9 for a queue that refused the next request, and a cost of 3
     // refused with retryAfter 1000 although no wait could ever admit it.
     const run = new Run(leakyBucketQueue({ rate: 1, period: 1000, queue: 10, maxDelay: 1500 }));

@@ -1,6 +1,6 @@
 import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { allow, Run, refuse } from './helpers.js';
+import { allow, Run, refuse } from '../helpers.js';
 
 const P = 'fixed-window';
 
@@ -37,7 +37,7 @@ describe('fixedWindow', () => {
     expect(run.at(0, 4)).toEqual(refuse(3, 0, 1000, -1, P, 'cost-exceeds-limit'));
   });
 
-  it('regression: a late (replayed, out-of-order) request does not reset the newer window', () => {
+  it('regression: a late (replayed, out-of-order) request does not reset the newer window (it replaced [2, w1] by [1, w0], and the full window admitted two more)', () => {
     // It used to be counted in its own older window, overwriting the newer window's count: two
     // more requests then passed in a window that was already full.
     const run = new Run(fixedWindow({ limit: 2, window: 1000 }));

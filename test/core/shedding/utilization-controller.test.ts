@@ -7,7 +7,7 @@ import {
   dropProbabilities,
   restingState,
   shedLevel,
-} from '../../packages/core/src/shedding/utilization-controller.js';
+} from '../../../packages/core/src/shedding/utilization-controller.js';
 
 /** The defaults of UtilizationShedder with three priorities (two sheddable), sampled every second. */
 const PARAMS: ControllerParams = {

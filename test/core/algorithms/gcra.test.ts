@@ -1,6 +1,6 @@
 import { gcra } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { allow, Run, refuse } from './helpers.js';
+import { allow, Run, refuse } from '../helpers.js';
 
 const P = 'gcra';
 
@@ -80,7 +80,7 @@ describe('gcra', () => {
     expect(run.peek(3_600_000)).toEqual(allow(1, 1, 0, P));
   });
 
-  it('regression: remaining never exceeds the burst when the emission interval is below EPSILON', () => {
+  it('regression: remaining never exceeds the burst when the emission interval is below EPSILON (the slack was worth more than a request: remaining was burst + 2 at 1e9/hour)', () => {
     // 1e9 per hour: an emission of 0.0036 ms, less than the 0.01 ms slack; remaining was burst + 2.
     const algorithm = gcra({ rate: 1_000_000_000, period: 3_600_000, burst: 1_000_000_000 });
     for (const now of [1_763_786_000_000.5, 1_000, 0]) {

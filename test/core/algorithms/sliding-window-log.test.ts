@@ -1,6 +1,6 @@
 import { slidingWindowLog } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { allow, Run, refuse } from './helpers.js';
+import { allow, Run, refuse } from '../helpers.js';
 
 const P = 'sliding-window-log';
 

@@ -2,7 +2,7 @@
  * The traps measured when moving a Fastify app from @fastify/rate-limit (11.2.0) to sluice: the
  * same global and route limits through both, with `fastify.inject`.
  */
-import { fixedWindow } from '@sluice/core';
+import { fixedWindow, MemoryStore } from '@sluice/core';
 import { sluice } from '@sluice/fastify';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +14,12 @@ const PEER = '@fastify/rate-limit';
 const fastifyRateLimit: FastifyPluginAsync<{ max: number; timeWindow: number }> = (await import(PEER))
   .default;
 
+/**
+ * sluice's store on a clock that stands still: the limits are epoch-aligned 1-minute windows, and
+ * requests sent across a minute's turn would start a new one (the count then read one too many).
+ */
+const still = () => new MemoryStore({ clock: () => 1_700_000_000_000 });
+
 async function admitted(app: FastifyInstance, url: string, requests: number): Promise<number> {
   let ok = 0;
   for (let i = 0; i < requests; i++) if ((await app.inject({ url })).statusCode === 200) ok++;
@@ -23,10 +29,11 @@ async function admitted(app: FastifyInstance, url: string, requests: number): Pr
 /** sluice with a global limit of 2 named `global` and a /search limit of 5 named `route`. */
 async function sluiceApp(route: string): Promise<FastifyInstance> {
   const app = Fastify();
-  await app.register(sluice, { name: 'global', algorithm: fixedWindow({ limit: 2, window: '1m' }) });
+  const store = still();
+  await app.register(sluice, { name: 'global', algorithm: fixedWindow({ limit: 2, window: '1m' }), store });
   app.get(
     '/search',
-    { config: { rateLimit: { name: route, algorithm: fixedWindow({ limit: 5, window: '1m' }) } } },
+    { config: { rateLimit: { name: route, algorithm: fixedWindow({ limit: 5, window: '1m' }), store } } },
     async () => 'ok',
   );
   return app;
@@ -55,7 +62,11 @@ describe('moving from @fastify/rate-limit', () => {
     await theirs.register(fastifyRateLimit, { max: 1, timeWindow: 60_000 });
     theirs.get('/', async () => 'ok');
     const ours = Fastify();
-    await ours.register(sluice, { name: 'global', algorithm: fixedWindow({ limit: 1, window: '1m' }) });
+    await ours.register(sluice, {
+      name: 'global',
+      algorithm: fixedWindow({ limit: 1, window: '1m' }),
+      store: still(),
+    });
     ours.get('/', async () => 'ok');
     await theirs.inject({ url: '/' });
     await ours.inject({ url: '/' });

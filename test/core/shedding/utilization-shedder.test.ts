@@ -158,7 +158,7 @@ describe('UtilizationShedder', () => {
     bad({ bad: Number.NaN }, 'bad');
     bad({ delay: -1 }, 'delay');
     bad({ ramp: 0 }, 'ramp');
-    bad({ ramp: '2 minutes' }, 'ramp', ErrorCode.INVALID_DURATION);
+    bad({ ramp: '2 fortnights' }, 'ramp', ErrorCode.INVALID_DURATION);
     bad({ recovery: -5 }, 'recovery');
     bad({ interval: 0 }, 'interval');
     bad({ priorities: ['critical'] }, 'priorities');
