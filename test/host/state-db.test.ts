@@ -9,7 +9,7 @@ const OK = 'ok';
 
 const tempDir = () => mkdtemp(join(tmpdir(), 'sluice-state-db-'));
 
-/** A StateDb as sluice-server opens one (a 2 GiB map, no key bound). */
+/** A StateDb as sluice-server opens one (no key bound). */
 function stateDb(
   dir: string,
   durability: 'commit' | 'flush',
@@ -20,7 +20,6 @@ function stateDb(
     owner: { option: 'dataDir', name: 'test' },
     durability,
     cacheKeys,
-    mapSize: 2 ** 31,
     clock: () => NOW,
     log,
   });

@@ -89,7 +89,6 @@ async function run(command: Command): Promise<unknown> {
       owner: { option: 'path', name: 'sluice host store' },
       durability: 'commit',
       cacheKeys: 0,
-      mapSize: store.options.mapSize,
       clock: Date.now,
       log: () => {},
     });

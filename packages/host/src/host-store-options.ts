@@ -25,18 +25,12 @@ export interface HostStoreOptions {
    * Most keys stored, across every limit, block record and lease set of every process. A
    * transaction that stores new keys past it removes as many, those that expire soonest first (the
    * expired ones first of all): Redis's `volatile-ttl`. An evicted key starts afresh, as on
-   * `MemoryStore`. Give every process the same bound.
+   * `MemoryStore`. Give every process the same bound. With the expiry sweep, this is what bounds
+   * the data file: each key costs its key's bytes, its state's (about 40 bytes for a token bucket,
+   * 9 per entry of a sliding window log) and some 40 bytes of LMDB and index.
    * @default 1_000_000
    */
   maxKeys?: number;
-  /**
-   * The most the data file can grow to, in bytes (LMDB's map size: address space each process
-   * maps, not memory or disk taken up front). Writes past it fail. A multiple of 64 KiB, from
-   * 1 MiB. Every process must give the same: the environment remembers the size it was made with
-   * and refuses another (`ERR_SLUICE_INVALID_OPTION`).
-   * @default 4_294_967_296 (4 GiB)
-   */
-  mapSize?: number;
   /**
    * When a decision is answered, relative to its write reaching the disk. `'commit'`: once its
    * write transaction has committed (to the OS page cache: it survives the process being killed,
@@ -77,7 +71,6 @@ export interface HostStoreOptions {
 export const KNOWN = [
   'path',
   'maxKeys',
-  'mapSize',
   'durability',
   'cacheKeys',
   'sweepInterval',
@@ -89,8 +82,6 @@ export const KNOWN = [
 export type ResolvedHostStoreOptions = Required<Omit<HostStoreOptions, 'logger'>> & {
   logger: HostStoreLogger | undefined;
 };
-
-const MAP_UNIT = 65_536;
 
 /** Validates HostStore's options at creation: each bad value is a coded error naming it. */
 export function resolveHostStoreOptions(options: HostStoreOptions): ResolvedHostStoreOptions {
@@ -108,14 +99,6 @@ export function resolveHostStoreOptions(options: HostStoreOptions): ResolvedHost
       ErrorCode.INVALID_OPTION,
       `path must be a non-empty directory path; got ${describeValue(path)}`,
       { option: 'path', value: path },
-    );
-  }
-  const mapSize = integerOption('mapSize', options.mapSize ?? 2 ** 32, 2 ** 20, 2 ** 44);
-  if (mapSize % MAP_UNIT !== 0) {
-    throw new SluiceError(
-      ErrorCode.INVALID_OPTION,
-      `mapSize must be a multiple of 64 KiB (65536 bytes; LMDB maps whole pages); got ${mapSize}`,
-      { option: 'mapSize', value: mapSize },
     );
   }
   const clock = options.clock ?? Date.now;
@@ -137,7 +120,6 @@ export function resolveHostStoreOptions(options: HostStoreOptions): ResolvedHost
   return {
     path,
     maxKeys: integerOption('maxKeys', options.maxKeys ?? 1_000_000),
-    mapSize,
     durability: oneOfOption('durability', options.durability ?? 'commit', ['commit', 'flush']),
     cacheKeys: integerOption('cacheKeys', options.cacheKeys ?? 10_000, 0),
     sweepInterval: integerOption('sweepInterval', options.sweepInterval ?? 1000, 0, 2 ** 31 - 1),

@@ -48,7 +48,6 @@ export class HostStore implements Store {
       owner: { option: 'path', name: 'sluice host store' },
       durability: this.options.durability,
       cacheKeys: this.options.cacheKeys,
-      mapSize: this.options.mapSize,
       maxKeys: this.options.maxKeys,
       clock: this.clock,
       log: (event, fields) => logger?.warn(`sluice: HostStore ${path}: ${event} ${JSON.stringify(fields)}`),

@@ -46,8 +46,6 @@ export interface StateDbOptions {
   readonly durability: Durability;
   /** Keys cached decoded in front of LMDB (state-cache.ts); 0: none. */
   readonly cacheKeys: number;
-  /** The address space mapped, and so the most the data file can grow to (state-env.ts). */
-  readonly mapSize: number;
   /** Most keys stored: past it, a transaction that added keys evicts (StateTxn.evict). Absent: no bound. */
   readonly maxKeys?: number | undefined;
   /** The store's clock (ms since the epoch): what eviction counts as expired. */
@@ -100,7 +98,7 @@ export class StateDb {
     this.maxKeys = options.maxKeys;
     this.clock = options.clock;
     this.log = options.log;
-    this.env = openStateEnv(options.owner, path, options.mapSize);
+    this.env = openStateEnv(options.owner, path);
     this.cache = new StateCache(options.cacheKeys);
     if (this.durability === 'commit') {
       this.syncTimer = setInterval(() => {

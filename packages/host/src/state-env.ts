@@ -1,4 +1,3 @@
-import { ErrorCode, SluiceError } from '@sluice/core';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import { dataDirError, type EnvOwner, prepareDataDir } from './data-dir.js';
 
@@ -29,17 +28,21 @@ export interface StateEnv {
 const DATABASES = ['meta', 'state', 'expiry'];
 
 /**
+ * Address space reserved for the map (not disk: the file grows with the pages used). Fixed and
+ * large, so that no process has to remap while others hold the environment open. Not a bound on
+ * the file: lmdb-js grows the map when it is full (what bounds the file is the number of keys,
+ * HostStore's `maxKeys`, and the expiry sweep).
+ */
+const MAP_SIZE = 2 ** 36;
+
+/**
  * Opens (creating when new) an LMDB environment of sluice's state in `dir`, refusing anything that
  * is not one of this format before writing a byte into it. Always `noSync`: commits reach the OS
  * page cache, and StateDb flushes the environment (mdb_env_sync) as its durability setting says.
- * Several processes may open it at once (LMDB serialises their write transactions).
- *
- * `mapSize` is the address space each process maps, and so the most the data file can grow to
- * (not disk: the file grows with the pages used). Every process must map the same size: one with
- * a smaller map would fail once another has grown the file past it, so the size is recorded when
- * the environment is made and a different one is refused.
+ * Several processes may open it at once, even all at once on an empty directory (LMDB serialises
+ * their write transactions, the first to set it up included).
  */
-export function openStateEnv(owner: EnvOwner, dir: string, mapSize: number): StateEnv {
+export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
   prepareDataDir(owner, dir);
   let root: RootDatabase<Buffer, Buffer>;
   try {
@@ -47,7 +50,7 @@ export function openStateEnv(owner: EnvOwner, dir: string, mapSize: number): Sta
       path: dir,
       noSubdir: false,
       noSync: true,
-      mapSize,
+      mapSize: MAP_SIZE,
       keyEncoding: 'binary',
       encoding: 'binary',
     });
@@ -82,15 +85,6 @@ export function openStateEnv(owner: EnvOwner, dir: string, mapSize: number): Sta
           owner,
           dir,
           `holds a ${owner.name} environment of format ${format}; this version reads format ${FORMAT}`,
-        );
-      }
-      const mapped = meta.get('mapSize');
-      if (mapped === undefined) meta.putSync('mapSize', mapSize);
-      else if (mapped !== mapSize) {
-        throw new SluiceError(
-          ErrorCode.INVALID_OPTION,
-          `mapSize ${mapSize} differs from the ${mapped} bytes the environment in ${dir} was made with: every process must open it with the same mapSize (to change it, stop every process and remove the directory, which forgets the limits' state)`,
-          { option: 'mapSize', value: mapSize },
         );
       }
     });

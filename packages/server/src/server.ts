@@ -9,7 +9,7 @@ import { smyteCommands } from './commands/smyte.js';
 import { Connection, type ConnectionHost } from './connection.js';
 import { type ResolvedServerOptions, resolveServerOptions, type ServerOptions } from './options.js';
 import * as resp from './resp.js';
-import { MAP_SIZE, SERVER_ENV } from './server-env.js';
+import { SERVER_ENV } from './server-env.js';
 
 export const VERSION = '0.1.0';
 
@@ -55,7 +55,6 @@ export class SluiceServer implements ConnectionHost {
       owner: SERVER_ENV,
       durability: this.options.durability,
       cacheKeys: this.options.cacheKeys,
-      mapSize: MAP_SIZE,
       clock: this.options.clock,
       log: (e, f) => this.log(e, f),
     });
