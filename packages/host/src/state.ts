@@ -3,12 +3,10 @@
 // here is needed to limit requests. Every name is pinned by test/host/public-api.test.ts.
 
 export type { EnvOwner } from './data-dir.js';
-export { ENV_FILES } from './data-dir.js';
 export { acquireIn, peekLeaseIn, releaseIn } from './lease-steps.js';
 export { chargeIn, checkIn, peekIn, refundIn, resetIn } from './limit-steps.js';
-export type { Durability, Job, StateDbOptions } from './state-db.js';
+export type { Durability, StateDbOptions } from './state-db.js';
 export { Queued, StateDb } from './state-db.js';
 export { openStateEnv } from './state-env.js';
-export type { StateReader } from './state-reader.js';
 export type { StateTxn } from './state-txn.js';
 export { MAX_KEY_BYTES, storedId } from './stored-key.js';
