@@ -60,6 +60,8 @@ export default defineConfig({
       '@sluice/express': source('express'),
       '@sluice/fastify': source('fastify'),
       '@sluice/server': source('server'),
+      '@sluice/host/state': fileURLToPath(new URL('./packages/host/src/state.ts', import.meta.url)),
+      '@sluice/host': source('host'),
       '@sluice/hono': source('hono'),
       '@sluice/koa': source('koa'),
       '@sluice/nestjs': source('nestjs'),

@@ -2,7 +2,10 @@
 // stop it. Exits non-zero on the first failure. Run from the repo root: node examples/smoke.mjs
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
@@ -26,9 +29,17 @@ async function freePort() {
   return port;
 }
 
-/** Starts an example with tsx and resolves to its base URL once it prints `listening on <url>`. */
-async function start(name, env = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+/**
+ * Starts an example with tsx (or `command`) and resolves to its base URL once it prints
+ * `listening on <url>` (or what `ready` matches).
+ */
+async function start(
+  name,
+  env = {},
+  command = [process.execPath, '--import', 'tsx', 'src/server.ts'],
+  ready = /listening on (http:\/\/\S+)/,
+) {
+  const child = spawn(command[0], command.slice(1), {
     cwd: here(`./${name}/`),
     env: { ...process.env, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -36,10 +47,10 @@ async function start(name, env = {}) {
   children.push(child);
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start in 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${name} did not start in 60 s:\n${output}`)), 60_000);
     const read = (chunk) => {
       output += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(output);
+      const match = ready.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve({ base: match[1], child });
@@ -87,13 +98,66 @@ async function burst(name, base) {
   console.log(`smoke: ${name}: ${allowed.length} allowed, ${refused.length} refused, headers and body ok`);
 }
 
-async function example(name, env, extra) {
-  const { base, child } = await start(name, env);
+async function example(name, env, extra, command, ready) {
+  const { base, child } = await start(name, env, command, ready);
   try {
     await burst(name, base);
     if (extra) await extra(base);
   } finally {
     await stop(child);
+  }
+}
+
+/**
+ * After the burst, 32 more requests spread over the workers: the limit is one for the host (with a
+ * memory store each worker would admit its own 5), and more than one worker answered.
+ */
+async function oneLimitForTheHost(name, base) {
+  const responses = await Promise.all(Array.from({ length: 32 }, () => fetch(`${base}/`)));
+  await Promise.all(responses.map((r) => r.arrayBuffer()));
+  const allowed = responses.filter((r) => r.status === 200).length;
+  const workers = new Set(responses.map((r) => r.headers.get('x-worker')));
+  check(allowed <= 2, `${name}: ${allowed} of 32 more allowed after the burst (a token a second refills)`);
+  check(workers.size >= 2, `${name}: answered by ${workers.size} worker(s), expected several`);
+  console.log(
+    `smoke: ${name}: 32 more, ${allowed} allowed, answered by ${workers.size} workers sharing one limit`,
+  );
+}
+
+/** Runs the host store examples, each on a fresh store directory. */
+async function hostExamples() {
+  const store = mkdtempSync(join(tmpdir(), 'sluice-smoke-host-'));
+  try {
+    // node:cluster: the primary forks the workers and prints once they all listen.
+    await example(
+      'host-cluster',
+      { WORKERS: '3', SLUICE_HOST_PATH: join(store, 'cluster') },
+      (base) => oneLimitForTheHost('host-cluster (node:cluster)', base),
+      [process.execPath, '--import', 'tsx', 'src/cluster.ts'],
+      /workers listening on (http:\/\/\S+)/,
+    );
+    // PM2 in cluster mode, headless (pm2-runtime: no daemon, stops with this process's signal);
+    // it passes the instances' output on: ready once all three say they listen.
+    const pm2 = await start(
+      'host-cluster',
+      {
+        WORKERS: '3',
+        PORT: String(await freePort()),
+        PM2_HOME: join(store, 'pm2'),
+        SLUICE_HOST_PATH: join(store, 'pm2-store'),
+      },
+      [here('./host-cluster/node_modules/.bin/pm2-runtime'), 'start', 'ecosystem.config.cjs'],
+      /(?:worker \d+ listening on (http:\/\/\S+)[\s\S]*?){3}/,
+    );
+    try {
+      const base = pm2.base;
+      await burst('host-cluster (PM2)', base);
+      await oneLimitForTheHost('host-cluster (PM2)', base);
+    } finally {
+      await stop(pm2.child);
+    }
+  } finally {
+    rmSync(store, { recursive: true, force: true });
   }
 }
 
@@ -137,6 +201,7 @@ try {
       'otel: store latency histogram in /metrics',
     );
   });
+  await hostExamples();
   if (spawnSync('redis-server', ['--version']).status === 0) {
     const port = await freePort();
     const redis = spawn(

@@ -16,10 +16,8 @@ interface Lmdb {
   };
 }
 
-// lmdb as the server package resolves it (the workspace root does not depend on it).
-const { open } = createRequire(new URL('../../packages/server/package.json', import.meta.url))(
-  'lmdb',
-) as Lmdb;
+// lmdb as the server's state layer (@sluice/host) resolves it (the workspace root does not depend on it).
+const { open } = createRequire(new URL('../../packages/host/package.json', import.meta.url))('lmdb') as Lmdb;
 
 /**
  * Issue 23, section 0: the data directory is handed to the server the way services get one (an

@@ -14,14 +14,19 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** A throwaway `redis-server` on a free loopback port: no persistence. */
-export async function startRedis(): Promise<{ port: number; stop: () => Promise<void> }> {
+/**
+ * A throwaway `redis-server` on a free loopback port: no persistence. `cpus`: pinned to those cores
+ * with taskset (`'3'`, `'2-3'`).
+ */
+export async function startRedis(
+  cpus?: string,
+): Promise<{ port: number; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child: ChildProcess = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  );
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  const child: ChildProcess =
+    cpus === undefined
+      ? spawn('redis-server', args, { stdio: 'ignore' })
+      : spawn('taskset', ['-c', cpus, 'redis-server', ...args], { stdio: 'ignore' });
   const deadline = Date.now() + 5000;
   for (;;) {
     const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null });
@@ -42,6 +47,8 @@ export async function startRedis(): Promise<{ port: number; stop: () => Promise<
   }
   return {
     port,
+    // taskset execs redis-server: the same process.
+    pid: child.pid!,
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

@@ -105,7 +105,9 @@ export class MemoryStore implements Store {
         this.blocks.set(calls[i]!.algorithm, calls[i]!.key, block.state, block.ttl, at);
     }
     for (let i = 0; i < calls.length; i++) {
-      const cell = cells[i];
+      // Looked up again: an earlier write of this batch (a new key's insert) may have reclaimed or
+      // evicted this key since it was read (a write into its old cell would be lost), or stored it.
+      const cell = keys.promoted(spaces[i]!, calls[i]!.key);
       const next = writes[i];
       if (next === UNCHANGED) {
         if (cell !== undefined) keys.touch(spaces[i]!, calls[i]!.key, cell);

@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
+import { Queued } from '@sluice/host/state';
 import type { Command, CommandContext, CommandResult, Session } from './commands/context.js';
 import { ProtocolError, RequestParser } from './request-parser.js';
 import * as resp from './resp.js';
-import { Queued } from './state-db.js';
 
 /** What a connection needs from its server. */
 export interface ConnectionHost {
@@ -255,5 +255,8 @@ export class Connection {
 }
 
 function replyOf(item: CommandResult): resp.Reply {
-  return item instanceof Queued ? item.reply : item;
+  if (!(item instanceof Queued)) return item;
+  return item.error === undefined
+    ? item.result!
+    : resp.error(`ERR persistence failed: ${item.error.message}`);
 }

@@ -1,3 +1,4 @@
+export type { Durability } from '@sluice/host/state';
 export { algorithmOf, specOf } from './algorithm-spec.js';
 export { HashRing, VIRTUAL_NODES } from './hash-ring.js';
 export type { ServerOptions } from './options.js';
@@ -5,4 +6,3 @@ export { SluiceServer, VERSION } from './server.js';
 export type { ServerLeases } from './server-leases.js';
 export { ServerStore } from './server-store.js';
 export type { ServerStoreErrorEvent, ServerStoreOptions } from './server-store-options.js';
-export type { Durability } from './state-db.js';

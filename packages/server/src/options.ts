@@ -1,6 +1,6 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
 import { assertKnownOptions, integerOption, oneOfOption, requireOption } from '@sluice/core/adapter';
-import type { Durability } from './state-db.js';
+import type { Durability } from '@sluice/host/state';
 
 export interface ServerOptions {
   /**

@@ -1,5 +1,6 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
+import { StateDb } from '@sluice/host/state';
 import type { Command, CommandContext, ServerStats, Session } from './commands/context.js';
 import { handshakeCommands } from './commands/handshake.js';
 import { leaseCommands } from './commands/leases.js';
@@ -8,7 +9,7 @@ import { smyteCommands } from './commands/smyte.js';
 import { Connection, type ConnectionHost } from './connection.js';
 import { type ResolvedServerOptions, resolveServerOptions, type ServerOptions } from './options.js';
 import * as resp from './resp.js';
-import { StateDb } from './state-db.js';
+import { SERVER_ENV } from './server-env.js';
 
 export const VERSION = '0.1.0';
 
@@ -50,9 +51,13 @@ export class SluiceServer implements ConnectionHost {
     this.commands = new Map(
       Object.entries({ ...handshakeCommands, ...smyteCommands, ...sluiceCommands, ...leaseCommands }),
     );
-    this.db = new StateDb(this.options.dataDir, this.options.durability, this.options.cacheKeys, (e, f) =>
-      this.log(e, f),
-    );
+    this.db = new StateDb(this.options.dataDir, {
+      owner: SERVER_ENV,
+      durability: this.options.durability,
+      cacheKeys: this.options.cacheKeys,
+      clock: this.options.clock,
+      log: (e, f) => this.log(e, f),
+    });
     const tls = this.options.tls;
     this.net =
       tls === undefined

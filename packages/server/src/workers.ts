@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
-import { openStateEnv } from './state-env.js';
+import { openStateEnv } from '@sluice/host/state';
+import { SERVER_ENV } from './server-env.js';
 
 /**
  * Several processes serving one port over one LMDB environment (`--workers N`), with node:cluster:
@@ -54,7 +55,7 @@ export function runPrimary(
   log: Log,
 ): Promise<number> {
   // Creates or checks the environment now: a bad directory stops the start-up here, once.
-  void openStateEnv(dataDir).root.close();
+  void openStateEnv(SERVER_ENV, dataDir).root.close();
   const workers = new Map<number, Worker>();
   const restarts = new Map<number, number[]>();
   const listening = new Set<number>();

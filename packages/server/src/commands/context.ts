@@ -1,5 +1,5 @@
+import type { Queued, StateDb } from '@sluice/host/state';
 import type { Reply } from '../resp.js';
-import type { Queued, StateDb } from '../state-db.js';
 
 /** One client connection's session, as commands see it. */
 export interface Session {
@@ -45,7 +45,7 @@ export interface CommandContext {
  * A reply now, or a job queued for this turn's transaction (`ctx.db.enqueue`), whose reply is sent
  * once the transaction has reached the durability the server promises.
  */
-export type CommandResult = Reply | Queued;
+export type CommandResult = Reply | Queued<Reply>;
 
 export interface Command {
   /** Accepted argument counts after the command name: [min, max], max -1 for no bound. */

@@ -1,6 +1,6 @@
-import { acquireLease, KEEP, type LeaseSet, leaseTtl, peekLease, releaseLease } from '../lease-state.js';
+import { acquireIn, peekLeaseIn, releaseIn, storedId } from '@sluice/host/state';
+import { keyTooLong } from '../key-too-long.js';
 import * as resp from '../resp.js';
-import { keyTooLong, storedId } from '../stored-key.js';
 import { timeError } from '../time-arg.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 import { decisionReply } from './sluice.js';
@@ -67,24 +67,20 @@ function lease(args: readonly Buffer[], ctx: CommandContext): CommandResult {
       policy: args[8]!.toString(),
     };
     const time = now ?? serverNow;
-    return ctx.db.enqueue((tx) => {
-      const set = tx.read(id, serverNow) as LeaseSet | undefined;
-      if (sub === 'peek') return decisionReply([peekLease(set, call, time)]);
-      const { decision, next } = acquireLease(set, call, time);
-      if (next !== KEEP) tx.write(id, next, leaseTtl(next, time), serverNow);
-      return decisionReply([decision]);
-    });
+    return ctx.db.enqueue((tx) =>
+      decisionReply([
+        sub === 'peek'
+          ? peekLeaseIn(tx, id, call, time, serverNow)
+          : acquireIn(tx, id, call, time, serverNow),
+      ]),
+    );
   }
   if (sub === 'release' && args.length >= 5) {
     const now = at(args, 5, 'SL.LEASE RELEASE space key id [AT ms]');
     if (typeof now === 'string' || Buffer.isBuffer(now)) return now;
     const time = now ?? serverNow;
     const leaseId = text(args[4]);
-    return ctx.db.enqueue((tx) => {
-      const { found, next } = releaseLease(tx.read(id, serverNow) as LeaseSet | undefined, leaseId, time);
-      if (next !== KEEP) tx.write(id, next, next === undefined ? 0 : leaseTtl(next, time), serverNow);
-      return resp.integer(found ? 1 : 0);
-    });
+    return ctx.db.enqueue((tx) => resp.integer(releaseIn(tx, id, leaseId, time, serverNow) ? 1 : 0));
   }
   if (sub === 'reset' && args.length === 4) {
     return ctx.db.enqueue((tx) => {

@@ -1,10 +1,10 @@
 import type { LimitCall } from '@sluice/core';
 import { type Algorithm, type Decision, ErrorCode, type RefusalReason, SluiceError } from '@sluice/core';
-import { batchStep, chargeStep, combine, fingerprint, UNCHANGED } from '@sluice/core/adapter';
+import { combine, fingerprint } from '@sluice/core/adapter';
+import { chargeIn, checkIn, peekIn, refundIn, resetIn, type StateTxn, storedId } from '@sluice/host/state';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
+import { keyTooLong } from '../key-too-long.js';
 import * as resp from '../resp.js';
-import type { StateTxn } from '../state-txn.js';
-import { keyTooLong, storedId } from '../stored-key.js';
 import { timeError } from '../time-arg.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 
@@ -170,87 +170,66 @@ function replyOf(parsed: Parsed, decisions: readonly Decision[]): resp.Reply {
   return parsed.compact ? compactReply(decisions) : decisionReply(decisions);
 }
 
-/** Stores a call's new state (`undefined` deletes it), its ttl from the algorithm. */
-type WriteState = (call: ParsedCall, next: unknown) => void;
+/** The parts of a parsed command a step runs on: its calls, their stored keys, their time. */
+interface Step {
+  readonly calls: readonly ParsedCall[];
+  readonly ids: readonly string[];
+  /** The decision's time: AT, or the server clock. */
+  readonly now: number;
+  /** The server clock (expiry). */
+  readonly serverNow: number;
+}
 
 /**
  * One command over the calls' states: parses (a bad command is answered at once, without joining
- * the turn's transaction), then queues a job that reads every state in the transaction and
- * replies with what `body` answers; `body` writes through `write`.
+ * the turn's transaction), then queues a job that runs `body` in the turn's transaction (the
+ * shared steps of `@sluice/host/state`) and replies with what it answers.
  */
 function overStates(
   args: readonly Buffer[],
   ctx: CommandContext,
-  body: (
-    calls: readonly ParsedCall[],
-    states: readonly unknown[],
-    now: number,
-    write: WriteState,
-    parsed: Parsed,
-  ) => resp.Reply,
+  body: (tx: StateTxn, step: Step, parsed: Parsed) => resp.Reply,
 ): CommandResult {
   const parsed = parse(args, ctx);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
   const serverNow = ctx.now();
-  const now = parsed.now ?? serverNow;
-  return ctx.db.enqueue((tx: StateTxn) => {
-    const states = parsed.calls.map((call) => tx.read(call.id, serverNow));
-    const write: WriteState = (call, next) => {
-      const ttl = next === undefined ? 0 : call.algorithm.ttl(next, now);
-      tx.write(call.id, next, ttl, serverNow);
-    };
-    return body(parsed.calls, states, now, write, parsed);
-  });
+  const step: Step = {
+    calls: parsed.calls,
+    ids: parsed.calls.map((call) => call.id),
+    now: parsed.now ?? serverNow,
+    serverNow,
+  };
+  return ctx.db.enqueue((tx) => body(tx, step, parsed));
 }
 
 function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (calls, states, now, write, parsed) => {
-    const { decisions, writes } = batchStep(calls, states, now);
-    writes.forEach((next, i) => {
-      if (next !== UNCHANGED) write(calls[i]!, next);
-    });
-    return replyOf(parsed, decisions);
-  });
+  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }, parsed) =>
+    replyOf(parsed, checkIn(tx, calls, ids, undefined, now, serverNow)),
+  );
 }
 
 function peek(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (calls, states, now, _write, parsed) =>
-    replyOf(
-      parsed,
-      calls.map((call, i) => call.algorithm.peek(states[i], now, call.cost, call.policy)),
-    ),
+  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }, parsed) =>
+    replyOf(parsed, peekIn(tx, calls, ids, undefined, now, serverNow)),
   );
 }
 
 function refund(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (calls, states, now, write) => {
-    calls.forEach((call, i) => {
-      const state = states[i];
-      if (state === undefined || call.algorithm.refund === undefined) return;
-      write(call, call.algorithm.refund(state, now, call.cost));
-    });
+  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }) => {
+    refundIn(tx, calls, ids, now, serverNow);
     return resp.OK;
   });
 }
 
 function charge(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (calls, states, now, write) =>
-    resp.array(
-      calls.map((call, i) => {
-        const step = chargeStep(call, states[i], now);
-        if (step.state !== UNCHANGED) write(call, step.state);
-        return resp.integer(step.taken);
-      }),
-    ),
+  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }) =>
+    resp.array(chargeIn(tx, calls, ids, now, serverNow).map((taken) => resp.integer(taken))),
   );
 }
 
 function reset(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  const parsed = parse(args, ctx);
-  if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
-  const serverNow = ctx.now();
-  return ctx.db.enqueue((tx) => {
-    for (const call of parsed.calls) tx.write(call.id, undefined, 0, serverNow);
+  return overStates(args, ctx, (tx, { ids, serverNow }) => {
+    resetIn(tx, ids, serverNow);
     return resp.OK;
   });
 }

@@ -1,7 +1,8 @@
 import { type Algorithm, tokenBucket } from '@sluice/core';
 import { MAX_TIME, type TokenBucketState } from '@sluice/core/adapter';
+import { storedId } from '@sluice/host/state';
+import { keyTooLong } from '../key-too-long.js';
 import * as resp from '../resp.js';
-import { keyTooLong, storedId } from '../stored-key.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 
 /**

@@ -1,5 +1,5 @@
 import { type Database, open, type RootDatabase } from 'lmdb';
-import { dataDirError, prepareDataDir } from './data-dir.js';
+import { dataDirError, type EnvOwner, prepareDataDir } from './data-dir.js';
 
 /**
  * The stored layout this version reads and writes, kept under `format` in the `meta` database.
@@ -29,19 +29,21 @@ const DATABASES = ['meta', 'state', 'expiry'];
 
 /**
  * Address space reserved for the map (not disk: the file grows with the pages used). Fixed and
- * large, so that no process has to remap while others hold the environment open.
+ * large, so that no process has to remap while others hold the environment open. Not a bound on
+ * the file: lmdb-js grows the map when it is full (what bounds the file is the number of keys,
+ * HostStore's `maxKeys`, and the expiry sweep).
  */
 const MAP_SIZE = 2 ** 36;
 
 /**
- * Opens (creating when new) the server's LMDB environment in `dir`, refusing anything that is not
- * a sluice-server environment of this format before writing a byte into it. Always `noSync`:
- * commits reach the OS page cache, and StateDb flushes the environment (mdb_env_sync) as its
- * durability setting says. Several processes may open it at once (LMDB serialises their write
- * transactions).
+ * Opens (creating when new) an LMDB environment of sluice's state in `dir`, refusing anything that
+ * is not one of this format before writing a byte into it. Always `noSync`: commits reach the OS
+ * page cache, and StateDb flushes the environment (mdb_env_sync) as its durability setting says.
+ * Several processes may open it at once, even all at once on an empty directory (LMDB serialises
+ * their write transactions, the first to set it up included).
  */
-export function openStateEnv(dir: string): StateEnv {
-  prepareDataDir(dir);
+export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
+  prepareDataDir(owner, dir);
   let root: RootDatabase<Buffer, Buffer>;
   try {
     root = open<Buffer, Buffer>({
@@ -53,7 +55,11 @@ export function openStateEnv(dir: string): StateEnv {
       encoding: 'binary',
     });
   } catch (err) {
-    throw dataDirError(dir, `holds files LMDB cannot open as an environment (${(err as Error).message})`);
+    throw dataDirError(
+      owner,
+      dir,
+      `holds files LMDB cannot open as an environment (${(err as Error).message})`,
+    );
   }
   try {
     // The root database lists the named ones (lmdb-js ends their names with a NUL byte).
@@ -61,8 +67,9 @@ export function openStateEnv(dir: string): StateEnv {
     const foreign = names.filter((name) => !DATABASES.includes(name));
     if (foreign.length > 0) {
       throw dataDirError(
+        owner,
         dir,
-        `holds an LMDB environment that is not a sluice-server environment of format ${FORMAT} (sluice-server 0.1's format 1, or another program's data: keys such as ${JSON.stringify(foreign[0]!.slice(0, 40))})`,
+        `holds an LMDB environment that is not a ${owner.name} environment of format ${FORMAT} (sluice-server 0.1's format 1, or another program's data: keys such as ${JSON.stringify(foreign[0]!.slice(0, 40))})`,
       );
     }
     const meta = root.openDB<number, string>({
@@ -75,8 +82,9 @@ export function openStateEnv(dir: string): StateEnv {
       if (format === undefined) meta.putSync('format', FORMAT);
       else if (format !== FORMAT) {
         throw dataDirError(
+          owner,
           dir,
-          `holds a sluice-server environment of format ${format}; this version reads format ${FORMAT}`,
+          `holds a ${owner.name} environment of format ${format}; this version reads format ${FORMAT}`,
         );
       }
     });

@@ -1,16 +1,35 @@
-import { rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StateDb } from '@sluice/host/state';
 import { describe, expect, it } from 'vitest';
-import * as resp from '../../packages/server/src/resp.js';
-import { StateDb } from '../../packages/server/src/state-db.js';
-import { tempDir } from './harness.js';
 
 const NOW = 1_800_000_000_000;
+const OK = 'ok';
+
+const tempDir = () => mkdtemp(join(tmpdir(), 'sluice-state-db-'));
+
+/** A StateDb as sluice-server opens one (no key bound). */
+function stateDb(
+  dir: string,
+  durability: 'commit' | 'flush',
+  cacheKeys: number,
+  log: (event: string) => void,
+) {
+  return new StateDb(dir, {
+    owner: { option: 'dataDir', name: 'test' },
+    durability,
+    cacheKeys,
+    clock: () => NOW,
+    log,
+  });
+}
 
 /** A StateDb on a fresh directory, with what it logged. */
 async function open(durability: 'commit' | 'flush' = 'commit') {
   const dir = await tempDir();
   const events: string[] = [];
-  const db = new StateDb(dir, durability, 100, (event) => events.push(event));
+  const db = stateDb(dir, durability, 100, (event) => events.push(event));
   return {
     db,
     events,
@@ -28,31 +47,29 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
       try {
         const good = db.enqueue((tx) => {
           tx.write('good', 1, 60_000, NOW);
-          return resp.OK;
+          return OK;
         });
         // A value LMDB refuses (a key past its 1,978 bytes), written after the first job's write.
         const bad = db.enqueue((tx) => {
           tx.write('x'.repeat(3000), 1, 60_000, NOW);
-          return resp.OK;
+          return OK;
         });
         const bug = db.enqueue(() => {
           throw new Error('a bug in one command');
         });
         const after = db.enqueue((tx) => {
           tx.write('after', 2, 60_000, NOW);
-          return resp.integer(Number(tx.read('good', NOW)));
+          return Number(tx.read('good', NOW));
         });
         await Promise.all([good.done, bad.done, bug.done, after.done]);
-        expect(good.reply).toBe(resp.OK);
-        expect(bad.reply).toMatch(/^-ERR persistence failed: .*key size/i);
-        expect(bug.reply).toBe('-ERR persistence failed: a bug in one command\r\n');
-        expect(after.reply).toBe(':1\r\n');
+        expect([good.result, good.error]).toEqual([OK, undefined]);
+        expect([bad.result, bad.error?.message]).toEqual([undefined, expect.stringMatching(/key size/i)]);
+        expect([bug.result, bug.error?.message]).toEqual([undefined, 'a bug in one command']);
+        expect([after.result, after.error]).toEqual([1, undefined]);
         expect(events).toContain('transaction-failed');
-        const read = db.enqueue((tx) =>
-          resp.integer(Number(tx.read('good', NOW)) + Number(tx.read('after', NOW))),
-        );
+        const read = db.enqueue((tx) => Number(tx.read('good', NOW)) + Number(tx.read('after', NOW)));
         await read.done;
-        expect(read.reply).toBe(':3\r\n');
+        expect(read.result).toBe(3);
       } finally {
         await close();
       }
@@ -61,25 +78,25 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
 
   it('a cache smaller than a turn: the turn reads its own writes, and an aborted turn leaves the committed values', async () => {
     const dir = await tempDir();
-    const db = new StateDb(dir, 'commit', 2, () => {});
+    const db = stateDb(dir, 'commit', 2, () => {});
     const keys = ['a', 'b', 'c', 'd', 'e'];
     try {
       const old = db.enqueue((tx) => {
         for (const k of keys) tx.write(k, 'old', 60_000, NOW);
-        return resp.OK;
+        return OK;
       });
       await old.done;
       const aborted = db.enqueue((tx) => {
         for (const k of keys) tx.write(k, 'new', 60_000, NOW);
         const seen = keys.map((k) => tx.read(k, NOW));
-        if (seen.some((v) => v !== 'new')) return resp.error(`saw ${seen.join(',')}`);
+        if (seen.some((v) => v !== 'new')) return `saw ${seen.join(',')}`;
         throw new Error('abort after reading');
       });
       await aborted.done;
-      expect(aborted.reply).toBe('-ERR persistence failed: abort after reading\r\n');
-      const read = db.enqueue((tx) => resp.bulk(keys.map((k) => tx.read(k, NOW)).join(',')));
+      expect(aborted.error?.message).toBe('abort after reading');
+      const read = db.enqueue((tx) => keys.map((k) => tx.read(k, NOW)).join(','));
       await read.done;
-      expect(read.reply).toBe(resp.bulk('old,old,old,old,old'));
+      expect(read.result).toBe('old,old,old,old,old');
     } finally {
       await db.close();
       await rm(dir, { recursive: true, force: true });
@@ -91,7 +108,7 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
     try {
       const first = db.enqueue((tx) => {
         tx.write('k', 'committed', 60_000, NOW);
-        return resp.OK;
+        return OK;
       });
       await first.done;
       const aborted = db.enqueue((tx) => {
@@ -99,9 +116,9 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
         throw new Error('after writing');
       });
       await aborted.done;
-      const read = db.enqueue((tx) => resp.bulk(String(tx.read('k', NOW))));
+      const read = db.enqueue((tx) => String(tx.read('k', NOW)));
       await read.done;
-      expect(read.reply).toBe('$9\r\ncommitted\r\n');
+      expect(read.result).toBe('committed');
     } finally {
       await close();
     }

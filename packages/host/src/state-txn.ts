@@ -1,6 +1,7 @@
 import { expiredEnd, expirySecond, indexKey, NO_VALUE, readIndexKey } from './expiry-index.js';
 import type { CacheEntry, StateCache } from './state-cache.js';
 import type { StateEnv, StoredValue } from './state-env.js';
+import type { StateReader } from './state-reader.js';
 
 /**
  * A command's view of the state inside one LMDB write transaction: what it reads is the latest
@@ -11,11 +12,13 @@ import type { StateEnv, StoredValue } from './state-env.js';
  *
  * Each write keeps the expiry index (expiry-index.ts) in step with the value.
  */
-export class StateTxn {
+export class StateTxn implements StateReader {
   /** Cache entries this transaction wrote: their pending value becomes theirs if it commits. */
   readonly touched: CacheEntry[] = [];
   /** Whether this transaction wrote anything (else it commits no new transaction id). */
   wrote = false;
+  /** Keys this transaction stored that were not stored before (a bound on the key count then applies). */
+  added = 0;
   /** The last id looked up: a command reads a key then writes it, and need not look twice. */
   private lastId: string | undefined;
   private lastEntry: CacheEntry | undefined;
@@ -60,6 +63,7 @@ export class StateTxn {
     this.lastId = undefined;
     const deleting = state === undefined || ttl <= 0;
     if (deleting && old === undefined) return;
+    if (old === undefined) this.added++;
     const key = Buffer.from(id, 'latin1');
     let value: StoredValue | undefined;
     if (deleting) {
@@ -102,25 +106,54 @@ export class StateTxn {
     // Collected first: entries are removed below, under the range's cursor otherwise.
     const entries = [...this.env.expiry.getKeys({ end: expiredEnd(now), limit })];
     for (const indexEntry of entries) {
-      const [second, key] = readIndexKey(indexEntry);
-      const value = this.lookup(key.toString('latin1'), false);
-      const entry = this.lastEntry;
-      this.env.expiry.removeSync(indexEntry);
-      this.wrote = true;
-      // An entry its key no longer points to (none should be left behind) is only dropped.
-      if (value === undefined || value[2] !== second) continue;
-      if (value[1] <= now) {
-        this.env.state.removeSync(key);
-        this.staged(entry, undefined);
-        removed++;
-        continue;
-      }
-      const later = expirySecond(value[1]);
-      this.env.expiry.putSync(indexKey(later, key), NO_VALUE);
-      const moved: StoredValue = [value[0], value[1], later];
-      this.env.state.putSync(key, moved);
-      this.staged(entry, moved);
+      if (this.visit(indexEntry, now, false) === 'removed') removed++;
     }
     return { visited: entries.length, removed };
+  }
+
+  /**
+   * Makes room for the keys past a bound: removes up to `count` keys, those that expire soonest
+   * first (the expired ones first of all), as Redis's `volatile-ttl` does. The expiry index is read
+   * from its start; an entry whose key was pushed later is moved to its real second (as the sweep
+   * does) instead of taken, so that a busy key is not mistaken for one about to expire. Visits at
+   * most `4 × count + 16` entries. Returns the keys removed.
+   */
+  evict(count: number, now: number): number {
+    let removed = 0;
+    let budget = 4 * count + 16;
+    while (removed < count && budget > 0) {
+      const entries = [...this.env.expiry.getKeys({ limit: Math.min(budget, count - removed + 8) })];
+      if (entries.length === 0) break;
+      for (const indexEntry of entries) {
+        budget--;
+        if (this.visit(indexEntry, now, true) === 'removed' && ++removed === count) break;
+      }
+    }
+    return removed;
+  }
+
+  /**
+   * One entry of the expiry index: its key is removed when it has expired at `now` (or, with
+   * `evicting`, when the entry holds its real second), else the entry moves to the key's real
+   * second. An entry its key no longer points to (none should be left behind) is only dropped.
+   */
+  private visit(indexEntry: Buffer, now: number, evicting: boolean): 'removed' | 'moved' | 'dropped' {
+    const [second, key] = readIndexKey(indexEntry);
+    const value = this.lookup(key.toString('latin1'), false);
+    const entry = this.lastEntry;
+    this.env.expiry.removeSync(indexEntry);
+    this.wrote = true;
+    if (value === undefined || value[2] !== second) return 'dropped';
+    const later = expirySecond(value[1]);
+    if (value[1] <= now || (evicting && later === second)) {
+      this.env.state.removeSync(key);
+      this.staged(entry, undefined);
+      return 'removed';
+    }
+    this.env.expiry.putSync(indexKey(later, key), NO_VALUE);
+    const moved: StoredValue = [value[0], value[1], later];
+    this.env.state.putSync(key, moved);
+    this.staged(entry, moved);
+    return 'moved';
   }
 }

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { ErrorCode } from '@sluice/core';
-import * as resp from './resp.js';
 
 /**
- * The longest key a client may send, in bytes. LMDB keys are at most 1,978 bytes in lmdb-js; a
+ * The longest key stored as it is, in bytes (sluice-server refuses longer ones; HostStore stores
+ * their digest). LMDB keys are at most 1,978 bytes in lmdb-js; a
  * stored key adds an 8-byte digest and its expiry index entry (expiry-index.ts) 6 bytes more,
  * which leaves 1,964: 1,900 keeps some room for the layout to change. A rate limit key longer
  * than that is a bug or an attack (hash it).
@@ -32,10 +31,4 @@ export function storedId(prefix: string, key: Buffer): string {
     digests.set(prefix, digest);
   }
   return digest + key.toString('latin1');
-}
-
-/** The error for a key over {@link MAX_KEY_BYTES}, or undefined when it fits. */
-export function keyTooLong(key: Buffer): resp.Reply | undefined {
-  if (key.length <= MAX_KEY_BYTES) return undefined;
-  return resp.error(`${ErrorCode.INVALID_KEY} key must be at most ${MAX_KEY_BYTES} bytes; got ${key.length}`);
 }

@@ -10,22 +10,31 @@ export const ENV_FILES: readonly string[] = ['data.mdb', 'lock.mdb'];
  */
 const TOLERATED: readonly string[] = ['lost+found'];
 
-/** A coded error about `dataDir` that says what was found there and what is accepted. */
-export function dataDirError(dir: string, problem: string): SluiceError {
+/**
+ * Who opens an environment, for its errors: the option that names the directory (`dataDir` for
+ * sluice-server, `path` for HostStore) and what the environment is called (`sluice-server`).
+ */
+export interface EnvOwner {
+  readonly option: string;
+  readonly name: string;
+}
+
+/** A coded error about the directory `dir` that says what was found there and what is accepted. */
+export function dataDirError(owner: EnvOwner, dir: string, problem: string): SluiceError {
   return new SluiceError(
     ErrorCode.INVALID_OPTION,
-    `dataDir ${dir} ${problem}; give an empty directory, a path that does not exist yet, or a sluice-server environment's directory`,
-    { option: 'dataDir', value: dir },
+    `${owner.option} ${dir} ${problem}; give an empty directory, a path that does not exist yet, or a ${owner.name} environment's directory`,
+    { option: owner.option, value: dir },
   );
 }
 
 /**
- * Makes sure `dir` can hold the server's LMDB environment: creates it (and its parents) when
- * missing, and refuses a path that is not a directory or a directory holding anything but an
- * LMDB environment's two files (whose contents `openStateEnv` checks next). An existing empty
+ * Makes sure `dir` can hold an LMDB environment: creates it (and its parents) when missing, and
+ * refuses a path that is not a directory or a directory holding anything but an LMDB
+ * environment's two files (whose contents `openStateEnv` checks next). An existing empty
  * directory, the usual way a service gets one (a container volume, `mktemp -d`), is used as is.
  */
-export function prepareDataDir(dir: string): void {
+export function prepareDataDir(owner: EnvOwner, dir: string): void {
   let isDirectory: boolean;
   try {
     isDirectory = statSync(dir).isDirectory();
@@ -36,6 +45,7 @@ export function prepareDataDir(dir: string): void {
   }
   if (!isDirectory) {
     throw dataDirError(
+      owner,
       dir,
       'is not a directory (sluice-server 0.1 could leave its LMDB data file at the path itself when it had a dot in its name; that format is not read by this version)',
     );
@@ -44,6 +54,6 @@ export function prepareDataDir(dir: string): void {
   if (foreign.length > 0) {
     const shown =
       foreign.slice(0, 5).join(', ') + (foreign.length > 5 ? `, … (${foreign.length} in all)` : '');
-    throw dataDirError(dir, `holds files that are not a sluice-server environment (${shown})`);
+    throw dataDirError(owner, dir, `holds files that are not a ${owner.name} environment (${shown})`);
   }
 }

@@ -1,54 +1,71 @@
-import * as resp from './resp.js';
+import type { EnvOwner } from './data-dir.js';
 import { StateCache } from './state-cache.js';
 import { openStateEnv, type StateEnv } from './state-env.js';
+import { SnapshotReader } from './state-reader.js';
 import { StateTxn } from './state-txn.js';
 
 /**
- * When a decision's reply is sent, relative to its write reaching LMDB. Either way the write
- * transaction holding it has committed first (on the main thread, with the other commands of the
+ * When a decision is answered, relative to its write reaching LMDB. Either way the write
+ * transaction holding it has committed first (on the main thread, with the other decisions of the
  * same event-loop turn); LMDB is opened `noSync`, so a commit reaches the OS page cache and:
- * - `'commit'`: the reply goes now. The write survives a clean restart and the server process
- *   being killed (`SIGKILL`). The environment is flushed to disk once a second in the background,
- *   as Redis's AOF with `appendfsync everysec` is: a power loss or kernel crash can lose up to
- *   about a second of writes and, as LMDB warns for `MDB_NOSYNC`, can leave the environment
- *   corrupt if it strikes between two flushes.
- * - `'flush'`: the reply goes once a flush of the environment to disk (`mdb_env_sync`, on
+ * - `'commit'`: the answer goes now. The write survives a clean restart and the process being
+ *   killed (`SIGKILL`). The environment is flushed to disk once a second in the background, as
+ *   Redis's AOF with `appendfsync everysec` is: a power loss or kernel crash can lose up to about a
+ *   second of writes and, as LMDB warns for `MDB_NOSYNC`, can leave the environment corrupt if it
+ *   strikes between two flushes.
+ * - `'flush'`: the answer goes once a flush of the environment to disk (`mdb_env_sync`, on
  *   lmdb-js's worker thread) that started after the commit has finished: it survives a power loss
  *   as far as the disk honours flushes. Commits made while a flush runs wait for the next one, so
  *   one flush covers many turns.
  */
 export type Durability = 'commit' | 'flush';
 
-/** A command's work on the state, run inside the turn's write transaction; returns its reply. */
-export type Job = (tx: StateTxn) => resp.Reply;
+/** A job's work on the state, run inside the turn's write transaction; returns its result. */
+export type Job<T> = (tx: StateTxn) => T;
 
 /**
- * A command waiting for its turn's transaction: `reply` is set when the job runs, and `done`
- * resolves (it never rejects) once the reply may be sent; a job whose transaction failed has an
- * error reply by then.
+ * A job waiting for its turn's transaction: `result` is set when the job runs, and `done` resolves
+ * (it never rejects) once the result may be given out; a job whose transaction failed has its
+ * `error` set instead by then.
  */
-export class Queued {
-  reply: resp.Reply = resp.NIL;
+export class Queued<T = unknown> {
+  result: T | undefined;
+  error: Error | undefined;
   constructor(
-    readonly run: Job,
+    readonly run: Job<T>,
     readonly done: Promise<void>,
   ) {}
 }
 
 type Log = (event: string, fields: Record<string, unknown>) => void;
 
+/** How a StateDb opens its environment and bounds it. */
+export interface StateDbOptions {
+  /** Who opens it (the option naming the directory, for errors). */
+  readonly owner: EnvOwner;
+  readonly durability: Durability;
+  /** Keys cached decoded in front of LMDB (state-cache.ts); 0: none. */
+  readonly cacheKeys: number;
+  /** Most keys stored: past it, a transaction that added keys evicts (StateTxn.evict). Absent: no bound. */
+  readonly maxKeys?: number | undefined;
+  /** The store's clock (ms since the epoch): what eviction counts as expired. */
+  readonly clock: () => number;
+  readonly log: Log;
+}
+
 /**
- * The limit state in LMDB (state-env.ts) and the transactions that change it. Commands do not
- * read or write outside a transaction: each queues a {@link Job}, and all the jobs queued during
- * one event-loop turn run in order in one write transaction at the end of the turn
- * (setImmediate), which commits before any of their replies is sent. Inside it a job reads the
- * latest committed state and its own turn's earlier writes (read your own writes, across
- * connections), and several processes on one environment stay exact: LMDB runs one write
- * transaction at a time across them.
+ * The limit state in LMDB (state-env.ts) and the transactions that change it, for sluice-server
+ * and HostStore alike. Nothing writes outside a transaction: each change queues a {@link Job},
+ * and all the jobs queued during one event-loop turn run in order in one write transaction at the
+ * end of the turn (setImmediate), which commits before any of their results is given out. Inside
+ * it a job reads the latest committed state and its own turn's earlier writes (read your own
+ * writes, across callers), and several processes on one environment stay exact: LMDB runs one
+ * write transaction at a time across them. One transaction per turn rather than one per decision
+ * amortises the commit (a turn of a busy process holds many decisions).
  *
  * One job's failure (a bug, a value LMDB refuses) must not fail the others: when the turn's
  * transaction fails, each of its jobs runs again in a transaction of its own, and only those that
- * fail again answer with an error.
+ * fail again get an error.
  */
 export class StateDb {
   private readonly env: StateEnv;
@@ -71,15 +88,19 @@ export class StateDb {
   /** `'commit'`: the once-a-second flush to disk. */
   private readonly syncTimer: NodeJS.Timeout | undefined;
 
-  constructor(
-    path: string,
-    private readonly durability: Durability,
-    cacheKeys: number,
-    private readonly log: Log,
-  ) {
-    this.env = openStateEnv(path);
-    this.cache = new StateCache(cacheKeys);
-    if (durability === 'commit') {
+  private readonly durability: Durability;
+  private readonly maxKeys: number | undefined;
+  private readonly clock: () => number;
+  private readonly log: Log;
+
+  constructor(path: string, options: StateDbOptions) {
+    this.durability = options.durability;
+    this.maxKeys = options.maxKeys;
+    this.clock = options.clock;
+    this.log = options.log;
+    this.env = openStateEnv(options.owner, path);
+    this.cache = new StateCache(options.cacheKeys);
+    if (this.durability === 'commit') {
       this.syncTimer = setInterval(() => {
         this.sync().catch((err: Error) => this.log('sync-error', { error: err.message }));
       }, 1000);
@@ -88,7 +109,7 @@ export class StateDb {
   }
 
   /** Queues `run` for this turn's transaction. */
-  enqueue(run: Job): Queued {
+  enqueue<T>(run: Job<T>): Queued<T> {
     if (this.turn === undefined) {
       this.turn = [];
       this.turnDone = new Promise<void>((resolve) => {
@@ -97,7 +118,7 @@ export class StateDb {
       setImmediate(() => this.commitTurn());
     }
     const queued = new Queued(run, this.turnDone!);
-    this.turn.push(queued);
+    this.turn.push(queued as Queued);
     return queued;
   }
 
@@ -111,18 +132,19 @@ export class StateDb {
     this.endTurn = undefined;
     try {
       this.transact((tx) => {
-        for (const job of jobs) job.reply = job.run(tx);
+        for (const job of jobs) job.result = job.run(tx);
       });
     } catch (err) {
       this.log('transaction-failed', { jobs: jobs.length, error: (err as Error).message });
       for (const job of jobs) {
         try {
           this.transact((tx) => {
-            job.reply = job.run(tx);
+            job.result = job.run(tx);
           });
         } catch (alone) {
           this.log('persistence-error', { error: (alone as Error).message });
-          job.reply = resp.error(`ERR persistence failed: ${(alone as Error).message}`);
+          job.result = undefined;
+          job.error = alone as Error;
         }
       }
     }
@@ -132,7 +154,10 @@ export class StateDb {
     }
     this.flushAfterCommit().then(end, (err: Error) => {
       this.log('persistence-error', { error: err.message });
-      for (const job of jobs) job.reply = resp.error(`ERR persistence failed: ${err.message}`);
+      for (const job of jobs) {
+        job.result = undefined;
+        job.error = err;
+      }
       end();
     });
   }
@@ -148,6 +173,7 @@ export class StateDb {
         // Another process committed since our last commit: what the cache holds may be stale.
         if (txnId !== this.lastTxnId + 1) this.cache.clear();
         body(tx);
+        if (tx.added > 0 && this.maxKeys !== undefined) this.bound(tx, this.maxKeys);
       });
     } finally {
       this.transactionMs += performance.now() - started;
@@ -155,6 +181,17 @@ export class StateDb {
     // A transaction that wrote nothing commits no new id.
     this.lastTxnId = tx.wrote ? txnId : txnId - 1;
     for (const entry of tx.touched) entry.value = entry.pending;
+  }
+
+  /** Past `maxKeys`, evicts the keys that expire soonest (StateTxn.evict), in the same transaction. */
+  private bound(tx: StateTxn, maxKeys: number): void {
+    const over = (this.env.state.getStats() as { entryCount: number }).entryCount - maxKeys;
+    if (over > 0) tx.evict(over, this.clock());
+  }
+
+  /** A reader of the latest committed state, outside any write transaction (for peeks). */
+  snapshot(): SnapshotReader {
+    return new SnapshotReader(this.env);
   }
 
   /** Resolves after a flush to disk that started after this call. */
@@ -187,7 +224,7 @@ export class StateDb {
 
   /**
    * One bounded step of expiry: reads up to `limit` due entries of the expiry index and removes
-   * the keys as good as new at `now` (server time); see StateTxn.sweep. Runs in its own
+   * the keys as good as new at `now` (store time); see StateTxn.sweep. Runs in its own
    * transaction, between requests.
    */
   sweep(limit: number, now: number): { visited: number; removed: number } {
@@ -196,6 +233,14 @@ export class StateDb {
       step = tx.sweep(limit, now);
     });
     return step;
+  }
+
+  /**
+   * Frees the reader slots of processes that died (a killed worker's), which LMDB otherwise keeps,
+   * and with them the pages of their last snapshot. Returns how many it freed.
+   */
+  clearStaleReaders(): number {
+    return this.env.root.readerCheck();
   }
 
   /** Keys stored (committed), for INFO. */

@@ -1,0 +1,130 @@
+import { ErrorCode, SluiceError } from '@sluice/core';
+import {
+  assertKnownOptions,
+  describeValue,
+  integerOption,
+  oneOfOption,
+  requireOption,
+} from '@sluice/core/adapter';
+import type { Durability } from './state-db.js';
+
+/** Where HostStore says that LMDB failed (a turn's transaction, a background flush to disk). */
+export interface HostStoreLogger {
+  warn(message: string): void;
+}
+
+export interface HostStoreOptions {
+  /**
+   * The directory of the LMDB environment every process of the host opens: created when missing;
+   * an existing empty directory is used as is; one holding anything else than a host store's
+   * environment is refused (`ERR_SLUICE_INVALID_OPTION`). On a local filesystem: LMDB on a network
+   * filesystem (NFS, SMB) is not supported.
+   */
+  path: string;
+  /**
+   * Most keys stored, across every limit, block record and lease set of every process. A
+   * transaction that stores new keys past it removes as many, those that expire soonest first (the
+   * expired ones first of all): Redis's `volatile-ttl`. An evicted key starts afresh, as on
+   * `MemoryStore`. Give every process the same bound. With the expiry sweep, this is what bounds
+   * the data file: each key costs its key's bytes, its state's (about 40 bytes for a token bucket,
+   * 9 per entry of a sliding window log) and some 40 bytes of LMDB and index.
+   * @default 1_000_000
+   */
+  maxKeys?: number;
+  /**
+   * When a decision is answered, relative to its write reaching the disk. `'commit'`: once its
+   * write transaction has committed (to the OS page cache: it survives the process being killed,
+   * and the environment is flushed to disk once a second); `'flush'`: once a flush to disk that
+   * started after the commit has finished (it survives a power loss; one flush serves every
+   * decision waiting for it).
+   * @default 'commit'
+   */
+  durability?: Durability;
+  /**
+   * Keys whose committed state this process keeps decoded in front of LMDB, so that a returning
+   * key is read without touching LMDB. It is emptied whenever another process has committed since
+   * this one last did (it never serves a stale value), so it helps most a process that writes alone
+   * in bursts. 0 turns it off. Roughly 200 bytes each for a token bucket.
+   * @default 10_000
+   */
+  cacheKeys?: number;
+  /**
+   * ms between two steps of the expiry sweep (each process runs its own; a step finding nothing
+   * due takes a few µs), and at which stale readers of killed processes are cleared. 0: no timer
+   * (call `sweep()` yourself).
+   * @default 1000
+   */
+  sweepInterval?: number;
+  /** Expired keys removed by one step of the sweep (bounds the time it holds LMDB's write lock). @default 1000 */
+  sweepBatch?: number;
+  /** The store's clock, ms since the epoch: the time of calls made without `now`, and of expiry. @default Date.now */
+  clock?: () => number;
+  /**
+   * Where the store says LMDB failed (a turn's transaction failed and its decisions were retried
+   * one by one, a decision failed again, the background flush to disk failed); `false`: nowhere.
+   * A failed decision also rejects its call, which the adapters answer by their `storeFailure`.
+   * @default console
+   */
+  logger?: HostStoreLogger | false;
+}
+
+export const KNOWN = [
+  'path',
+  'maxKeys',
+  'durability',
+  'cacheKeys',
+  'sweepInterval',
+  'sweepBatch',
+  'clock',
+  'logger',
+] as const satisfies readonly (keyof HostStoreOptions)[];
+
+export type ResolvedHostStoreOptions = Required<Omit<HostStoreOptions, 'logger'>> & {
+  logger: HostStoreLogger | undefined;
+};
+
+/** Validates HostStore's options at creation: each bad value is a coded error naming it. */
+export function resolveHostStoreOptions(options: HostStoreOptions): ResolvedHostStoreOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError(
+      ErrorCode.MISSING_OPTION,
+      `HostStore needs its options ({ path }); got ${describeValue(options)}`,
+      { option: 'path' },
+    );
+  }
+  assertKnownOptions('HostStore', options, KNOWN);
+  const path = requireOption('path', options.path);
+  if (typeof path !== 'string' || path === '') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `path must be a non-empty directory path; got ${describeValue(path)}`,
+      { option: 'path', value: path },
+    );
+  }
+  const clock = options.clock ?? Date.now;
+  if (typeof clock !== 'function') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `clock must be a function returning ms since the epoch; got ${describeValue(clock)}`,
+      { option: 'clock', value: clock },
+    );
+  }
+  const logger = options.logger ?? console;
+  if (logger !== false && typeof (logger as HostStoreLogger | null)?.warn !== 'function') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `logger must be an object with warn(message), or false; got ${describeValue(logger)}`,
+      { option: 'logger', value: logger },
+    );
+  }
+  return {
+    path,
+    maxKeys: integerOption('maxKeys', options.maxKeys ?? 1_000_000),
+    durability: oneOfOption('durability', options.durability ?? 'commit', ['commit', 'flush']),
+    cacheKeys: integerOption('cacheKeys', options.cacheKeys ?? 10_000, 0),
+    sweepInterval: integerOption('sweepInterval', options.sweepInterval ?? 1000, 0, 2 ** 31 - 1),
+    sweepBatch: integerOption('sweepBatch', options.sweepBatch ?? 1000),
+    clock,
+    logger: logger === false ? undefined : logger,
+  };
+}
