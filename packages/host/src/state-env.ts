@@ -1,4 +1,4 @@
-import { type Database, open, type RootDatabase } from 'lmdb';
+import { open, type RootDatabase } from 'lmdb';
 import { dataDirError, type EnvOwner, prepareDataDir } from './data-dir.js';
 
 /**
@@ -16,13 +16,36 @@ export const FORMAT = 2;
  */
 export type StoredValue = readonly [state: unknown, expiresAt: number, indexed: number];
 
+/**
+ * The part of an lmdb-js database this package uses. Declared here rather than taken from lmdb's
+ * types so that the published declarations never import 'lmdb': its index.d.ts ends in
+ * `export =`, which a consumer's `tsc` refuses (TS1203) under ES module settings without
+ * skipLibCheck. lmdb's Database and RootDatabase satisfy it (openStateEnv assigns them).
+ */
+export interface LmdbDatabase<V> {
+  get(key: Buffer): V | undefined;
+  putSync(key: Buffer, value: V): unknown;
+  removeSync(key: Buffer): unknown;
+  getKeys(options: { end?: Buffer; limit?: number }): Iterable<Buffer>;
+  getStats(): unknown;
+}
+
+/** The root of an lmdb-js environment, as this package uses it. */
+export interface LmdbRoot extends LmdbDatabase<Buffer> {
+  transactionSync<T>(action: () => T): T;
+  getWriteTxnId(): number;
+  resetReadTxn(): void;
+  readerCheck(): number;
+  close(): Promise<void>;
+}
+
 /** The environment's databases. */
 export interface StateEnv {
-  readonly root: RootDatabase<Buffer, Buffer>;
+  readonly root: LmdbRoot;
   /** stored key (stored-key.ts) → [state, expiresAt, indexed second] (msgpack). */
-  readonly state: Database<StoredValue, Buffer>;
+  readonly state: LmdbDatabase<StoredValue>;
   /** expiry second (6 bytes, big-endian) + stored key → nothing: the keys in the order they expire. */
-  readonly expiry: Database<Buffer, Buffer>;
+  readonly expiry: LmdbDatabase<Buffer>;
 }
 
 const DATABASES = ['meta', 'state', 'expiry'];
