@@ -1,8 +1,11 @@
 import { defineConfig } from 'tsup';
 import base from '../../tsup.base.js';
 
-// The library (ESM + CJS) as every package builds it, plus the `sluice-server` command (ESM only).
+// The library (ESM + CJS) as every package builds it, with a second entry, `@sluice/server/client`
+// (ServerStore without the server and its LMDB), plus the `sluice-server` command (ESM only).
+// Splitting in both formats puts the modules both entries share in one chunk: one ServerStore
+// class (and one declaration of it) whichever entry loaded it.
 export default defineConfig([
-  base,
+  { ...base, entry: ['src/index.ts', 'src/client.ts'], splitting: true },
   { ...base, entry: ['src/cli.ts'], format: ['esm'], dts: false, clean: false },
 ]);

@@ -8,24 +8,14 @@
  * bundler), as does a program mixing ES modules and .cts files. The only network is the npm
  * registry.
  */
-import { execFile } from 'node:child_process';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { buildIfStale, pnpm, run } from '../setup/built-packages.js';
 import { typescriptBlocks } from './markdown.js';
 
-const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const apps = join(import.meta.dirname, 'apps');
 
@@ -42,30 +32,6 @@ const manifest = (dir: string): Manifest => JSON.parse(readFileSync(join(dir, 'p
 const packages = readdirSync(join(root, 'packages'))
   .map((name) => join(root, 'packages', name))
   .filter((dir) => existsSync(join(dir, 'package.json')) && manifest(dir).private !== true);
-
-/** pnpm as this run was started (`pnpm test`, `npx pnpm@… test`), else the one on PATH. */
-function pnpm(args: string[], cwd: string) {
-  const execPath = process.env.npm_execpath;
-  return execPath !== undefined && /pnpm/.test(execPath)
-    ? run(process.execPath, [execPath, ...args], { cwd })
-    : run('pnpm', args, { cwd });
-}
-
-/** The newest modification time of the files under `path`. */
-function newest(path: string): number {
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
-}
-
-/** Builds a package unless its dist is newer than its sources (CI has just built them). */
-async function build(dir: string): Promise<void> {
-  const dist = join(dir, 'dist');
-  const sources = Math.max(newest(join(dir, 'src')), newest(join(dir, 'package.json')));
-  const built = existsSync(dist) ? readdirSync(dist).map((name) => statSync(join(dist, name)).mtimeMs) : [];
-  if (built.length > 0 && Math.min(...built) > sources) return;
-  await pnpm(['run', 'build'], dir);
-}
 
 /** A snippet's file name, from where it is: packages/redis/README.md:34 → packages-redis-README-34.ts */
 const fileFor = (where: string) => `${where.replace(/\.md:/, '-').replace(/[^\w-]+/g, '-')}.ts`;
@@ -132,7 +98,7 @@ beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), 'sluice-consumer-'));
   const tarballs = join(project, 'tarballs');
   mkdirSync(tarballs);
-  for (const dir of packages) await build(dir);
+  for (const dir of packages) await buildIfStale(dir);
   await Promise.all(packages.map((dir) => pnpm(['pack', '--pack-destination', tarballs], dir)));
 
   // The newest framework and client versions each package's peer range allows.
@@ -169,8 +135,10 @@ beforeAll(async () => {
   }
   // ES modules and CommonJS files in one program use both declaration files of each package.
   mkdirSync(join(project, 'mixed'));
-  const imports = packages.map((dir, i) => `import * as p${i} from '${manifest(dir).name}';`).join('\n');
-  const uses = `export const used = [${packages.map((_, i) => `p${i}`).join(', ')}];\n`;
+  // Each package's root, and the entry point an app imports beside it (ServerStore without LMDB).
+  const entries = [...packages.map((dir) => manifest(dir).name), '@sluice/server/client'];
+  const imports = entries.map((entry, i) => `import * as p${i} from '${entry}';`).join('\n');
+  const uses = `export const used = [${entries.map((_, i) => `p${i}`).join(', ')}];\n`;
   // The adapters' augmentations (route config, request.rateLimit, req.rateLimit) in each format.
   const augmented = `import { fastify } from 'fastify';
 import express from 'express';

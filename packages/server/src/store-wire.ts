@@ -1,7 +1,24 @@
-import type { Decision, LimitCall } from '@sluice/core';
-import { decide } from '@sluice/core/adapter';
+import type { Algorithm, Decision, LimitCall, RefusalReason } from '@sluice/core';
+import { decide, fingerprint } from '@sluice/core/adapter';
 import { specOf } from './algorithm-spec.js';
-import { COMPACT_WIDTH, idOf, REASON_CODES } from './commands/sluice.js';
+
+// Both sides of the wire: ServerStore (the client, which must not load the server's LMDB) and
+// the server's commands (commands/sluice.ts) import these from here.
+
+/**
+ * A COMPACT reply's numbers per limit: reason (0 allowed, then {@link REASON_CODES}' order),
+ * remaining, resetAfter, retryAfter, delay. The limit and the policy are left out: the caller sent
+ * both (the algorithm's limit, the POLICY or the kind), as RedisStore's scripts leave them out.
+ */
+export const COMPACT_WIDTH = 5;
+
+/** The refusal reasons of a COMPACT reply, coded 1, 2, 3 (0 is allowed). */
+export const REASON_CODES: readonly RefusalReason[] = ['rate-limited', 'cost-exceeds-limit', 'concurrency'];
+
+/** The key-id extra a client sends: empty when the fingerprint is the algorithm's own (no bound name). */
+export function idOf(algorithm: Algorithm): string {
+  return algorithm.fingerprint === fingerprint(algorithm.kind, algorithm.params) ? '' : algorithm.fingerprint;
+}
 
 /** A reply as ioredis gives it: integers as numbers, bulk strings as strings, arrays nested. */
 /** A sluice-server reply as ioredis reads it (arrays of strings, numbers and nils). */

@@ -1,10 +1,11 @@
 import type { LimitCall } from '@sluice/core';
-import { type Algorithm, type Decision, ErrorCode, type RefusalReason, SluiceError } from '@sluice/core';
-import { combine, fingerprint } from '@sluice/core/adapter';
+import { type Algorithm, type Decision, ErrorCode, SluiceError } from '@sluice/core';
+import { combine } from '@sluice/core/adapter';
 import { chargeIn, checkIn, peekIn, refundIn, resetIn, type StateTxn, storedId } from '@sluice/host/state';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
 import { keyTooLong } from '../key-too-long.js';
 import * as resp from '../resp.js';
+import { REASON_CODES } from '../store-wire.js';
 import { timeError } from '../time-arg.js';
 import type { Command, CommandContext, CommandResult } from './context.js';
 
@@ -19,7 +20,7 @@ import type { Command, CommandContext, CommandResult } from './context.js';
  * `<algorithm>` is `kind:param=value,...` (see algorithm-spec.ts). A check over several limits is
  * all-or-nothing (core's batchStep). The reply of CHECK and PEEK is the Decision as field/value
  * pairs, its `limits` holding each limit's own decision the same way (what a person reads in
- * redis-cli); with COMPACT, only {@link COMPACT_WIDTH} numbers per limit (what ServerStore reads).
+ * redis-cli); with COMPACT, only `COMPACT_WIDTH` numbers per limit (store-wire.ts: what ServerStore reads).
  */
 
 interface ParsedCall extends LimitCall {
@@ -32,16 +33,6 @@ interface Parsed {
   readonly compact: boolean;
   readonly calls: ParsedCall[];
 }
-
-/**
- * A COMPACT reply's numbers per limit: reason (0 allowed, then {@link REASON_CODES}' order),
- * remaining, resetAfter, retryAfter, delay. The limit and the policy are left out: the caller sent
- * both (the algorithm's limit, the POLICY or the kind), as RedisStore's scripts leave them out.
- */
-export const COMPACT_WIDTH = 5;
-
-/** The refusal reasons of a COMPACT reply, coded 1, 2, 3 (0 is allowed). */
-export const REASON_CODES: readonly RefusalReason[] = ['rate-limited', 'cost-exceeds-limit', 'concurrency'];
 
 /** The stored key: the algorithm with all its parameters and the caller's id, then the key. */
 function stateId(algorithm: Algorithm, extra: string, key: Buffer): string {
@@ -241,8 +232,3 @@ export const sluiceCommands: Record<string, Command> = {
   'sl.charge': { arity: [3, -1], run: charge },
   'sl.reset': { arity: [3, -1], run: reset },
 };
-
-/** The key-id extra a client sends: empty when the fingerprint is the algorithm's own (no bound name). */
-export function idOf(algorithm: Algorithm): string {
-  return algorithm.fingerprint === fingerprint(algorithm.kind, algorithm.params) ? '' : algorithm.fingerprint;
-}
