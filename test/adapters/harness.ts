@@ -16,17 +16,17 @@ import type {
   HttpUtilizationShedOptions,
 } from '@sluice/core/adapter';
 
-/** Options written once for both adapters: keys use the access argument, never the framework's request. */
+/** Options written once for every adapter: keys use the access argument, never the framework's request. */
 export type Options = HttpLimitOptions<unknown>;
 
-/** The guards, written once for both adapters (keys and priorities read only headers). */
+/** The guards, written once for every adapter (keys and priorities read only headers). */
 export interface Guards {
   concurrencyLimit?: HttpConcurrencyOptions<unknown> | false;
   fleetShed?: HttpFleetShedOptions<unknown> | false;
   utilizationShed?: HttpUtilizationShedOptions<unknown> | false;
 }
 
-/** The guards in the order both adapters run them: shedders, then the concurrency limit. */
+/** The guards in the order every adapter runs them: shedders, then the concurrency limit. */
 export const GUARD_ORDER = ['utilizationShed', 'fleetShed', 'concurrencyLimit'] as const;
 
 /**
@@ -87,8 +87,17 @@ export interface RouteSpec {
 }
 
 export interface AppSpec {
-  /** Global limits: `app.use(rateLimit(options))` / `app.register(sluice, options)`. */
+  /**
+   * Global limits: `app.use(rateLimit(options))` / `app.register(sluice, options)`. Without them,
+   * no global limit (`app.register(sluice, { global: false })`, `new RateLimitGuard({ global: false })`).
+   */
   options?: Options;
+  /**
+   * The global rate limit made with no options at all, the zero-config start (issue 25 §3):
+   * `app.use(rateLimit())`, `app.register(sluice)`, `new RateLimitGuard()`. `options`,
+   * `guards` and `customHandler` are then left out.
+   */
+  defaults?: boolean;
   /** Global guards, before the global limits: `app.use(...)` / the plugin's guard options. */
   guards?: Guards;
   /** Records handler runs and holds `'wait'` handlers. */

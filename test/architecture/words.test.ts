@@ -70,6 +70,7 @@ const REVIEWED: { readonly [W in Word]: Readonly<Record<string, readonly string[
       'HttpGuardOptionsByName',
       'LeaseGuard',
       'RateLimitGuard',
+      'RateLimitGuardOptions',
       'UtilizationShedGuard',
       'buildGuard',
       'guard',

@@ -24,7 +24,7 @@ describe('fastify specifics', () => {
     expect(seen).toEqual(['onRequest', 'onRequest']);
     await app.close();
     const other = Fastify();
-    await other.register(sluice, {});
+    await other.register(sluice, { global: false });
     expect(() =>
       other.get(
         '/bad',
@@ -48,7 +48,7 @@ describe('fastify specifics', () => {
     app.addHook('onRequest', async () => {
       seen.push('onRequest');
     });
-    await app.register(sluice, {});
+    await app.register(sluice, { global: false });
     let entered = false;
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {

@@ -75,7 +75,9 @@ describe('@sluice/nestjs on a context that is not HTTP', () => {
     RateLimit({ name: 'messages', algorithm })(Gateway.prototype, 'message', {
       value: Gateway.prototype.message,
     });
-    const error = thrown(() => new RateLimitGuard().canActivate(context('ws', Gateway, 'message')));
+    const error = thrown(() =>
+      new RateLimitGuard({ global: false }).canActivate(context('ws', Gateway, 'message')),
+    );
     expect(error.code).toBe('ERR_SLUICE_UNSUPPORTED');
   });
 

@@ -154,7 +154,7 @@ async function fastifyApp(): Promise<Server> {
   const options: FastifyHttpOptions<Server> = {};
   if (config.trustProxy !== undefined) options.trustProxy = config.trustProxy as string | boolean;
   const app = Fastify(options);
-  await app.register(sluice, {});
+  await app.register(sluice, { global: false });
   for (const route of config.routes) {
     app.get(
       route.path,

@@ -331,7 +331,7 @@ describe('memory store, one process', () => {
 
   async function fastifyServer(store: MemoryStore): Promise<number> {
     const app = Fastify();
-    await app.register(sluice, {});
+    await app.register(sluice, { global: false });
     for (const route of routes('memory')) {
       const limits = route.limits.map((limit) => ({
         name: limit.name,

@@ -76,6 +76,23 @@ describe('@sluice/koa', () => {
   });
 });
 
+describe('the zero-config start (issue 25 §3)', () => {
+  test('every adapter takes no options: the default limit', async () => {
+    expectTypeOf(rateLimit()).toEqualTypeOf<RateLimitMiddleware>();
+    expectTypeOf(hono.rateLimit()).toEqualTypeOf<hono.RateLimitMiddleware>();
+    expectTypeOf(koa.rateLimit()).toEqualTypeOf<koa.RateLimitMiddleware>();
+    expectTypeOf(new nest.RateLimitGuard()).toMatchTypeOf<CanActivate>();
+    const app = Fastify();
+    await app.register(sluice);
+    await app.register(sluice, { global: false });
+    expectTypeOf(new nest.RateLimitGuard({ global: false })).toMatchTypeOf<CanActivate>();
+    // @ts-expect-error global is a boolean
+    new nest.RateLimitGuard({ global: 'no' });
+    // @ts-expect-error global is the plugin's and the guard's, not a route's
+    app.get('/r', { config: { rateLimit: { global: false } satisfies SluiceOptions } }, async () => 'ok');
+  });
+});
+
 describe('@sluice/nestjs', () => {
   test('the guards are Nest guards; @RateLimit() takes the same options', () => {
     expectTypeOf(new nest.RateLimitGuard({ algorithm })).toMatchTypeOf<CanActivate>();

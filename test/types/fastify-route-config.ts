@@ -3,7 +3,7 @@ import { fixedWindow, type SluiceOptions, sluice } from '@sluice/fastify';
 import Fastify from 'fastify';
 
 const app = Fastify();
-await app.register(sluice, {});
+await app.register(sluice, { global: false });
 const handler = async () => 'ok';
 const limits = [{ name: 'route', algorithm: fixedWindow({ limit: 5, window: '1m' }) }];
 

@@ -20,13 +20,18 @@ export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
 
 /**
  * Express middleware (Express 4 and 5) limiting requests with one or several layered limits.
+ * Without options, 100 requests a minute per client address (`slidingWindowCounter`, named
+ * `'default'`); options without `limits`, `algorithm` or `name` (only a `store`, a `key`…) get
+ * that limit too.
+ * @example
+ * app.use(rateLimit()); // 100 requests a minute per address
  * @example
  * app.use(rateLimit({ limits: [
  *   { name: 'burst', key: byIp(), algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) },
  * ] }));
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   return rateLimitMiddleware(EXPRESS, options, (limiter, name) =>
     expressMiddleware(
       (exchange) => rateLimitLifecycle(limiter, exchange),

@@ -7,30 +7,41 @@ type Limits = readonly HttpLimit<FastifyRequest>[];
 const nameOf = (limit: HttpLimit<FastifyRequest>): string =>
   limit.name ?? (typeof limit.algorithm === 'function' ? '' : limit.algorithm?.kind);
 
+/** The options that make the limits (the rest are settings): what `merge` combines by name. */
+export const LIMIT_FIELDS = [
+  'limits',
+  'algorithm',
+  'key',
+  'name',
+  'enforce',
+  'block',
+] as const satisfies readonly (keyof SluiceOptions)[];
+
 function hasLimits(options: SluiceOptions): boolean {
   return options.limits !== undefined || options.algorithm !== undefined;
 }
 
 /** The options without the limit fields, which `merge` combines by name instead. */
 function settings(options: SluiceOptions): SluiceOptions {
-  const {
-    limits: _limits,
-    algorithm: _algorithm,
-    key: _key,
-    name: _name,
-    enforce: _enforce,
-    block: _block,
-    ...rest
-  } = options;
-  return rest;
+  const rest: Record<string, unknown> = { ...options };
+  for (const field of LIMIT_FIELDS) delete rest[field];
+  return rest as SluiceOptions;
 }
 
 /**
  * A route's `config.rateLimit` over the plugin options: every other option of the route wins; a
  * route limit with the name of a global limit replaces it in place, other route limits are added.
+ * @param everywhere whether the plugin's limits (its own, or the default limit) apply to every
+ *   route (`global`); when not, a route without limits of its own gets the default limit, with
+ *   its `key`, `enforce` and `block`
  */
-export function mergeRouteOptions(global: SluiceOptions, route: SluiceOptions): SluiceOptions {
-  const base: Limits = hasLimits(global) ? httpLimits(global) : [];
+export function mergeRouteOptions(
+  global: SluiceOptions,
+  everywhere: boolean,
+  route: SluiceOptions,
+): SluiceOptions {
+  const base: Limits = everywhere ? httpLimits(global) : [];
+  if (base.length === 0 && !hasLimits(route)) return { ...settings(global), ...route };
   const extra: Limits = hasLimits(route) ? httpLimits(route) : [];
   const replacing = new Map(extra.map((limit) => [nameOf(limit), limit]));
   const limits = base.map((limit) => replacing.get(nameOf(limit)) ?? limit);

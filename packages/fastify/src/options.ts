@@ -47,6 +47,17 @@ export interface GuardOptionsByName {
 /** The plugin's options: the global rate limits, and the guards applied to every route. */
 export interface SluicePluginOptions extends SluiceOptions {
   /**
+   * `true`: the plugin's rate limit applies to every route registered after it (its `limits` or
+   * `algorithm`, or without them the default limit: 100 requests a minute per address, named
+   * `'default'`). `false`: the plugin sets up no rate limit of its own; only routes with a
+   * `config.rateLimit` (their limits, or the default limit for `{}`) and `app.rateLimit()` hooks
+   * are limited, with the plugin's other options (`store`, `headers`…) as their defaults. With
+   * `false`, the plugin takes no `limits`, `algorithm`, `key`, `name`, `enforce` or `block`
+   * (`ERR_SLUICE_INVALID_OPTION`). The guards (`concurrencyLimit`…) are not concerned.
+   * @default true
+   */
+  global?: boolean;
+  /**
    * At most `limit` requests in flight per key on every route (429 past it). Inline options share
    * the plugin's `store` unless they bring their own.
    * @default none
@@ -60,6 +71,9 @@ export interface SluicePluginOptions extends SluiceOptions {
 
 /** The hooks' own option names, beside the shared ones. */
 export const FASTIFY_OPTIONS = ['hook', 'handler'] as const satisfies readonly (keyof FastifyHookOptions)[];
+
+/** The plugin's own option names, beside the hooks' and the guards'. */
+export const PLUGIN_OPTIONS = ['global'] as const satisfies readonly (keyof SluicePluginOptions)[];
 
 /** The guard names, in the order their hooks run: shedders first, so a shed request costs no lease or quota. */
 export const GUARD_NAMES = [

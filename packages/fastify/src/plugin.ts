@@ -2,6 +2,7 @@ import { ErrorCode, MemoryStore, type RateLimitControl, SluiceError, type Sluice
 import {
   type AdapterDefaults,
   assertKnownOptions,
+  booleanOption,
   buildGuard,
   CompiledLimiters,
   DEFAULT_LOG_LINES,
@@ -19,12 +20,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fastifyAccess } from './access.js';
 import { guardHook, rateLimitHook, type SluiceHook } from './hook.js';
-import { decoratorOptions, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
+import { decoratorOptions, LIMIT_FIELDS, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
 import {
   FASTIFY_OPTIONS,
   type FastifyHookOptions,
   GUARD_NAMES,
   type GuardOptionsByName,
+  PLUGIN_OPTIONS,
   type SluiceOptions,
   type SluicePluginOptions,
 } from './options.js';
@@ -39,8 +41,22 @@ interface Applied {
 }
 
 async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions): Promise<void> {
-  assertKnownOptions('@sluice/fastify', options, [...HTTP_OPTIONS, ...FASTIFY_OPTIONS, ...GUARD_NAMES]);
-  const { concurrencyLimit, fleetShed, utilizationShed, ...limitOptions } = options;
+  assertKnownOptions('@sluice/fastify', options, [
+    ...HTTP_OPTIONS,
+    ...FASTIFY_OPTIONS,
+    ...PLUGIN_OPTIONS,
+    ...GUARD_NAMES,
+  ]);
+  const { concurrencyLimit, fleetShed, utilizationShed, global: applies, ...limitOptions } = options;
+  const everywhere = booleanOption('global', applies ?? true);
+  const stray = LIMIT_FIELDS.find((field) => limitOptions[field] !== undefined);
+  if (!everywhere && stray !== undefined) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `@sluice/fastify: global: false applies no plugin limit to routes, so ${stray} would never be used; give it in a route's config.rateLimit, or drop global: false`,
+      { option: 'global', value: applies },
+    );
+  }
   const guardOptions: Partial<GuardOptionsByName> = pickDefined({
     concurrencyLimit,
     fleetShed,
@@ -93,10 +109,8 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     };
   };
 
-  // Without limits the plugin only serves routes' `config.rateLimit` and the decorator; a key or
-  // name without an algorithm is a mistake, reported by compiling.
-  const limited = ['limits', 'algorithm', 'key', 'name'].some((option) => option in limitOptions);
-  const everywhere = limited ? compileRateLimit('@sluice/fastify', global) : undefined;
+  // With global: false the plugin only serves routes' `config.rateLimit` and the decorator.
+  const plugin = everywhere ? compileRateLimit('@sluice/fastify', global) : undefined;
   const guardsEverywhere = new Map<GuardName, Applied & { guard: HttpGuard<FastifyRequest> }>();
   for (const name of GUARD_NAMES) {
     const own = guardOptions[name];
@@ -112,15 +126,13 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     Promise.reject(
       new SluiceError(
         ErrorCode.MISSING_OPTION,
-        "app.rateLimits reads the plugin's own limits, and it was registered without any",
-        {
-          option: 'limits',
-        },
+        "app.rateLimits reads the plugin's own limits, and it was registered with global: false, without any",
+        { option: 'global' },
       ),
     );
   const rateLimits: RateLimitControl<FastifyRequest> = {
-    peek: (request) => everywhere?.limiter.peek(request) ?? noGlobal(),
-    reset: (target) => everywhere?.limiter.reset(target) ?? noGlobal(),
+    peek: (request) => plugin?.limiter.peek(request) ?? noGlobal(),
+    reset: (target) => plugin?.limiter.reset(target) ?? noGlobal(),
     // A request may have been limited by the plugin's limits, its route's and a decorator's hooks.
     settle: (request, actual) => compiled.settle(request, actual),
   };
@@ -149,8 +161,11 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     if (config !== false) {
       const limits =
         config === undefined
-          ? everywhere
-          : compileRateLimit(`config.rateLimit of ${route.url}`, mergeRouteOptions(global, config));
+          ? plugin
+          : compileRateLimit(
+              `config.rateLimit of ${route.url}`,
+              mergeRouteOptions(global, everywhere, config),
+            );
       if (limits !== undefined) applied.push(limits);
     }
     if (applied.length === 0) return;
@@ -189,10 +204,14 @@ function pickDefined<T extends object>(record: T): Partial<T> {
 
 /**
  * Fastify 5 plugin: rate limits, the concurrency limit and both load shedders for every route
- * registered after it; per-route `config: { rateLimit, concurrencyLimit, fleetShed,
- * utilizationShed }` (options, or `false` to exempt); and the decorators `app.rateLimit()`,
- * `app.concurrencyLimit()`, `app.fleetShed()`, `app.utilizationShed()` for a route's own hooks.
+ * registered after it (without `limits` or `algorithm`, the default limit: 100 requests a minute
+ * per address; `global: false` for none but the routes' own); per-route `config: { rateLimit,
+ * concurrencyLimit, fleetShed, utilizationShed }` (options, or `false` to exempt); and the
+ * decorators `app.rateLimit()`, `app.concurrencyLimit()`, `app.fleetShed()`,
+ * `app.utilizationShed()` for a route's own hooks.
  * On each route the hooks run utilization shedder, fleet shedder, concurrency limit, rate limits.
+ * @example
+ * await app.register(sluice); // 100 requests a minute per address on every route
  * @example
  * await app.register(sluice, {
  *   limits: [{ name: 'burst', key: byIp(), algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }],

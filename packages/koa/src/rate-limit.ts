@@ -20,11 +20,16 @@ export type RateLimitMiddleware = Middleware & RateLimitControl<Context>;
 /**
  * Koa middleware limiting requests with one or several layered limits: `app.use()` for every
  * route, `router.use()` for a router's routes, or in a route's own middleware (@koa/router).
+ * Without options, 100 requests a minute per client address (`slidingWindowCounter`, named
+ * `'default'`); options without `limits`, `algorithm` or `name` (only a `store`, a `key`…) get
+ * that limit too.
+ * @example
+ * app.use(rateLimit()); // 100 requests a minute per address
  * @example
  * app.use(rateLimit({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  * router.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   return rateLimitMiddleware(KOA, options, (limiter, name) =>
     koaMiddleware((exchange) => rateLimitLifecycle(limiter, exchange), handlerOption(options.handler), name),
   );

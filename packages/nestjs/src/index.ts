@@ -5,7 +5,7 @@ export * from '@sluice/core';
 export { RateLimitException } from './exception.js';
 export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
 export { ConcurrencyLimitGuard, FleetShedGuard, UtilizationShedGuard } from './guards.js';
-export type { RateLimitOptions } from './rate-limit.js';
+export type { RateLimitGuardOptions, RateLimitOptions } from './rate-limit.js';
 export { RATE_LIMIT, RateLimit, RateLimitGuard, SKIP_RATE_LIMIT, SkipRateLimit } from './rate-limit.js';
 export type { NestRequest } from './request.js';
 export type { SluiceThrottlerStorageOptions, ThrottlerRecord } from './throttler-storage.js';

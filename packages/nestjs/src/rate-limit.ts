@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { type Decision, ErrorCode, type RateLimitControl, SluiceError } from '@sluice/core';
 import {
   type AdapterDefaults,
+  booleanOption,
   CompiledLimiters,
   type HttpExchange,
   HttpLimiter,
@@ -20,6 +21,18 @@ import { type NestRequest, nestAccess } from './request.js';
  * is your platform's request type when your functions name it (`skip: (req: Request) => …`).
  */
 export type RateLimitOptions<Req = NestRequest> = HttpLimitOptions<Req>;
+
+/** Options of `RateLimitGuard`: its global limits' options, and whether it has global limits. */
+export interface RateLimitGuardOptions<Req = NestRequest> extends RateLimitOptions<Req> {
+  /**
+   * `true`: the guard's global limits apply to every handler it guards (its `limits` or
+   * `algorithm`, or without them the default limit: 100 requests a minute per address, named
+   * `'default'`). `false`: the guard has no global limits and applies only the controllers' and
+   * handlers' `@RateLimit()`; it then takes no other option (`ERR_SLUICE_INVALID_OPTION`).
+   * @default true
+   */
+  global?: boolean;
+}
 
 type Compiled = Lifecycle<ExecutionContext, boolean>;
 
@@ -64,11 +77,14 @@ const reflector = new Reflector();
 const own = (target: Function, key: string): unknown => reflector.get(key, target);
 
 /**
- * The Nest guard applying sluice rate limits: the global limits given here (optional), then the
- * controller's and the handler's `@RateLimit()`. Refused requests throw `RateLimitException`
- * (429 or 503, the problem body, RateLimit headers and `Retry-After` set). Nest on Express or
- * Fastify; a context that is not HTTP (GraphQL, WebSockets) is refused with `ERR_SLUICE_UNSUPPORTED`
- * unless `@SkipRateLimit()` leaves it no limit to apply.
+ * The Nest guard applying sluice rate limits: the global limits given here (without `limits` or
+ * `algorithm`, the default limit: 100 requests a minute per address; `{ global: false }` for
+ * none), then the controller's and the handler's `@RateLimit()`. Refused requests throw
+ * `RateLimitException` (429 or 503, the problem body, RateLimit headers and `Retry-After` set).
+ * Nest on Express or Fastify; a context that is not HTTP (GraphQL, WebSockets) is refused with
+ * `ERR_SLUICE_UNSUPPORTED` unless `@SkipRateLimit()` leaves it no limit to apply.
+ * @example
+ * app.useGlobalGuards(new RateLimitGuard()); // 100 requests a minute per address
  * @example
  * app.useGlobalGuards(new RateLimitGuard({ name: 'burst', algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }));
  */
@@ -76,10 +92,11 @@ export class RateLimitGuard<Req = NestRequest> implements CanActivate, RateLimit
   private readonly global: Compiled | undefined;
   private readonly limiter: HttpLimiter<Req> | undefined;
 
-  constructor(options?: RateLimitOptions<Req>) {
-    const own = options === undefined ? undefined : compile('RateLimitGuard', options);
-    this.global = own?.run;
-    this.limiter = own?.limiter;
+  constructor(options: RateLimitGuardOptions<Req> = {}) {
+    const own = globalOptions(options);
+    const compiled = own === undefined ? undefined : compile('RateLimitGuard', own);
+    this.global = compiled?.run;
+    this.limiter = compiled?.limiter;
   }
 
   /** What the guard's global limits hold for this request, without consuming (see `RateLimitControl`). */
@@ -126,10 +143,29 @@ export class RateLimitGuard<Req = NestRequest> implements CanActivate, RateLimit
   }
 }
 
+/** The guard's global limits' options; `undefined` with `global: false`, which takes nothing else. */
+function globalOptions<Req>(options: RateLimitGuardOptions<Req>): RateLimitOptions<Req> | undefined {
+  // Anything but an object is left to the limiter's own error.
+  if (options === null || typeof options !== 'object') return options as RateLimitOptions<Req>;
+  const { global, ...own } = options;
+  if (booleanOption('global', global ?? true)) return own;
+  const stray = Object.keys(own).filter((option) => own[option as keyof typeof own] !== undefined);
+  if (stray.length > 0) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `RateLimitGuard: global: false has no global limits, so ${stray.join(', ')} would never be used; give ${stray.length === 1 ? 'it' : 'them'} to @RateLimit(), or drop global: false`,
+      { option: 'global', value: global },
+    );
+  }
+  return undefined;
+}
+
 function noGlobal(): Promise<never> {
   return Promise.reject(
-    new SluiceError(ErrorCode.MISSING_OPTION, 'this RateLimitGuard was made without global limits to read', {
-      option: 'options',
-    }),
+    new SluiceError(
+      ErrorCode.MISSING_OPTION,
+      'this RateLimitGuard was made with global: false, without global limits to read',
+      { option: 'global' },
+    ),
   );
 }

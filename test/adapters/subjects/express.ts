@@ -52,7 +52,11 @@ export function expressSubject(name: string, create: ExpressFactory): Subject {
           return options ? [expressGuards[name](withHandler(options as Options) as never)] : [];
         });
       for (const guard of guards(spec.guards)) app.use(guard);
-      const global = spec.options === undefined ? undefined : rateLimit(withHandler(spec.options));
+      const global = spec.defaults
+        ? rateLimit()
+        : spec.options === undefined
+          ? undefined
+          : rateLimit(withHandler(spec.options));
       if (global !== undefined) app.use(global);
       for (const route of spec.routes) {
         const own = route.limit ? rateLimit(withHandler(route.limit)) : undefined;

@@ -54,7 +54,13 @@ export const fastifySubject: Subject = {
           return [[name, options === false ? false : { ...options, ...handler }]];
         }),
       );
-    await app.register(sluice, { ...(spec.options ?? {}), ...guards(spec.guards), ...handler });
+    if (spec.defaults) await app.register(sluice);
+    else
+      await app.register(sluice, {
+        ...(spec.options ?? { global: false }),
+        ...guards(spec.guards),
+        ...handler,
+      });
     for (const route of spec.routes) {
       app.route({
         method: route.method,

@@ -98,8 +98,9 @@ export const honoSubject: Subject = {
         return [honoGuards[name](onNodeRequest({ ...own, ...handler }) as never)];
       });
     for (const guard of guards(spec.guards)) app.use(guard);
-    const global =
-      spec.options === undefined
+    const global = spec.defaults
+      ? sluiceHono.rateLimit()
+      : spec.options === undefined
         ? undefined
         : sluiceHono.rateLimit(onNodeRequest({ ...spec.options, ...access, ...handler }));
     if (global !== undefined) app.use(global);

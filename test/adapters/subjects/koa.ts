@@ -59,8 +59,11 @@ export const koaSubject: Subject = {
       }
     });
     for (const guard of guards(spec.guards)) app.use(guard);
-    const global =
-      spec.options === undefined ? undefined : sluiceKoa.rateLimit({ ...spec.options, ...handler });
+    const global = spec.defaults
+      ? sluiceKoa.rateLimit()
+      : spec.options === undefined
+        ? undefined
+        : sluiceKoa.rateLimit({ ...spec.options, ...handler });
     if (global !== undefined) app.use(global);
     const router = new Router();
     for (const route of spec.routes) {

@@ -68,7 +68,9 @@ export function nestSubject(platform: 'express' | 'fastify'): Subject {
           return options ? [nestGuards[name](options)] : [];
         });
       // Always registered: it applies the routes' @RateLimit() too, with or without global limits.
-      const limits = new sluiceNest.RateLimitGuard(spec.options as never);
+      const limits = spec.defaults
+        ? new sluiceNest.RateLimitGuard()
+        : new sluiceNest.RateLimitGuard((spec.options ?? { global: false }) as never);
       class Routes {}
       const prototype = Routes.prototype as unknown as Record<string, unknown>;
       spec.routes.forEach((route, i) => {

@@ -111,6 +111,40 @@ describe('a missing algorithm', () => {
   });
 });
 
+describe('the default limit, for options that give none (issue 25 §3)', () => {
+  // A clock that stands still at a minute's start: every check falls in one window.
+  const store = () => new MemoryStore({ clock: () => Date.UTC(2026, 0, 1, 12, 0, 0) });
+  /** The decisions of `n` requests of `req`. */
+  const run = async (made: HttpLimiter<Req>, req: Req, n: number) => {
+    const decisions = [];
+    for (let i = 0; i < n; i++) decisions.push(await made.evaluate(req));
+    return decisions;
+  };
+
+  it('no limits, no algorithm, no name: 100 a minute per address (slidingWindowCounter), named default', async () => {
+    const made = limiter({ store: store() });
+    expect(made.limiter!.limits.map((limit) => [limit.name, limit.algorithm.kind])).toEqual([
+      ['default', 'sliding-window-counter'],
+    ]);
+    expect(made.limiter!.limits[0]!.algorithm.params).toEqual(
+      slidingWindowCounter({ limit: 100, window: '1m' }).params,
+    );
+    const decisions = await run(made, {}, 101);
+    expect(decisions.filter((d) => d?.allowed).length).toBe(100);
+    expect(decisions[100]).toMatchObject({ allowed: false, limit: 100, policy: 'default' });
+  });
+
+  it('options without limits keep the default limit: key, enforce and block apply to it', async () => {
+    const keyed = limiter({ store: store(), key: (req) => req.user });
+    await run(keyed, { user: 'a' }, 100);
+    expect((await keyed.evaluate({ user: 'a' }))?.allowed).toBe(false);
+    expect((await keyed.evaluate({ user: 'b' }))?.allowed).toBe(true);
+    const shadow = limiter({ store: store(), enforce: false });
+    expect((await run(shadow, {}, 101)).every((d) => d?.allowed)).toBe(true);
+    expect(limiter({ block: '1m' }).limiter!.limits[0]!.block).toBeDefined();
+  });
+});
+
 describe('configuration warnings, once per process (issue 22 §3, issue 27)', () => {
   beforeEach(forgetWarnings);
 

@@ -14,6 +14,7 @@ import { Limiter, storeOption } from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
+import { DEFAULT_LIMIT_NAME, defaultAlgorithm } from './default-limit.js';
 import { byIp, type RequestAccess } from './keys.js';
 import type { HttpLimit, HttpLimitOptions, LimitKey } from './options.js';
 import { PlanCache, type PlanChanged, planCacheOptions } from './plan-cache.js';
@@ -216,11 +217,19 @@ function keyOption<Req>(i: number, key: unknown): LimitKey<Req> {
   return (key as LimitKey<Req> | undefined) ?? byIp();
 }
 
-/** The limits of the options, from `limits` or from the single-limit shorthand. */
+/**
+ * The limits of the options, from `limits` or from the single-limit shorthand; options that give
+ * neither, nor a `name`, get the default limit (`defaultAlgorithm()`, named `'default'`) with
+ * their `key`, `enforce` and `block`.
+ */
 export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLimit<Req>[] {
   if (options === null || typeof options !== 'object') return [];
   const shorthand = options.algorithm !== undefined;
+  if (!shorthand && options.limits === undefined && options.name === undefined) {
+    return [singleLimit(options, defaultAlgorithm(), DEFAULT_LIMIT_NAME)];
+  }
   if (!shorthand && options.limits === undefined) {
+    // A name says which limit was meant: its algorithm is missing, not defaulted.
     throw new SluiceError(
       ErrorCode.MISSING_OPTION,
       "a rate limit needs an algorithm: give the single-limit algorithm (with key and name), e.g. algorithm: fixedWindow({ limit: 100, window: '1m' }), or limits: [{ name, key, algorithm }, …]",
@@ -255,10 +264,19 @@ export function httpLimits<Req>(options: HttpLimitOptions<Req>): readonly HttpLi
     }
     return options.limits!;
   }
-  const limit: HttpLimit<Req> = { algorithm: options.algorithm! };
+  return [singleLimit(options, options.algorithm!, options.name)];
+}
+
+/** The single-limit shorthand's limit: `algorithm` and `name`, with the options' key, enforce and block. */
+function singleLimit<Req>(
+  options: HttpLimitOptions<Req>,
+  algorithm: HttpLimit<Req>['algorithm'],
+  name: string | undefined,
+): HttpLimit<Req> {
+  const limit: HttpLimit<Req> = { algorithm };
   if (options.key !== undefined) limit.key = options.key;
   if (options.enforce !== undefined) limit.enforce = options.enforce;
   if (options.block !== undefined) limit.block = options.block;
-  if (options.name !== undefined) limit.name = options.name;
-  return [limit];
+  if (name !== undefined) limit.name = name;
+  return limit;
 }

@@ -80,21 +80,32 @@ export interface SluiceWarning {
   readonly message: string;
 }
 
-/** Options both adapters share. Resolved once, when the middleware is created. */
+/**
+ * Options every adapter shares. Resolved once, when the middleware is created. All optional:
+ * options without `limits`, `algorithm` or `name` limit each client address to 100 requests a
+ * minute (`slidingWindowCounter({ limit: 100, window: '1m' })`, named `'default'`).
+ */
 export interface HttpLimitOptions<Req> {
   /**
    * Several limits checked together in one store call, all-or-nothing: every limit admits and
    * consumes, or none does. Use either `limits`, or the single-limit shorthand `algorithm` (with
    * optional `key` and `name`).
+   * @default one limit, `{ name: 'default', key: byIp(), algorithm: slidingWindowCounter({ limit: 100, window: '1m' }) }`,
+   * when neither `limits` nor `algorithm` nor `name` is given
    * @example [{ name: 'burst', key: byIp(), algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) },
    *           { name: 'daily', key: byToken(), algorithm: slidingWindowLog({ limit: 1000, window: '1d' }) }]
    */
   limits?: readonly HttpLimit<Req>[];
-  /** Single-limit shorthand: the algorithm, or a function of the request answering one. */
+  /**
+   * Single-limit shorthand: the algorithm, or a function of the request answering one. A `name`
+   * without it is refused (`ERR_SLUICE_MISSING_OPTION`).
+   * @default `slidingWindowCounter({ limit: 100, window: '1m' })` named `'default'`, when neither
+   * `limits` nor `name` is given
+   */
   algorithm?: Algorithm | PlanFunction<Req>;
   /** Single-limit shorthand: the key. @default byIp() */
   key?: LimitKey<Req>;
-  /** Single-limit shorthand: the name. @default the algorithm's kind */
+  /** Single-limit shorthand: the name. @default the algorithm's kind (`'default'` for the default limit) */
   name?: string;
   /** Single-limit shorthand: `false` for shadow mode (see `HttpLimit.enforce`). @default true */
   enforce?: boolean;
@@ -195,7 +206,7 @@ export interface HttpLimitOptions<Req> {
   hold?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-/** The option names both adapters accept; each adapter adds its own. */
+/** The option names every adapter accepts; each adapter adds its own. */
 export const HTTP_OPTIONS = [
   'limits',
   'algorithm',
