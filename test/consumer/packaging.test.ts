@@ -5,14 +5,18 @@
  * repository), and every relative link of its README pointing at a file that exists.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { pnpm } from '../setup/built-packages.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 interface Manifest {
   name: string;
+  version: string;
   private?: boolean;
   files?: string[];
   repository?: { type?: string; url?: string; directory?: string };
@@ -62,6 +66,22 @@ describe('every public package, as the registry shows it', () => {
   }
 });
 
+describe('pnpm -r pack (issue 25 §3)', () => {
+  it('packs every public package and skips the private ones (playground, examples, bench) instead of aborting', async () => {
+    const out = await mkdtemp(join(tmpdir(), 'sluice-pack-'));
+    try {
+      await pnpm(['-r', 'pack', '--pack-destination', out], root);
+      // pnpm names a tarball @scope/name@1.2.3 as scope-name-1.2.3.tgz.
+      const expected = packages.map(
+        ({ manifest }) => `${manifest.name.replace(/^@/, '').replace('/', '-')}-${manifest.version}.tgz`,
+      );
+      expect(readdirSync(out).sort()).toEqual(expected.sort());
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 /** The adapters: packages whose entry point re-exports core (ARCHITECTURE.md's "Add an adapter"). */
 const adapters = readdirSync(join(root, 'packages')).filter((name) => {
   const index = join(root, 'packages', name, 'src', 'index.ts');
@@ -88,6 +108,22 @@ describe('the docs name every adapter (issue 28)', () => {
     const stale = docs.filter((doc) =>
       /\b(both|the two|two) adapters\b/i.test(readFileSync(join(root, doc), 'utf8')),
     );
+    expect(stale).toEqual([]);
+  });
+
+  it('no comment in the packages\' sources speaks of "both adapters" either', () => {
+    const sources = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory()
+          ? sources(join(dir, entry.name))
+          : entry.name.endsWith('.ts')
+            ? [join(dir, entry.name)]
+            : [],
+      );
+    const stale = readdirSync(join(root, 'packages'))
+      .filter((name) => existsSync(join(root, 'packages', name, 'src')))
+      .flatMap((name) => sources(join(root, 'packages', name, 'src')))
+      .filter((file) => /\b(both|the two|two) adapters\b/i.test(readFileSync(file, 'utf8')));
     expect(stale).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 /**
  * The address flood, in its own process so the heap can be measured after `global.gc()`: run with
  * `node --expose-gc --import tsx flood-runner.ts <requests> <maxKeys>`. Drives `HttpLimiter` (the
- * logic both adapters share: `byIp` keys, IPv6 grouping, one `Limiter.check` on a `MemoryStore`)
+ * logic every adapter shares: `byIp` keys, IPv6 grouping, one `Limiter.check` on a `MemoryStore`)
  * with a request object per unique client address, half IPv4 and half IPv6 (each in its own /56).
  * Every 1000 flood requests, one request comes from a fixed attacker address. Prints one JSON line.
  */

@@ -37,7 +37,7 @@ interface GuardParts<Req> {
 }
 
 /**
- * The request-to-lease logic both adapters share for the concurrency limit and the two load
+ * The request-to-lease logic every adapter shares for the concurrency limit and the two load
  * shedders, compiled once from the options: skip, key or priority, one acquire per request, the
  * failure policy, and the refusal. Adapters move its answers into their responses and release
  * admitted leases when the response ends (`takesLeases`).

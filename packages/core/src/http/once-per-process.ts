@@ -1,7 +1,7 @@
 /**
  * The configuration warnings already given in this process, by code. Kept on `globalThis` under a
  * registered symbol rather than in this module: an app that loads both builds of @sluice/core
- * (its ES module and CommonJS files, through two adapters) still hears each warning once.
+ * (its ES module and CommonJS files, through two sluice packages) still hears each warning once.
  */
 const WARNED = Symbol.for('sluice.warned');
 

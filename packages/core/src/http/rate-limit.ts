@@ -73,7 +73,7 @@ export class HttpLimiter<Req> {
   }
 
   /**
-   * A request's whole passage through the limits, the order both adapters follow: the check, then,
+   * A request's whole passage through the limits, the order every adapter follows: the check, then,
    * when the decision asks for it, the hold (delay mode). A client that leaves before the request
    * is passed on (while the store answers, or while held) gets `null`, and the units its request
    * took are given back (`Store.refund`), since it will never be served.

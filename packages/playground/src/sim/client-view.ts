@@ -1,7 +1,7 @@
 import type { Decision, HeaderFormat, ProblemDetails, ResolvedLimit } from '@sluice/core';
 import { PROBLEM_CONTENT_TYPE, RateLimitHeaders, refusal } from '@sluice/core/adapter';
 
-/** What a client receives for one decision, as the Express and Fastify adapters send it. */
+/** What a client receives for one decision, as every adapter sends it. */
 export interface ClientView {
   /** 200, or 429 / 503 for a refusal. */
   readonly status: number;
