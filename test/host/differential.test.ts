@@ -115,7 +115,9 @@ describe('HostStore gives MemoryStore’s answers', () => {
           await host.shutdown();
         }
       }),
-      { numRuns: 60 },
+      // Seeded: the coverage figures below are then facts about these traces, not luck (unseeded,
+      // a run once saw 17 blocked decisions).
+      { numRuns: 60, seed: 20_261_123 },
     );
     // The traces reached every branch.
     expect(admitted).toBeGreaterThan(500);

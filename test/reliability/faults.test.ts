@@ -266,7 +266,11 @@ describe('Redis faults under steady HTTP traffic', () => {
   }, 60_000);
 
   it('Sentinel: the primary killed (SIGKILL) and replaced by its replica', async () => {
-    sentinels = await startSentinelSet({ downAfter: 1_000, failoverTimeout: 3_000 });
+    // The outage phase must hold several TIMEOUTs (the breaker opens after one, then answers are
+    // fast) and must end before any promotion: the sentinels cannot start one until the primary
+    // has been silent for downAfter. 500 ms of outage left a loaded machine with no request both
+    // sent and answered inside it (CI, ioredis6).
+    sentinels = await startSentinelSet({ downAfter: 3_000, failoverTimeout: 3_000 });
     const set = sentinels;
     await scenario(
       'sentinel',
@@ -277,7 +281,7 @@ describe('Redis faults under steady HTTP traffic', () => {
       },
       {
         begin: () => set.primary.kill(),
-        lasts: 500,
+        lasts: 2_500,
         end: () =>
           until(
             'the sentinels to promote the replica',

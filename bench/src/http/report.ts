@@ -10,13 +10,14 @@ const FRAMEWORK_NAMES = { fastify: 'Fastify', express: 'Express' } as const;
 
 /**
  * Targets (reported, not enforced), all on server CPU per request, which moves far less with the
- * machine's other load than req/s: issue #16's for Fastify (ahead of @fastify/rate-limit by 10%
- * on the memory store and on Redis with both on their defaults, within 5% of bare), #4/#6's floor
- * for Express and its lead on Redis.
+ * machine's other load than req/s: issue 24's. Fastify ahead of @fastify/rate-limit by 10% on the
+ * memory store and on Redis with both on their defaults, within 5% of bare; Express ahead of
+ * express-rate-limit by 20% on the memory store and 10% on Redis (rate-limit-redis), within 5% of
+ * bare.
  */
 const TARGETS = {
   fastify: { bare: 0.95, memoryPeer: 1.1, redisPeer: 1.1 },
-  express: { bare: 0.97, memoryPeer: undefined, redisPeer: 1 },
+  express: { bare: 0.95, memoryPeer: 1.2, redisPeer: 1.1 },
 } as const;
 
 const percent = (x: number) => `${Math.round(x * 100)}%`;
@@ -59,13 +60,9 @@ function verdicts(rows: readonly HttpRow[]): Verdict[] {
     const redis = row(`${framework}:sluice:redis`);
     if (redis !== undefined)
       out.push({
-        target: `HTTP: ${name} + sluice ÷ ${peer} ${targets.redisPeer === 1 ? '> 1' : `≥ ${targets.redisPeer}×`}, Redis, defaults on both (server CPU per request)`,
+        target: `HTTP: ${name} + sluice ÷ ${peer} ≥ ${targets.redisPeer}×, Redis, defaults on both (server CPU per request)`,
         met:
-          valid(redis) && valid(row(redis.rival!))
-            ? targets.redisPeer === 1
-              ? redis.cpuRatioToRival > 1
-              : redis.cpuRatioToRival >= targets.redisPeer
-            : undefined,
+          valid(redis) && valid(row(redis.rival!)) ? redis.cpuRatioToRival >= targets.redisPeer : undefined,
         figure: valid(redis) ? versus(redis) : 'invalid',
       });
     // Issue 13: local-first decisions should cost about what the memory store costs: ≥ 0.9× bare

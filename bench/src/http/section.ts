@@ -7,6 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
+import type { Cores } from '../lib/pinning.js';
 import { startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median } from '../lib/stats.js';
 import type { Section, Verdict } from '../report/markdown.js';
@@ -91,6 +92,8 @@ export interface HttpSettings {
   readonly quick: boolean;
   /** Only these subjects (`focus.ts`); their bare apps are added. */
   readonly ids?: readonly string[];
+  /** Pinning (lib/pinning.ts): servers under test on `subject`, redis-server beside the generator. */
+  readonly cores?: Cores | undefined;
 }
 
 /** redis-server's CPU time so far (`INFO cpu`, user + system), µs. */
@@ -113,7 +116,7 @@ export async function http(
       (settings.ids === undefined ||
         settings.ids.some((id) => id === s.id || bareOf(httpSubject(id)) === s.id)),
   );
-  const redis = haveRedis ? await startRedis() : undefined;
+  const redis = haveRedis ? await startRedis(settings.cores?.generator) : undefined;
   const probe = redis === undefined ? undefined : new Redis({ host: '127.0.0.1', port: redis.port });
   const redisCpu = (s: HttpSubject) =>
     usesRedis(s) && probe !== undefined ? () => redisCpuMicros(probe) : undefined;
@@ -137,7 +140,9 @@ export async function http(
         // Two at a time (one per core): startup is mostly loading modules.
         for (let i = 0; i < order.length; i += 2) {
           const pair = order.slice(i, i + 2);
-          const started = await Promise.allSettled(pair.map((s) => startServer(s.id, redis?.port)));
+          const started = await Promise.allSettled(
+            pair.map((s) => startServer(s.id, redis?.port, [], settings.cores?.subject)),
+          );
           // Keep every server that started, so `finally` stops it even when its pair failed.
           for (const [j, outcome] of started.entries())
             if (outcome.status === 'fulfilled') servers.set(pair[j]!.id, outcome.value);

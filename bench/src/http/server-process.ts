@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { pin } from '../lib/pinning.js';
 import type { FromServer } from './server.js';
 
 const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
@@ -43,16 +44,19 @@ function next<T extends FromServer['type']>(
   });
 }
 
-/** Forks `server.ts <id>` (through tsx) and waits until it listens. */
+/** Forks `server.ts <id>` (through tsx) and waits until it listens; pinned to `cpus` when given. */
 export async function startServer(
   id: string,
   redisPort: number | undefined,
   nodeFlags: readonly string[] = [],
+  cpus?: string,
 ): Promise<ServerProcess> {
   const child = fork(SERVER, [id, ...(redisPort === undefined ? [] : [`--redis-port=${redisPort}`])], {
     execArgv: [...nodeFlags, '--import', 'tsx'],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
+  // Before it starts its threads' work: every thread it has or makes runs on `cpus`.
+  if (cpus !== undefined && child.pid !== undefined) pin(child.pid, cpus);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let ready: Extract<FromServer, { type: 'ready' }>;
   try {

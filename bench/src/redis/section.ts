@@ -12,6 +12,7 @@ import type { Options as ErlOptions } from 'express-rate-limit';
 import { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
+import type { Cores } from '../lib/pinning.js';
 import { startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median } from '../lib/stats.js';
 import { type Section, table } from '../report/markdown.js';
@@ -168,6 +169,14 @@ export function subjects(RedisStore: RedisStoreCtor | undefined): RedisSubject[]
       ),
       sluice(
         RedisStore,
+        'sluice:fixed-window',
+        'sluice fixed-window',
+        `fixedWindow({ limit: ${HIGH}, window: ${HOUR} }) (rate-limit-redis's algorithm)`,
+        (store) => new Limiter({ algorithm: fixedWindow({ limit: HIGH, window: HOUR }), store }),
+        key,
+      ),
+      sluice(
+        RedisStore,
         'sluice:sliding-window-log',
         'sluice sliding-window-log',
         `slidingWindowLog({ limit: ${HIGH}, window: 1000 })`,
@@ -305,7 +314,7 @@ export async function drive(op: RedisOp, ms: number): Promise<number> {
 }
 
 export async function redis(
-  settings: { ms: number; rounds: number },
+  settings: { ms: number; rounds: number; cores?: Cores | undefined },
   log: (line: string) => void,
 ): Promise<Section<RedisResult>> {
   let RedisStore: RedisStoreCtor | undefined;
@@ -319,7 +328,8 @@ export async function redis(
     log('  @sluice/redis exports no RedisStore (build it first): sluice rows not yet available');
   if (spawnSync('redis-server', ['--version']).error !== undefined)
     return { status: 'skipped', reason: 'redis-server is not installed' };
-  const server = await startRedis();
+  // The client (this process) is what is measured: redis-server gets the other core.
+  const server = await startRedis(settings.cores?.subject);
   const rows: RedisResult['rows'][number][] = [];
   try {
     for (const pipelining of [false, true]) {
