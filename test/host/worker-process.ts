@@ -4,14 +4,7 @@
  * Nothing is mocked: each worker is a separate Node process with its own LMDB handle.
  */
 import { writeFileSync } from 'node:fs';
-import {
-  type Algorithm,
-  type AlgorithmKind,
-  ConcurrencyLimiter,
-  type Lease,
-  type LimitDefinition,
-  Limiter,
-} from '@sluice/core';
+import { ConcurrencyLimiter, type Lease, type LimitDefinition, Limiter } from '@sluice/core';
 import { HostStore } from '@sluice/host';
 import { StateDb } from '@sluice/host/state';
 import { hostKeys } from '../../packages/host/src/host-keys.js';
