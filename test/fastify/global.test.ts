@@ -36,6 +36,40 @@ describe('@sluice/fastify: global', () => {
     ]);
   });
 
+  it('regression (firstrun review): under global, a route config with only a key re-keys the plugin limits for that route (it was ignored in silence); a name alone is refused', async () => {
+    app = Fastify();
+    await app.register(sluice, {
+      store: store(),
+      algorithm: fixedWindow({ limit: 2, window: '1m' }),
+      name: 'api',
+      key: () => 'everyone',
+    });
+    app.get('/', async () => 'ok');
+    // Per tenant on this route: the header names the tenant's own count, not everyone's.
+    app.get(
+      '/tenant',
+      { config: { rateLimit: { key: (req) => String(req.headers['x-tenant']) } } },
+      async () => 'ok',
+    );
+    const statuses = async (url: string, tenant: string, n: number) => {
+      const out = [];
+      for (let i = 0; i < n; i++)
+        out.push((await app!.inject({ url, headers: { 'x-tenant': tenant } })).statusCode);
+      return out;
+    };
+    expect(await statuses('/tenant', 'a', 3)).toEqual([200, 200, 429]);
+    expect(await statuses('/tenant', 'b', 2)).toEqual([200, 200]);
+    // The plugin's own key still counts everyone elsewhere, apart from the tenants' counts.
+    expect(await statuses('/', 'a', 3)).toEqual([200, 200, 429]);
+    const named = Fastify();
+    await named.register(sluice, { store: store() });
+    // Refused as the route is declared.
+    expect(() => named.get('/', { config: { rateLimit: { name: 'nameless' } } }, async () => 'ok')).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_MISSING_OPTION' }),
+    );
+    await named.close();
+  });
+
   it('false: only routes with their own config are limited; `{}` and a key alone get the default limit', async () => {
     app = Fastify();
     await app.register(sluice, { global: false, store: store() });

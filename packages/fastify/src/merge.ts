@@ -21,6 +21,15 @@ function hasLimits(options: SluiceOptions): boolean {
   return options.limits !== undefined || options.algorithm !== undefined;
 }
 
+/** A route's key, enforce and block, when it gives any without limits of its own. */
+function overrides(route: SluiceOptions): Partial<HttpLimit<FastifyRequest>> | undefined {
+  const own: Partial<HttpLimit<FastifyRequest>> = {};
+  if (route.key !== undefined) own.key = route.key;
+  if (route.enforce !== undefined) own.enforce = route.enforce;
+  if (route.block !== undefined) own.block = route.block;
+  return Object.keys(own).length === 0 ? undefined : own;
+}
+
 /** The options without the limit fields, which `merge` combines by name instead. */
 function settings(options: SluiceOptions): SluiceOptions {
   const rest: Record<string, unknown> = { ...options };
@@ -42,7 +51,16 @@ export function mergeRouteOptions(
 ): SluiceOptions {
   const base: Limits = everywhere ? httpLimits(global) : [];
   if (base.length === 0 && !hasLimits(route)) return { ...settings(global), ...route };
-  const extra: Limits = hasLimits(route) ? httpLimits(route) : [];
+  if (!hasLimits(route)) {
+    // A name alone says a limit was meant without its algorithm: refused (httpLimits), not ignored.
+    if (route.name !== undefined) httpLimits(route);
+    // A key, enforce or block alone re-keys (re-flags) the plugin's limits on this route, as a
+    // route's keyGenerator does in @fastify/rate-limit; ignoring it would limit by the wrong key.
+    const own = overrides(route);
+    const limits = own === undefined ? base : base.map((limit) => ({ ...limit, ...own }));
+    return { ...settings(global), ...settings(route), limits };
+  }
+  const extra: Limits = httpLimits(route);
   const replacing = new Map(extra.map((limit) => [nameOf(limit), limit]));
   const limits = base.map((limit) => replacing.get(nameOf(limit)) ?? limit);
   const kept = new Set(base.map(nameOf));
