@@ -3,8 +3,8 @@ import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { forgetWarnings } from '../setup/process-warnings.js';
 
-// Hono off Node (Bun, Deno, Workers): no Node response under the Context. `app.request()` runs
-// the app in process with no bindings, as those runtimes do.
+// Hono without @hono/node-server: no Node response under the Context, as on Bun, Deno and Workers.
+// `app.request()` runs the app in process with no bindings. (The real runtimes: test/hono/runtimes/.)
 describe('@sluice/hono without @hono/node-server', () => {
   it('gives a lease back once the handlers after it have returned', async () => {
     let open!: () => void;
@@ -28,7 +28,7 @@ describe('@sluice/hono without @hono/node-server', () => {
     for (let i = 0; i < 3; i++) expect((await app.request('/')).status).toBe(200);
   });
 
-  it('byIp() has no address by default (the limit is skipped, SLUICE_NO_CLIENT_ADDRESS said once); `address` supplies it', async () => {
+  it('byIp() finds no address without a socket (app.request() on Node): the limit is skipped, SLUICE_NO_CLIENT_ADDRESS said once, a client-sent CF-Connecting-IP not believed off Workers; `address` supplies it', async () => {
     forgetWarnings();
     const unaddressed: string[] = [];
     const unlimited = new Hono();
@@ -41,7 +41,8 @@ describe('@sluice/hono without @hono/node-server', () => {
     );
     unlimited.get('/', (c) => c.text('ok'));
     for (let i = 0; i < 2; i++) {
-      const reply = await unlimited.request('/');
+      // Only Cloudflare's edge sets this header; on Node any client can send it.
+      const reply = await unlimited.request('/', { headers: { 'cf-connecting-ip': '203.0.113.1' } });
       expect([reply.status, reply.headers.get('ratelimit')]).toEqual([200, null]);
     }
     expect(unaddressed).toEqual(['SLUICE_NO_CLIENT_ADDRESS']);

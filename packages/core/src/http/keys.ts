@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '@noble/hashes/sha2';
+import { base64url } from '../base64url.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import { assertKnownOptions, integerOption } from '../validate.js';
 import { clientAddress } from './ip.js';
@@ -63,9 +64,10 @@ export interface ByIpOptions {
  * client behind the proxy would share one limit), and once when the app trusts every proxy (any
  * client can pick its own address).
  *
- * A request without a client address (a server on a Unix socket, Hono off Node without its
- * `address` option, a proxy forwarding text that is no address) is not limited by it, and the
- * first one in the process is reported (`SLUICE_NO_CLIENT_ADDRESS`): unlike a request without a
+ * A request without a client address (a server on a Unix socket, Hono where the runtime gives
+ * none, such as `app.request()` or workerd outside Cloudflare, without its `address` option, a
+ * proxy forwarding text that is no address) is not limited by it, and the first one in the
+ * process is reported (`SLUICE_NO_CLIENT_ADDRESS`): unlike a request without a
  * token for `byToken()`, this is a configuration to fix, never an intended skip.
  * @example byIp({ ipv6Subnet: 64 })
  */
@@ -103,7 +105,7 @@ export function byIp(options: ByIpOptions = {}): AnyKey {
       warnedNone = true;
       access.warn(
         'SLUICE_NO_CLIENT_ADDRESS',
-        `byIp() found no client address on a request (the framework gave ${shown(ip)}), so its limit did not apply, as for every request without one. Give the framework the address: on Hono off Node, the address option; behind a proxy, trust it so that the framework reads the address it forwards (on a Unix socket the connection has none). Or key those requests otherwise (byToken(), your own key)`,
+        `byIp() found no client address on a request (the framework gave ${shown(ip)}), so its limit did not apply, as for every request without one. Give the framework the address: on Hono where the runtime gives none, the address option; behind a proxy, trust it so that the framework reads the address it forwards (on a Unix socket the connection has none). Or key those requests otherwise (byToken(), your own key)`,
       );
     }
     return undefined;
@@ -135,8 +137,14 @@ export interface ByTokenOptions {
 const OWS = /^[ \t]+|[ \t]+$/g;
 const SEPARATOR = /[ \t]/;
 
-/** SHA-256, 128 bits kept, base64url: a store key that never shows the secret. */
-const digest = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 22);
+const UTF8 = new TextEncoder();
+
+/**
+ * SHA-256, 128 bits kept, base64url: a store key that never shows the secret. Synchronous on
+ * every runtime (Web Crypto's `digest` is asynchronous, `node:crypto` is Node's), and the same
+ * text as `createHash('sha256')` gave, so the keys already stored still count.
+ */
+const digest = (text: string) => base64url(sha256(UTF8.encode(text))).slice(0, 22);
 
 /**
  * The caller's bearer token or API key. The secret is hashed (SHA-256, 128 bits kept) before it

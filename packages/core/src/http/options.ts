@@ -201,7 +201,7 @@ export interface HttpLimitOptions<Req> {
   /**
    * How a request is held in `'delay'` mode: resolve after `ms`, reject when `signal` aborts (the
    * client disconnected). Replace it to use fake timers in tests.
-   * @default `setTimeout` from `node:timers/promises`
+   * @default a timer (the global `setTimeout`), cleared when `signal` aborts
    */
   hold?: (ms: number, signal: AbortSignal) => Promise<void>;
 }

@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Algorithm } from '../algorithm.js';
 import { parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
 import { MemoryStore } from '../memory-store.js';
+import { sleep } from '../sleep.js';
 import type { Store } from '../store.js';
 import {
   assertKnownOptions,
@@ -108,7 +108,7 @@ export function rateLimitSettings<Req>(
     oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
   const reporter = new Reporter(options, defaults);
   const hooks = new DecisionHooks(options, set.limits, (error, req: Req) => reporter.error(error, req));
-  const hold = functionOption('hold', options.hold) ?? ((ms, signal) => sleep(ms, undefined, { signal }));
+  const hold = functionOption('hold', options.hold) ?? sleep;
   return {
     options,
     store,

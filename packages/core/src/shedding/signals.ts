@@ -1,20 +1,22 @@
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { type Duration, parseDuration } from '../duration.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import { assertKnownOptions, integerOption } from '../validate.js';
+import { eventLoopDelayHistogram, eventLoopUtilization } from './node-event-loop.js';
 
 /**
  * The default utilization signal: the share of time the event loop was busy (not waiting for
  * I/O) since the previous call, 0–1. Called once per sampling interval, that is the utilization
- * over the last interval. Nothing to close.
+ * over the last interval. Nothing to close. Node only (`performance.eventLoopUtilization()`):
+ * elsewhere a coded error (`ERR_SLUICE_UNSUPPORTED`) rather than a signal that never rises.
  */
 export function eventLoopUtilizationSignal(): () => number {
-  let last = performance.eventLoopUtilization();
+  const utilization = eventLoopUtilization();
+  let last = utilization();
   return () => {
-    const current = performance.eventLoopUtilization();
-    const { utilization } = performance.eventLoopUtilization(current, last);
+    const current = utilization();
+    const share = utilization(current, last).utilization;
     last = current;
-    return utilization;
+    return share;
   };
 }
 
@@ -44,6 +46,8 @@ const DELAY_KNOWN = [
  * A signal from event-loop delay (`monitorEventLoopDelay`): the chosen percentile of the delays
  * seen since the previous call, divided by `saturated`, capped at 1. Reacts to long synchronous
  * work that utilization alone averages away. The caller owns it: `close()` it on shutdown.
+ * Node (20.16 and later: `node:perf_hooks` is reached through `process.getBuiltinModule`) and Bun
+ * only: elsewhere a coded error (`ERR_SLUICE_UNSUPPORTED`).
  * @example new UtilizationShedder({ signal: eventLoopDelaySignal({ saturated: '200ms' }) })
  */
 export function eventLoopDelaySignal(options: EventLoopDelayOptions = {}): ClosableSignal {
@@ -58,7 +62,7 @@ export function eventLoopDelaySignal(options: EventLoopDelayOptions = {}): Closa
     );
   }
   const resolution = integerOption('resolution', options.resolution ?? 10);
-  const histogram = monitorEventLoopDelay({ resolution });
+  const histogram = eventLoopDelayHistogram(resolution);
   histogram.enable();
   const signal = () => {
     const delayMs = histogram.count === 0 ? 0 : histogram.percentile(percentile) / 1e6;

@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { nameOption } from '../concurrency/common-options.js';
 import { type Decision, decide } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
@@ -105,7 +104,7 @@ export class UtilizationShedder {
   private current: ControllerState;
   private probabilities: number[];
   private last: number | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: UtilizationShedderOptions = {}) {
     assertKnownOptions('UtilizationShedder', options, KNOWN);
@@ -145,7 +144,8 @@ export class UtilizationShedder {
     this.probabilities = dropProbabilities(this.current, this.params);
     if (booleanOption('timer', options.timer ?? true)) {
       this.timer = setInterval(() => this.sample(), this.interval);
-      this.timer.unref();
+      // Node's and Bun's timers can be unref'd (the process may exit); Deno's and Workers' are numbers.
+      (this.timer as { unref?: () => void }).unref?.();
     }
   }
 

@@ -1,0 +1,3 @@
+import { describeRuntime } from './suite.js';
+
+describeRuntime('workerd');
