@@ -5,7 +5,7 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 /**
  * The page imports @sluice/core from its TypeScript sources (as the tests do: no build of core
- * first), and core's Node built-ins from browser stand-ins (src/page/node-shims.ts).
+ * first). Core imports no Node built-in, so the browser needs no stand-ins.
  */
 export default defineConfig({
   root: here('.'),
@@ -14,7 +14,6 @@ export default defineConfig({
     alias: [
       { find: /^@sluice\/core$/, replacement: here('../core/src/index.ts') },
       { find: /^@sluice\/core\/adapter$/, replacement: here('../core/src/adapter.ts') },
-      { find: /^node:(crypto|perf_hooks|timers\/promises)$/, replacement: here('src/page/node-shims.ts') },
     ],
   },
   build: { target: 'es2022', outDir: 'dist', emptyOutDir: true },
