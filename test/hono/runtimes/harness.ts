@@ -38,19 +38,25 @@ export function readmeExample(): string {
   return block.code;
 }
 
-/** Routes `/ready`, `/checks/*` (the behaviour checks) and the rest (the README's example). */
-const ROUTER = `import checks from './checks-app.ts';
+/**
+ * Routes `/ready`, `/checks/*` (the behaviour checks), `/redis/*` (RedisStore, where the runtime
+ * has TCP) and the rest (the README's example).
+ */
+const router = (redis: boolean) => `import checks from './checks-app.ts';
 import readme from './readme-example.ts';
-
+${redis ? "import redis from './redis-app.ts';\n" : ''}
 type Fetch = (request: Request, env?: unknown, ctx?: unknown) => Response | Promise<Response>;
 
 export const route: Fetch = (request, env, ctx) => {
   const path = new URL(request.url).pathname;
   if (path === '/ready') return new Response('ready');
-  const app = path.startsWith('/checks/') ? checks : readme;
+  const app = path.startsWith('/checks/') ? checks : ${redis ? "path.startsWith('/redis/') ? redis : " : ''}readme;
   return (app.fetch as Fetch)(request, env, ctx);
 };
 `;
+
+/** The runtimes where `RedisStore` runs: their `node:net` carries ioredis. */
+export const WITH_TCP: readonly Runtime[] = ['bun', 'deno'];
 
 /** Each runtime's entry: how it serves `route` on the loopback port. */
 const ENTRY: Record<Runtime, string> = {
@@ -78,13 +84,20 @@ export interface RuntimeApp {
 
 /** The app's directory: the files above, and node_modules links to the built packages. */
 function appDirectory(dir: string, runtime: Runtime): void {
+  const redis = WITH_TCP.includes(runtime);
+  const link = (name: string, target: string) => symlinkSync(target, join(dir, 'node_modules', name), 'dir');
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`);
   mkdirSync(join(dir, 'node_modules', '@sluice'), { recursive: true });
-  symlinkSync(join(root, 'packages', 'hono'), join(dir, 'node_modules', '@sluice', 'hono'), 'dir');
-  symlinkSync(realpathSync(join(root, 'node_modules', 'hono')), join(dir, 'node_modules', 'hono'), 'dir');
+  link('@sluice/hono', join(root, 'packages', 'hono'));
+  link('hono', realpathSync(join(root, 'node_modules', 'hono')));
+  if (redis) {
+    link('@sluice/redis', join(root, 'packages', 'redis'));
+    link('ioredis', realpathSync(join(root, 'node_modules', 'ioredis')));
+    copyFileSync(join(import.meta.dirname, 'redis-app.ts'), join(dir, 'redis-app.ts'));
+  }
   writeFileSync(join(dir, 'readme-example.ts'), `${readmeExample()}\n`);
   copyFileSync(join(import.meta.dirname, 'checks-app.ts'), join(dir, 'checks-app.ts'));
-  writeFileSync(join(dir, 'router.ts'), ROUTER);
+  writeFileSync(join(dir, 'router.ts'), router(redis));
   writeFileSync(join(dir, 'server.ts'), ENTRY[runtime]);
 }
 
@@ -151,6 +164,8 @@ function command(runtime: Runtime, dir: string, port: number): { args: string[];
         // Its port, and the test's gate server (checks-app.ts), on loopback only.
         '--allow-net=127.0.0.1',
         '--allow-read',
+        // ioredis' dependency `debug` reads the environment when it loads.
+        '--allow-env',
         '--host',
         '127.0.0.1',
         '--port',
@@ -172,9 +187,15 @@ function exited(child: ChildProcess): Promise<void> {
 /** How long a runtime may take to answer its first request: generous, for a loaded machine. */
 const START_TIMEOUT_MS = 60_000;
 
-/** Starts `runtime` on a free loopback port serving the app, and waits until it answers. */
-export async function serveOnRuntime(runtime: Runtime): Promise<RuntimeApp> {
-  await ensureBuilt(['core', 'hono']);
+/**
+ * Starts `runtime` on a free loopback port serving the app, and waits until it answers. `redis`:
+ * where `/redis/` finds its redis-server, and the key prefix it owns there.
+ */
+export async function serveOnRuntime(
+  runtime: Runtime,
+  redis: { port: number; prefix: string },
+): Promise<RuntimeApp> {
+  await ensureBuilt(['core', 'redis', 'hono']);
   const dir = await mkdtemp(join(tmpdir(), `sluice-${runtime}-`));
   appDirectory(dir, runtime);
   if (runtime === 'workerd') await bundleWorker(dir);
@@ -182,7 +203,7 @@ export async function serveOnRuntime(runtime: Runtime): Promise<RuntimeApp> {
   const { args, env } = command(runtime, dir, port);
   const child = spawn(executable(runtime), args, {
     cwd: dir,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...env, REDIS_PORT: String(redis.port), REDIS_PREFIX: redis.prefix },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -3,10 +3,13 @@
  * as written limits by the default client address, and the adapter's behaviour checks (headers,
  * the problem body, a concurrency lease given back after the handler) hold, on the memory store.
  */
+
+import { randomUUID } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Runtime, type RuntimeApp, serveOnRuntime } from './harness.js';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type Runtime, type RuntimeApp, serveOnRuntime, WITH_TCP } from './harness.js';
 
 interface Reply {
   readonly status: number;
@@ -77,11 +80,12 @@ async function clearOfMinuteTurn(): Promise<void> {
 export function describeRuntime(runtime: Runtime): void {
   describe(`@sluice/hono on ${runtime} (the built package, over HTTP)`, () => {
     let app!: RuntimeApp;
+    const prefix = `runtime-${runtime}-${randomUUID()}:`;
     const send = (path: string, from?: string | null, headers?: Record<string, string>) =>
       get(app, runtime, path, from, headers);
 
     beforeAll(async () => {
-      app = await serveOnRuntime(runtime);
+      app = await serveOnRuntime(runtime, { port: inject('redisPort'), prefix });
     }, START_MS);
     afterAll(async () => {
       await app?.stop();
@@ -177,6 +181,33 @@ export function describeRuntime(runtime: Runtime): void {
       }[runtime];
       expect(JSON.parse((await send('/checks/signals')).body)).toEqual(expected);
     });
+
+    if (WITH_TCP.includes(runtime)) {
+      it("limits on RedisStore through the runtime's own TCP (ioredis), the state in Redis", async () => {
+        const replies = [
+          await send('/redis/limited'),
+          await send('/redis/limited'),
+          await send('/redis/limited'),
+        ];
+        expect(replies.map((r) => [r.status, r.headers.ratelimit?.replace(/;t=\d+$/, '')])).toEqual([
+          [200, '"redis";r=1'],
+          [200, '"redis";r=0'],
+          [429, '"redis";r=0'],
+        ]);
+        expect((await send('/redis/limited', B)).status).toBe(200);
+        // Decided in Redis, not by a failure policy's local answer: the two clients' states are there.
+        const redis = new Redis({ port: inject('redisPort'), lazyConnect: true });
+        try {
+          await redis.connect();
+          expect((await redis.keys(`${prefix}*`)).sort()).toEqual([
+            expect.stringContaining(`{ip:${A}}`),
+            expect.stringContaining(`{ip:${B}}`),
+          ]);
+        } finally {
+          redis.disconnect();
+        }
+      });
+    }
 
     if (runtime === 'workerd') {
       it('without CF-Connecting-IP (workerd outside Cloudflare) nothing is limited, and SLUICE_NO_CLIENT_ADDRESS is said once', async () => {
