@@ -30,6 +30,10 @@ app.use(
 );
 app.get('/limited', (c) => c.json({ remaining: c.get('rateLimit')?.remaining ?? null }));
 
+// No options at all: the default limit, per client address (issue 25 §3).
+app.use('/default', rateLimit());
+app.get('/default', (c) => c.text('ok'));
+
 // One request in flight per client address.
 app.use('/lease/*', concurrencyLimit({ limit: 1, onWarning: (warning) => warnings.push(warning.code) }));
 // Held until the test's gate server answers: the wait is real I/O, since workerd cancels a request

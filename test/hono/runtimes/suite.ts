@@ -138,6 +138,15 @@ export function describeRuntime(runtime: Runtime): void {
       expect((await send('/checks/limited', B)).status).toBe(200);
     });
 
+    it('rateLimit() with no options limits by the default address (100 a minute)', async () => {
+      const reply = await send('/checks/default');
+      expect([reply.status, reply.headers.ratelimit?.replace(/;t=\d+$/, '')]).toEqual([
+        200,
+        '"default";r=99',
+      ]);
+      expect(reply.headers['ratelimit-policy']).toBe('"default";q=100;w=60');
+    });
+
     it('holds a concurrency lease while the handler runs and gives it back once it has returned', async () => {
       // The held handler fetches this gate, which answers when the test opens it.
       let entered!: () => void;
