@@ -3,8 +3,9 @@
  * installs it): Bun, Deno and workerd, Cloudflare's Workers runtime, each installed from npm
  * (devDependencies `bun`, `deno`, `workerd`). The app is put together in a directory of its own
  * outside the workspace (no tsconfig paths reach it), whose node_modules links `@sluice/hono`
- * and `hono`: the README's example as written at `/`, the behaviour checks (checks-app.ts) under
- * `/checks/`, and `/ready` for the start-up. One runtime process per test file.
+ * and `hono` (and on Bun and Deno `@sluice/redis` and `ioredis`): the README's example as written
+ * at `/`, the behaviour checks (checks-app.ts) under `/checks/`, RedisStore (redis-app.ts) under
+ * `/redis/` on Bun and Deno, and `/ready` for the start-up. One runtime process per test file.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
