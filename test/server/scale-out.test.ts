@@ -6,6 +6,13 @@ import { type ServerProcess, spawnServer, tempDir } from './harness.js';
 
 const NOW = 1_700_000_000_000;
 const keys = Array.from({ length: 10_000 }, (_, i) => `user:${i}`);
+/**
+ * Placement is under test, not failure handling: a call that outlived the default 100 ms on a
+ * loaded machine was decided by the default 'local' policy, in process, and its key was then found
+ * on no server (CI-like run at load 6). 'deny' with a long timeout: a slow call waits, and a failed
+ * one would show as a refusal, never as a placement.
+ */
+const PATIENT = { timeout: 5_000, failurePolicy: 'deny' } as const;
 const named = (names: readonly string[]) => new HashRing(names.map((name) => ({ name, node: name })));
 
 describe('HashRing (consistent hashing, 160 virtual nodes per server)', () => {
@@ -60,7 +67,7 @@ describe('ServerStore over 3 sluice-server processes', () => {
     new HashRing(cs.map((c) => ({ name: `${c.options.host}:${c.options.port}`, node: c })));
 
   it('keeps each key on the server the ring names, and only there', async () => {
-    const limiter = new Limiter({ algorithm: bucket(2), store: new ServerStore({ clients: fleet }) });
+    const limiter = new Limiter({ algorithm: bucket(2), store: new ServerStore({ clients: fleet, ...PATIENT }) });
     const ring = ringOf(fleet);
     const sample = keys.slice(0, 60);
     for (const key of sample) expect((await limiter.check(key, { now: NOW })).remaining).toBe(1);
@@ -69,7 +76,7 @@ describe('ServerStore over 3 sluice-server processes', () => {
       const owner = ring.nodeFor(key);
       used.add(owner);
       for (const client of fleet) {
-        const alone = new Limiter({ algorithm: bucket(2), store: new ServerStore({ client }) });
+        const alone = new Limiter({ algorithm: bucket(2), store: new ServerStore({ client, ...PATIENT }) });
         expect((await alone.peek(key, { now: NOW })).remaining).toBe(client === owner ? 1 : 2);
       }
     }
@@ -85,7 +92,7 @@ describe('ServerStore over 3 sluice-server processes', () => {
         { name: 'wide', algorithm: bucket(5) },
         { name: 'narrow', algorithm: bucket(1) },
       ],
-      store: new ServerStore({ clients: fleet }),
+      store: new ServerStore({ clients: fleet, ...PATIENT }),
     });
     const pair = [wide, `layer:${narrow}`];
     expect((await limiter.check(pair, { now: NOW })).allowed).toBe(true);
@@ -94,17 +101,17 @@ describe('ServerStore over 3 sluice-server processes', () => {
     // (The same limit name: a limit's name is bound into its bucket's identity.)
     const wideOnly = new Limiter({
       limits: [{ name: 'wide', algorithm: bucket(5) }],
-      store: new ServerStore({ clients: fleet }),
+      store: new ServerStore({ clients: fleet, ...PATIENT }),
     });
     expect((await wideOnly.peek(wide, { now: NOW })).remaining).toBe(4);
   });
 
   it('a 4th server takes over about a quarter of the keys, whose state starts fresh there', async () => {
     const sample = keys.slice(0, 400).map((k) => `grow:${k}`);
-    const three = new Limiter({ algorithm: bucket(1), store: new ServerStore({ clients: fleet }) });
+    const three = new Limiter({ algorithm: bucket(1), store: new ServerStore({ clients: fleet, ...PATIENT }) });
     for (const key of sample) expect((await three.check(key, { now: NOW })).allowed).toBe(true);
     const grown = [...fleet, connect(servers[3]!.port)];
-    const four = new Limiter({ algorithm: bucket(1), store: new ServerStore({ clients: grown }) });
+    const four = new Limiter({ algorithm: bucket(1), store: new ServerStore({ clients: grown, ...PATIENT }) });
     const [before, after] = [ringOf(fleet), ringOf(grown)];
     let moved = 0;
     for (const key of sample) {
