@@ -52,7 +52,7 @@ describe('HostStore options, validated at creation', () => {
     );
   });
 
-  it('a path that is a file is refused, with no word of sluice-server (its hint is the server\'s)', () => {
+  it("a path that is a file is refused, with no word of sluice-server (its hint is the server's)", () => {
     const file = join(tempPath('file'), 'data.file');
     writeFileSync(file, 'x');
     let error: unknown;

@@ -39,6 +39,9 @@ describe('sluice-server logs a clean stop', () => {
     const events = server.events();
     const stoppedWorkers = events.filter((e) => e.event === 'worker-stopped').map((e) => e.fields.worker);
     expect(stoppedWorkers.sort()).toEqual([0, 1]);
-    expect(events.at(-1)).toEqual({ event: 'stopped', fields: expect.objectContaining({ workers: 2, code: 0 }) });
+    expect(events.at(-1)).toEqual({
+      event: 'stopped',
+      fields: expect.objectContaining({ workers: 2, code: 0 }),
+    });
   });
 });

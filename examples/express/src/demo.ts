@@ -27,5 +27,7 @@ for (let i = 1; i <= 8; i++) {
 // The bucket refills 1 token a second while the burst runs: a burst slower than a second (a busy
 // machine) lets one more request through per second it took.
 const seconds = ((Date.now() - started) / 1000).toFixed(2);
-console.log(`\n${allowed} allowed, ${8 - allowed} refused, in ${seconds} s (5 at once, plus 1 per second elapsed)`);
+console.log(
+  `\n${allowed} allowed, ${8 - allowed} refused, in ${seconds} s (5 at once, plus 1 per second elapsed)`,
+);
 server.close();

@@ -96,10 +96,12 @@ async function main(): Promise<void> {
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    listening.then(() => server.close()).then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    listening
+      .then(() => server.close())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   };
   // Before 'listening' is logged: a signal sent on reading that line must find the handler, not
   // the default action (killed, LMDB not flushed). `on`, not `once`: a worker gets SIGTERM from
