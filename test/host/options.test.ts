@@ -52,6 +52,35 @@ describe('HostStore options, validated at creation', () => {
     );
   });
 
+  it("a path that is a file is refused, with no word of sluice-server (its hint is the server's)", () => {
+    const file = join(tempPath('file'), 'data.file');
+    writeFileSync(file, 'x');
+    let error: unknown;
+    try {
+      new HostStore({ path: file, logger: false });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toEqual(coded('ERR_SLUICE_INVALID_OPTION', 'path', /is not a directory/));
+    expect((error as Error).message).toContain(file);
+    expect((error as Error).message).not.toMatch(/sluice-server/);
+  });
+
+  it('a filesystem error (a path under a file) is a coded error naming the path and the OS code, the original kept', () => {
+    const file = join(tempPath('file'), 'plain');
+    writeFileSync(file, 'x');
+    const path = join(file, 'sub');
+    let error: unknown;
+    try {
+      new HostStore({ path, logger: false });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toEqual(coded('ERR_SLUICE_INVALID_OPTION', 'path', /ENOTDIR/));
+    expect((error as Error).message).toContain(path);
+    expect((error as Error).cause).toMatchObject({ code: 'ENOTDIR' });
+  });
+
   it('a path that does not exist yet is created', async () => {
     const dir = join(tempPath('parent'), 'a', 'b');
     const store = new HostStore({ path: dir, logger: false });

@@ -67,7 +67,10 @@ describe('ServerStore over 3 sluice-server processes', () => {
     new HashRing(cs.map((c) => ({ name: `${c.options.host}:${c.options.port}`, node: c })));
 
   it('keeps each key on the server the ring names, and only there', async () => {
-    const limiter = new Limiter({ algorithm: bucket(2), store: new ServerStore({ clients: fleet, ...PATIENT }) });
+    const limiter = new Limiter({
+      algorithm: bucket(2),
+      store: new ServerStore({ clients: fleet, ...PATIENT }),
+    });
     const ring = ringOf(fleet);
     const sample = keys.slice(0, 60);
     for (const key of sample) expect((await limiter.check(key, { now: NOW })).remaining).toBe(1);
@@ -108,10 +111,16 @@ describe('ServerStore over 3 sluice-server processes', () => {
 
   it('a 4th server takes over about a quarter of the keys, whose state starts fresh there', async () => {
     const sample = keys.slice(0, 400).map((k) => `grow:${k}`);
-    const three = new Limiter({ algorithm: bucket(1), store: new ServerStore({ clients: fleet, ...PATIENT }) });
+    const three = new Limiter({
+      algorithm: bucket(1),
+      store: new ServerStore({ clients: fleet, ...PATIENT }),
+    });
     for (const key of sample) expect((await three.check(key, { now: NOW })).allowed).toBe(true);
     const grown = [...fleet, connect(servers[3]!.port)];
-    const four = new Limiter({ algorithm: bucket(1), store: new ServerStore({ clients: grown, ...PATIENT }) });
+    const four = new Limiter({
+      algorithm: bucket(1),
+      store: new ServerStore({ clients: grown, ...PATIENT }),
+    });
     const [before, after] = [ringOf(fleet), ringOf(grown)];
     let moved = 0;
     for (const key of sample) {

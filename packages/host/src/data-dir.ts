@@ -12,11 +12,16 @@ const TOLERATED: readonly string[] = ['lost+found'];
 
 /**
  * Who opens an environment, for its errors: the option that names the directory (`dataDir` for
- * sluice-server, `path` for HostStore) and what the environment is called (`sluice-server`).
+ * sluice-server, `path` for HostStore), what the environment is called (`sluice-server`) and what
+ * its own former versions may have left at the path (only sluice-server has a past to explain).
  */
 export interface EnvOwner {
   readonly option: string;
   readonly name: string;
+  /** Said after "is not a directory": what a former version of this owner may have left there. */
+  readonly notDirectoryHint?: string;
+  /** Said of an LMDB environment with foreign databases: which former formats look like that. */
+  readonly foreignEnvHint?: string;
 }
 
 /** A coded error about the directory `dir` that says what was found there and what is accepted. */
@@ -39,21 +44,43 @@ export function prepareDataDir(owner: EnvOwner, dir: string): void {
   try {
     isDirectory = statSync(dir).isDirectory();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    mkdirSync(dir, { recursive: true });
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw fileSystemError(owner, dir, err);
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (mkdirErr) {
+      throw fileSystemError(owner, dir, mkdirErr);
+    }
     return;
   }
   if (!isDirectory) {
-    throw dataDirError(
-      owner,
-      dir,
-      'is not a directory (sluice-server 0.1 could leave its LMDB data file at the path itself when it had a dot in its name; that format is not read by this version)',
-    );
+    const hint = owner.notDirectoryHint === undefined ? '' : ` (${owner.notDirectoryHint})`;
+    throw dataDirError(owner, dir, `is not a directory${hint}`);
   }
-  const foreign = readdirSync(dir).filter((name) => !ENV_FILES.includes(name) && !TOLERATED.includes(name));
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (err) {
+    throw fileSystemError(owner, dir, err);
+  }
+  const foreign = names.filter((name) => !ENV_FILES.includes(name) && !TOLERATED.includes(name));
   if (foreign.length > 0) {
     const shown =
       foreign.slice(0, 5).join(', ') + (foreign.length > 5 ? `, … (${foreign.length} in all)` : '');
     throw dataDirError(owner, dir, `holds files that are not a ${owner.name} environment (${shown})`);
   }
+}
+
+/**
+ * The filesystem refused to look at or create `dir` (ENOTDIR: a parent is a file; EACCES; ELOOP,
+ * ...): a coded error about the option naming the OS error's code, the original as its cause.
+ */
+function fileSystemError(owner: EnvOwner, dir: string, err: unknown): SluiceError {
+  const code = (err as NodeJS.ErrnoException).code ?? 'unknown error';
+  const text = err instanceof Error ? err.message : String(err);
+  const detail = text.includes(code) ? text : `${code}: ${text}`;
+  return new SluiceError(
+    ErrorCode.INVALID_OPTION,
+    `${owner.option} ${dir} cannot be opened or created as a directory (${detail}); give a directory this process can create or open`,
+    { option: owner.option, value: dir, cause: err },
+  );
 }

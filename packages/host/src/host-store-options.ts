@@ -17,7 +17,8 @@ export interface HostStoreOptions {
   /**
    * The directory of the LMDB environment every process of the host opens: created when missing;
    * an existing empty directory is used as is; one holding anything else than a host store's
-   * environment is refused (`ERR_SLUICE_INVALID_OPTION`). On a local filesystem: LMDB on a network
+   * environment, a file, or a path the filesystem refuses (ENOTDIR, EACCES, ...: named in the
+   * message, the OS error as `cause`) is refused (`ERR_SLUICE_INVALID_OPTION`). On a local filesystem: LMDB on a network
    * filesystem (NFS, SMB) is not supported.
    */
   path: string;

@@ -92,7 +92,7 @@ export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
       throw dataDirError(
         owner,
         dir,
-        `holds an LMDB environment that is not a ${owner.name} environment of format ${FORMAT} (sluice-server 0.1's format 1, or another program's data: keys such as ${JSON.stringify(foreign[0]!.slice(0, 40))})`,
+        `holds an LMDB environment that is not a ${owner.name} environment of format ${FORMAT} (${owner.foreignEnvHint === undefined ? '' : `${owner.foreignEnvHint}, or `}another program's data: keys such as ${JSON.stringify(foreign[0]!.slice(0, 40))})`,
       );
     }
     const meta = root.openDB<number, string>({

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
 import { defaultLog, type ServerOptions } from './options.js';
 import { SluiceServer } from './server.js';
-import { reportListening, runPrimary, workerIndex } from './workers.js';
+import { reportListening, runPrimary, WORKER_EVENTS, workerIndex } from './workers.js';
 
 const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
   [--tls-cert FILE --tls-key FILE]
@@ -86,25 +86,30 @@ async function main(): Promise<void> {
   }
   if (worker !== undefined) {
     options.worker = worker;
-    // The primary says 'listening' once every worker is.
+    // The primary says 'listening' once every worker is, and 'stopped' once every worker has.
     options.log = (event, fields) =>
-      defaultLog(event === 'listening' ? 'worker-listening' : event, { worker, pid: process.pid, ...fields });
+      defaultLog(WORKER_EVENTS[event] ?? event, { worker, pid: process.pid, ...fields });
   }
   const server = new SluiceServer(options);
-  const port = await server.listen();
-  if (worker !== undefined) reportListening(port);
+  const listening = server.listen();
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    listening
+      .then(() => server.close())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   };
-  // `on`, not `once`: a worker gets SIGTERM from the terminal's group and from its primary.
+  // Before 'listening' is logged: a signal sent on reading that line must find the handler, not
+  // the default action (killed, LMDB not flushed). `on`, not `once`: a worker gets SIGTERM from
+  // the terminal's group and from its primary.
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  const port = await listening;
+  if (worker !== undefined) reportListening(port);
 }
 
 main().catch((err: unknown) => {

@@ -11,7 +11,7 @@ export interface ServerOptions {
   dataDir: string;
   /** TCP port; 0 picks a free one. @default 9049 (Smyte's) */
   port?: number;
-  /** Address to bind. Loopback unless you mean it: there is no TLS, and the password is optional. @default '127.0.0.1' */
+  /** Address to bind (`--bind`). Loopback unless you mean it: TLS is off without `tls`, and the password is optional. @default '127.0.0.1' */
   host?: string;
   /**
    * Serve TLS (node:tls) with this PEM key and certificate instead of plain TCP.
@@ -56,7 +56,10 @@ export interface ServerOptions {
    * runs the expiry sweep. @default 0
    */
   worker?: number;
-  /** Where events (protocol errors, startup) are reported. @default one JSON line per event on stderr */
+  /**
+   * Where events are reported (`listening`, `stopped`, protocol errors, rejected connections, ...: the
+   * README lists them). @default one JSON line per event on stderr
+   */
   log?: (event: string, fields: Record<string, unknown>) => void;
 }
 

@@ -91,9 +91,13 @@ export class SluiceServer implements ConnectionHost {
     return (this.net.address() as AddressInfo | null)?.port ?? this.options.port;
   }
 
-  /** Stops accepting, writes the replies already computed, closes every connection and the database. */
+  /**
+   * Stops accepting, writes the replies already computed, closes every connection and the database,
+   * then logs `stopped`.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      const port = this.port; // read while bound: once closed, the address is gone
       clearTimeout(this.sweepTimer as NodeJS.Timeout);
       clearImmediate(this.sweepTimer as NodeJS.Immediate);
       this.sweepTimer = undefined;
@@ -101,6 +105,7 @@ export class SluiceServer implements ConnectionHost {
       await Promise.all([...this.connections].map((c) => c.close()));
       await stopped;
       await this.db.close();
+      this.log('stopped', { port, dataDir: this.options.dataDir });
     })();
     return this.closing;
   }

@@ -25,6 +25,15 @@ import { SERVER_ENV } from './server-env.js';
 /** The environment variable that tells a forked process which worker it is. */
 export const WORKER_ENV = 'SLUICE_SERVER_WORKER';
 
+/**
+ * A worker's own server events renamed in its log line: the primary logs `listening` once every
+ * worker listens and `stopped` once every worker has stopped.
+ */
+export const WORKER_EVENTS: Readonly<Record<string, string>> = {
+  listening: 'worker-listening',
+  stopped: 'worker-stopped',
+};
+
 /** What the primary reports, one JSON line per event on stderr. */
 type Log = (event: string, fields: Record<string, unknown>) => void;
 
@@ -79,7 +88,7 @@ export function runPrimary(
       worker.on('exit', (code, signal) => {
         if (workers.get(index) === worker) workers.delete(index);
         if (stopping) {
-          if (workers.size === 0) resolve(exitCode);
+          if (workers.size === 0) finish();
           return;
         }
         log('worker-exit', { worker: index, pid: worker.process.pid, code, signal });
@@ -96,10 +105,14 @@ export function runPrimary(
         fork(index);
       });
     };
+    const finish = () => {
+      log('stopped', { ...details, workers: count, code: exitCode });
+      resolve(exitCode);
+    };
     const stop = () => {
       if (stopping) return;
       stopping = true;
-      if (workers.size === 0) resolve(exitCode);
+      if (workers.size === 0) finish();
       for (const worker of workers.values()) worker.process.kill('SIGTERM');
     };
     process.on('SIGINT', stop);
