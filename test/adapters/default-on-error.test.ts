@@ -33,7 +33,9 @@ describe.each(consoleSubjects)('default onError ($name)', (subject) => {
     } finally {
       await app.close();
     }
-    const withTheError = written.filter((args) => args.some((arg) => arg instanceof Error && arg.message === message));
+    const withTheError = written.filter((args) =>
+      args.some((arg) => arg instanceof Error && arg.message === message),
+    );
     expect(withTheError).toHaveLength(1);
     // At most a count line besides, should the 30 requests have taken past the summary interval.
     expect(written.length).toBeLessThanOrEqual(2);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fixedWindow } from '@sluice/core';
 import { sluice } from '@sluice/fastify';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { forgetWarnings } from '../setup/process-warnings.js';
 
@@ -40,7 +40,10 @@ function logLines(): { stream: Writable; lines: Array<{ msg?: string; level: num
 
 /** One GET over a Unix domain socket: the connection has no client address. */
 async function overUnixSocket(app: FastifyInstance): Promise<number> {
-  const path = join(tmpdir(), `sluice-fastify-log-${process.pid}-${Math.random().toString(36).slice(2)}.sock`);
+  const path = join(
+    tmpdir(),
+    `sluice-fastify-log-${process.pid}-${Math.random().toString(36).slice(2)}.sock`,
+  );
   await app.listen({ path });
   return new Promise((resolve, reject) => {
     const req = httpRequest({ socketPath: path, path: '/', method: 'GET' }, (res) => {
@@ -77,9 +80,9 @@ describe('fastify: where the default onError and onWarning go', () => {
       } finally {
         await app.close();
       }
-      expect(errors.some((args) => args.some((arg) => arg instanceof Error && arg.message === 'key failed'))).toBe(
-        true,
-      );
+      expect(
+        errors.some((args) => args.some((arg) => arg instanceof Error && arg.message === 'key failed')),
+      ).toBe(true);
     });
 
     it('an untrusted X-Forwarded-For: SLUICE_FORWARDED_UNTRUSTED reaches the console', async () => {
@@ -149,6 +152,60 @@ describe('fastify: where the default onError and onWarning go', () => {
         expect.arrayContaining(['SLUICE_FORWARDED_UNTRUSTED', 'SLUICE_NO_CLIENT_ADDRESS']),
       );
       expect([errors, warnings]).toEqual([[], []]);
+    });
+
+    it("at level 'silent', the app's choice of silence: nothing on the console either", async () => {
+      const { errors, warnings } = spyConsole();
+      const app = Fastify({ logger: { level: 'silent' } });
+      await app.register(sluice, {
+        name: 'k',
+        algorithm,
+        key: () => {
+          throw new Error('key failed');
+        },
+      });
+      app.get('/', async () => 'ok');
+      try {
+        await app.inject({ url: '/', headers: { 'x-forwarded-for': '203.0.113.7' } });
+      } finally {
+        await app.close();
+      }
+      expect([errors, warnings]).toEqual([[], []]);
+    });
+
+    it('a loggerInstance of another kind than pino (no level) is used too', async () => {
+      const { errors } = spyConsole();
+      const written: string[] = [];
+      const at =
+        (level: string) =>
+        (...args: unknown[]) => {
+          written.push(`${level} ${String(args.at(-1))}`);
+        };
+      const logger = {
+        fatal: at('fatal'),
+        error: at('error'),
+        warn: at('warn'),
+        info: at('info'),
+        debug: at('debug'),
+        trace: at('trace'),
+        child: () => logger,
+      };
+      const app = Fastify({ loggerInstance: logger as unknown as FastifyBaseLogger });
+      await app.register(sluice, {
+        name: 'k',
+        algorithm,
+        key: () => {
+          throw new Error('key failed');
+        },
+      });
+      app.get('/', async () => 'ok');
+      try {
+        await app.inject('/');
+      } finally {
+        await app.close();
+      }
+      expect(written).toContain('error sluice: limiter error, request handled by the storeFailure policy');
+      expect(errors).toEqual([]);
     });
   });
 });

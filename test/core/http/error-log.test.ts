@@ -78,9 +78,16 @@ describe('fewErrorLines: the default onError', () => {
   it('its timer is unref’d: a failing app still exits', () => {
     const unref = vi.fn();
     const realSetTimeout = globalThis.setTimeout;
-    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((...args: Parameters<typeof setTimeout>) => {
+    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((
+      ...args: Parameters<typeof setTimeout>
+    ) => {
       const timer = realSetTimeout(...args);
-      return Object.assign(timer, { unref: () => (unref(), timer) });
+      return Object.assign(timer, {
+        unref: () => {
+          unref();
+          return timer;
+        },
+      });
     }) as typeof setTimeout);
     onError(new Error('x'), 'r');
     onError(new Error('x'), 'r');
