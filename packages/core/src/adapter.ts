@@ -33,7 +33,7 @@ export { signalClient } from './http/client.js';
 export { CompiledLimiters, withControl } from './http/control.js';
 export { DEFAULT_LOG_LINES } from './http/default-log-lines.js';
 export type { ErrorLogWriters } from './http/error-log.js';
-export { ERROR_SUMMARY_INTERVAL, fewErrorLines } from './http/error-log.js';
+export { fewErrorLines, SUMMARY_INTERVAL } from './http/error-log.js';
 export type { ExpressLikeRequest } from './http/express-request.js';
 export { expressRequestAccess, nodeHeader } from './http/express-request.js';
 export type { FastifyLikeRequest } from './http/fastify-request.js';

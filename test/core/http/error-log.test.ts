@@ -1,7 +1,7 @@
 // The adapters' default onError: a failure is said loudly but in a few lines. The first error
 // of each distinct message is written with its stack; the rest are counted, and the count is
 // written at most once per summary interval (an unref'd timer: it never holds the process open).
-import { ERROR_SUMMARY_INTERVAL, fewErrorLines } from '@sluice/core/adapter';
+import { fewErrorLines, SUMMARY_INTERVAL } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 describe('fewErrorLines: the default onError', () => {
@@ -26,7 +26,7 @@ describe('fewErrorLines: the default onError', () => {
     for (let i = 0; i < 1000; i++) onError(new Error('bad header'), `req ${i}`);
     expect(errors.map(([error, req]) => [error.message, req])).toEqual([['bad header', 'req 0']]);
     expect(lines).toEqual([]);
-    vi.advanceTimersByTime(ERROR_SUMMARY_INTERVAL - 1);
+    vi.advanceTimersByTime(SUMMARY_INTERVAL - 1);
     expect(lines).toEqual([]);
     vi.advanceTimersByTime(1);
     expect(lines).toEqual([
@@ -50,11 +50,11 @@ describe('fewErrorLines: the default onError', () => {
     }
     expect(lines).toHaveLength(3);
     expect(lines.map((line) => line.split(' ')[0])).toEqual(['20', '20', '20']);
-    vi.advanceTimersByTime(ERROR_SUMMARY_INTERVAL);
+    vi.advanceTimersByTime(SUMMARY_INTERVAL);
     // The last 5 s of errors, written when their interval ends.
     expect(lines).toHaveLength(4);
     expect(lines[3]?.startsWith('10 more limiter errors')).toBe(true);
-    vi.advanceTimersByTime(10 * ERROR_SUMMARY_INTERVAL);
+    vi.advanceTimersByTime(10 * SUMMARY_INTERVAL);
     expect(lines).toHaveLength(4);
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -62,14 +62,14 @@ describe('fewErrorLines: the default onError', () => {
   it('one error more is said in the singular', () => {
     onError(new Error('x'), 'r');
     onError(new Error('x'), 'r');
-    vi.advanceTimersByTime(ERROR_SUMMARY_INTERVAL);
+    vi.advanceTimersByTime(SUMMARY_INTERVAL);
     expect(lines[0]?.startsWith('1 more limiter error in the last 10 s')).toBe(true);
   });
 
   it('memory stays bounded: past the distinct messages it keeps, new messages are only counted', () => {
     for (let i = 0; i < 10_000; i++) onError(new Error(`input ${i}`), 'r');
     expect(errors.length).toBeLessThanOrEqual(10);
-    vi.advanceTimersByTime(ERROR_SUMMARY_INTERVAL);
+    vi.advanceTimersByTime(SUMMARY_INTERVAL);
     expect(lines).toEqual([
       `${10_000 - errors.length} more limiter errors in the last 10 s (latest: Error: input 9999), each request handled by the storeFailure policy`,
     ]);
@@ -106,6 +106,6 @@ describe('fewErrorLines: the default onError', () => {
     });
     expect(() => throwing(new Error('x'), 'r')).not.toThrow();
     throwing(new Error('x'), 'r');
-    expect(() => vi.advanceTimersByTime(ERROR_SUMMARY_INTERVAL)).not.toThrow();
+    expect(() => vi.advanceTimersByTime(SUMMARY_INTERVAL)).not.toThrow();
   });
 });

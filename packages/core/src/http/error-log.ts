@@ -1,7 +1,10 @@
 import { DEFAULT_LOG_LINES } from './default-log-lines.js';
 
-/** ms between two count lines while a middleware's errors last (the stores' failure logs' cadence). */
-export const ERROR_SUMMARY_INTERVAL = 10_000;
+/**
+ * ms between two count lines while failures last: the middlewares' default `onError` here, and
+ * the stores' failure logs (@sluice/redis `FailureLog`), one cadence in every log of sluice.
+ */
+export const SUMMARY_INTERVAL = 10_000;
 
 /**
  * The distinct error messages written with their stacks; past them, new messages are only
@@ -23,7 +26,7 @@ export interface ErrorLogWriters<Req> {
  * cost or skip function that fails fails for every request, and a key function that throws on
  * malformed input lets any client write a line per request: a flood would drown the log. So:
  * the first error of each distinct message with its stack (up to `DISTINCT_MESSAGES`), then a
- * count of the others at most every `ERROR_SUMMARY_INTERVAL`, written by an unref'd timer when
+ * count of the others at most every `SUMMARY_INTERVAL`, written by an unref'd timer when
  * its interval ends. A user's `onError` replaces this and hears every error.
  */
 export function fewErrorLines<Req>(writers: ErrorLogWriters<Req>): (error: Error, req: Req) => void {
@@ -50,7 +53,7 @@ class ErrorLog<Req> {
     this.counted++;
     this.latest = words;
     if (this.timer !== undefined) return;
-    this.timer = setTimeout(() => this.summary(), ERROR_SUMMARY_INTERVAL);
+    this.timer = setTimeout(() => this.summary(), SUMMARY_INTERVAL);
     // A count still to write must not keep a process that is done from exiting.
     this.timer.unref?.();
   }
@@ -62,7 +65,7 @@ class ErrorLog<Req> {
     const errors = count === 1 ? 'limiter error' : 'limiter errors';
     this.write(() =>
       this.writers.line(
-        `${count} more ${errors} in the last ${ERROR_SUMMARY_INTERVAL / 1000} s (latest: ${this.latest}), ${DEFAULT_LOG_LINES.counted}`,
+        `${count} more ${errors} in the last ${SUMMARY_INTERVAL / 1000} s (latest: ${this.latest}), ${DEFAULT_LOG_LINES.counted}`,
       ),
     );
   }
