@@ -1,22 +1,24 @@
-// The default onError of the adapters whose default writes to the console (Fastify with its
-// logger off included): a key function that throws on every request is said a few times, not
-// once per request, while a user's onError still hears every error.
+// The adapters' default onError (Fastify with its logger off: the console; Nest: its Logger):
+// a key function that throws on every request is said a few times, not once per request, while
+// a user's onError still hears every error.
+import { Logger } from '@nestjs/common';
 import { fixedWindow } from '@sluice/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { subjects } from './subjects.js';
 
-const consoleSubjects = subjects.filter((subject) => !subject.name.startsWith('nest'));
-
-describe.each(consoleSubjects)('default onError ($name)', (subject) => {
+describe.each(subjects)('default onError ($name)', (subject) => {
   afterEach(() => {
     vi.restoreAllMocks();
   });
 
   it('a key function that throws on every request: its error with the stack once, not per request', async () => {
     const written: unknown[][] = [];
-    vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
+    const write = (...args: unknown[]) => {
       written.push(args);
-    });
+    };
+    // Nest's defaults write through its Logger (message, stack); the others to console.error.
+    if (subject.name.startsWith('nest')) vi.spyOn(Logger.prototype, 'error').mockImplementation(write);
+    else vi.spyOn(console, 'error').mockImplementation(write);
     const message = `malformed client input (${subject.name})`;
     const app = await subject.build({
       options: {
@@ -34,7 +36,10 @@ describe.each(consoleSubjects)('default onError ($name)', (subject) => {
       await app.close();
     }
     const withTheError = written.filter((args) =>
-      args.some((arg) => arg instanceof Error && arg.message === message),
+      // console.error gets the Error; Nest's Logger its message in a line, and the stack.
+      args.some((arg) =>
+        arg instanceof Error ? arg.message === message : String(arg).endsWith(`: ${message}`),
+      ),
     );
     expect(withTheError).toHaveLength(1);
     // At most a count line besides, should the 30 requests have taken past the summary interval.
