@@ -1,11 +1,9 @@
-import { ErrorCode, MemoryStore, type RateLimitControl, SluiceError, type SluiceWarning } from '@sluice/core';
+import { ErrorCode, MemoryStore, type RateLimitControl, SluiceError } from '@sluice/core';
 import {
-  type AdapterDefaults,
   assertKnownOptions,
   booleanOption,
   buildGuard,
   CompiledLimiters,
-  DEFAULT_LOG_LINES,
   describeValue,
   GUARD_ENGINES,
   type GuardName,
@@ -19,6 +17,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { fastifyAccess } from './access.js';
+import { fastifyDefaults } from './defaults.js';
 import { guardHook, rateLimitHook, type SluiceHook } from './hook.js';
 import { decoratorOptions, LIMIT_FIELDS, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
 import {
@@ -66,17 +65,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   // guards built here, unless they bring theirs.
   const store = options.store ?? new MemoryStore();
   const global: SluiceOptions = { ...limitOptions, store };
-  const defaults: AdapterDefaults<FastifyRequest> = {
-    onError(error: Error, request: FastifyRequest): void {
-      request.log.error({ err: error }, `sluice: ${DEFAULT_LOG_LINES.error}`);
-    },
-    onWarning(warning: SluiceWarning): void {
-      app.log.warn({ code: warning.code }, warning.message);
-    },
-    onReleaseError(error: unknown): void {
-      app.log.error({ err: error }, `sluice: ${DEFAULT_LOG_LINES.releaseError}`);
-    },
-  };
+  const defaults = fastifyDefaults(app);
   const stage = (where: string, merged: FastifyHookOptions): Stage =>
     oneOfOption(`${where}.hook`, merged.hook ?? 'onRequest', HOOKS);
   // Every limiter the plugin compiled, so `app.rateLimits.settle(request)` finds the ones that admitted it.

@@ -189,13 +189,17 @@ export interface HttpLimitOptions<Req> {
   shadowHeaders?: boolean;
   /**
    * Called when the store or a key/cost/skip function fails.
-   * @default logs through the framework (Fastify `request.log.error`, Express `console.error`)
+   * @default logs through the framework (Fastify `request.log.error`, or `console.error` when the
+   * app has no Fastify logger; Express, Koa and Hono `console.error`; Nest's `Logger`), in a few
+   * lines: the first error of each distinct message with its stack (up to 10 messages), then a
+   * count at most every 10 s. A function given here is called for every error.
    */
   onError?: (error: Error, req: Req) => void;
   /**
    * Configuration warnings, each given once (`X-Forwarded-For` without trust proxy, trust proxy
    * trusting everything, `byRoute()` before routing).
-   * @default Fastify `app.log.warn`, Express `process.emitWarning`
+   * @default Fastify `app.log.warn` (`process.emitWarning` when the app has no Fastify logger),
+   * Express and Koa `process.emitWarning`, Hono `console.warn`, Nest's `Logger`
    */
   onWarning?: (warning: SluiceWarning) => void;
   /**

@@ -1,5 +1,7 @@
 import type { Decision } from '../decision.js';
 import { functionOption } from '../validate.js';
+import { DEFAULT_LOG_LINES } from './default-log-lines.js';
+import { fewErrorLines } from './error-log.js';
 import type { RequestAccess } from './keys.js';
 import { firstInProcess } from './once-per-process.js';
 import type { SluiceWarning } from './options.js';
@@ -78,25 +80,20 @@ export class Reporter<Req> {
 }
 
 /**
- * What the adapters' default reporting says, whatever logger writes it (the console, Nest's
- * `Logger`, Fastify's `log`): the same words in every framework.
- */
-export const DEFAULT_LOG_LINES = {
-  /** `onError`'s default: a store or a request function failed; the failure policy answered. */
-  error: 'limiter error, request handled by the storeFailure policy',
-  /** `onReleaseError`'s default. */
-  releaseError: 'a lease release failed in the store; the lease expires after its ttl',
-} as const;
-
-/**
- * The defaults of an adapter whose framework has no logger (Express, Koa): errors to
- * `console.error`, configuration warnings to `process.emitWarning` (each code once per process:
- * `Reporter` asks `firstInProcess`).
+ * The defaults of an adapter whose framework has no logger (Express, Koa; Fastify with its
+ * logger off): errors to `console.error` in a few lines (`fewErrorLines`: one per distinct
+ * message, then a count every 10 s, for every middleware of the process together), configuration
+ * warnings to `process.emitWarning` (each code once per process: `Reporter` asks `firstInProcess`).
  */
 export const CONSOLE_DEFAULTS: AdapterDefaults<unknown> = {
-  onError(error: Error): void {
-    console.error(`[sluice] ${DEFAULT_LOG_LINES.error}:`, error);
-  },
+  onError: fewErrorLines({
+    error(error: Error): void {
+      console.error(`[sluice] ${DEFAULT_LOG_LINES.error}:`, error);
+    },
+    line(text: string): void {
+      console.error(`[sluice] ${text}`);
+    },
+  }),
   onWarning(warning: SluiceWarning): void {
     process.emitWarning(warning.message, { code: warning.code });
   },

@@ -1,8 +1,6 @@
+import { SUMMARY_INTERVAL } from '@sluice/core/adapter';
 import type { BreakerState } from './breaker.js';
 import type { StoreLogger } from './failure-options.js';
-
-/** ms between two "still failing" lines while failures last. */
-export const SUMMARY_INTERVAL = 10_000;
 
 /** Who speaks in the lines: the store, its backend, and what answers while the backend is away. */
 export interface FailureLogNames {
