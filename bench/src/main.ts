@@ -249,9 +249,12 @@ function readmeBlock(
   heap: Section<MemoryResult>,
   redisSection: Section<RedisResult>,
   httpSection: Section<HttpResult>,
+  load: string,
 ): string {
   const lines = [
     `Measured ${m.date.slice(0, 10)} on ${m.cpu}, ${m.cores} cores, Node ${m.node}${quick ? ' (quick mode)' : ''}: a shared 2-core VM, so read the ratios, not the absolute figures. Rerun with \`pnpm build && pnpm bench\`; full tables, every subject's exact configuration and the method are in [bench/results/latest.md](bench/results/latest.md).`,
+    '',
+    load,
     '',
     '![Decisions per second as a ratio to an inline Map token bucket](bench/results/ratios.svg)',
     '',
@@ -421,7 +424,8 @@ async function main(): Promise<void> {
   if (redisSection.status === 'measured') md.push(redisSection.result.configs, '');
   if (httpSection.status === 'measured') md.push(httpSection.result.configs, '');
 
-  const readme = readmeBlock(m, quick, checks, throughput, heap, redisSection, httpSection);
+  const loadLine = `Load: \`${before}\` before, \`${after}\` after (the bench itself keeps both cores busy).${cores === undefined ? ' Not pinned.' : ` Pinned: generator and in-process subjects on core ${cores.generator}, servers under test on core ${cores.subject}.`}`;
+  const readme = readmeBlock(m, quick, checks, throughput, heap, redisSection, httpSection, loadLine);
   await mkdir(RESULTS, { recursive: true });
   const chartList = charts(throughput, httpSection, redisSection);
   const json = {
