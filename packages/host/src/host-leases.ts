@@ -18,9 +18,8 @@ export class HostLeases implements LeaseStore {
   ) {}
 
   acquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
-    const storeNow = this.clock();
     const id = hostKeys.lease(call.space, call.key);
-    return this.run((tx) => acquireIn(tx, id, call, now ?? storeNow, storeNow));
+    return this.run((tx) => acquireIn(tx, id, call, now ?? tx.now, tx.now));
   }
 
   /** What acquire would answer, from the latest committed state (no lock taken). */
@@ -36,14 +35,12 @@ export class HostLeases implements LeaseStore {
   }
 
   release(call: LeaseCall, now: number | undefined): Promise<boolean> {
-    const storeNow = this.clock();
     const id = hostKeys.lease(call.space, call.key);
-    return this.run((tx) => releaseIn(tx, id, call.id, now ?? storeNow, storeNow));
+    return this.run((tx) => releaseIn(tx, id, call.id, now ?? tx.now, tx.now));
   }
 
   reset(space: string, key: string): Promise<void> {
-    const storeNow = this.clock();
     const id = hostKeys.lease(space, key);
-    return this.run((tx) => tx.write(id, undefined, 0, storeNow));
+    return this.run((tx) => tx.write(id, undefined, 0, tx.now));
   }
 }

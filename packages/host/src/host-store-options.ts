@@ -58,7 +58,11 @@ export interface HostStoreOptions {
   sweepInterval?: number;
   /** Expired keys removed by one step of the sweep (bounds the time it holds LMDB's write lock). @default 1000 */
   sweepBatch?: number;
-  /** The store's clock, ms since the epoch: the time of calls made without `now`, and of expiry. @default Date.now */
+  /**
+   * The store's clock, ms since the epoch: the time of calls made without `now`, and of expiry.
+   * Read when a call's write transaction runs (inside LMDB's lock, not when the call is made), so
+   * the decisions on a key are in time order whichever process makes them. @default Date.now
+   */
   clock?: () => number;
   /**
    * Where the store says LMDB failed (a turn's transaction failed and its decisions were retried

@@ -72,11 +72,9 @@ export class HostStore implements Store {
   }
 
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
-    const storeNow = this.clock();
-    const at = now ?? storeNow;
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
     const blockIds = blockIdsOf(calls);
-    return this.run((tx) => checkIn(tx, calls, ids, blockIds, at, storeNow));
+    return this.run((tx) => checkIn(tx, calls, ids, blockIds, now ?? tx.now, tx.now));
   }
 
   /** The Limiter's direct path for one plain limit: what `consume` answers, without the arrays. */
@@ -87,10 +85,8 @@ export class HostStore implements Store {
     policy: string,
     now: number | undefined,
   ): Promise<Decision> {
-    const storeNow = this.clock();
-    const at = now ?? storeNow;
     const id = hostKeys.state(algorithm, key);
-    return this.run((tx) => checkOneIn(tx, algorithm, id, cost, policy, at, storeNow));
+    return this.run((tx) => checkOneIn(tx, algorithm, id, cost, policy, now ?? tx.now, tx.now));
   }
 
   /**
@@ -106,26 +102,23 @@ export class HostStore implements Store {
 
   /** Forgets each limit's state and block record for its key. */
   reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
-    const storeNow = this.clock();
     const ids = calls.flatMap((call) => [
       hostKeys.state(call.algorithm, call.key),
       hostKeys.block(call.algorithm, call.key),
     ]);
-    return this.run((tx) => resetIn(tx, ids, storeNow));
+    return this.run((tx) => resetIn(tx, ids, tx.now));
   }
 
   /** Gives back units taken earlier (`Algorithm.refund`). */
   refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
-    const storeNow = this.clock();
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
-    return this.run((tx) => refundIn(tx, calls, ids, now ?? storeNow, storeNow));
+    return this.run((tx) => refundIn(tx, calls, ids, now ?? tx.now, tx.now));
   }
 
   /** Takes up to each call's cost, never below zero (core's `chargeStep`); answers the units taken. */
   charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[]> {
-    const storeNow = this.clock();
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
-    return this.run((tx) => chargeIn(tx, calls, ids, now ?? storeNow, storeNow));
+    return this.run((tx) => chargeIn(tx, calls, ids, now ?? tx.now, tx.now));
   }
 
   /**

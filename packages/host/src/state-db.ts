@@ -164,7 +164,8 @@ export class StateDb {
 
   /** Runs `body` in one write transaction and commits it; throws (nothing written) when either fails. */
   private transact(body: (tx: StateTxn) => void): void {
-    const tx = new StateTxn(this.env, this.cache, ++this.serial);
+    const serial = ++this.serial;
+    let tx: StateTxn | undefined;
     let txnId = -1;
     const started = performance.now();
     try {
@@ -172,12 +173,14 @@ export class StateDb {
         txnId = this.env.root.getWriteTxnId();
         // Another process committed since our last commit: what the cache holds may be stale.
         if (txnId !== this.lastTxnId + 1) this.cache.clear();
+        tx = new StateTxn(this.env, this.cache, serial, this.clock());
         body(tx);
         if (tx.added > 0 && this.maxKeys !== undefined) this.bound(tx, this.maxKeys);
       });
     } finally {
       this.transactionMs += performance.now() - started;
     }
+    if (tx === undefined) return;
     // A transaction that wrote nothing commits no new id.
     this.lastTxnId = tx.wrote ? txnId : txnId - 1;
     for (const entry of tx.touched) entry.value = entry.pending;
@@ -186,7 +189,7 @@ export class StateDb {
   /** Past `maxKeys`, evicts the keys that expire soonest (StateTxn.evict), in the same transaction. */
   private bound(tx: StateTxn, maxKeys: number): void {
     const over = (this.env.state.getStats() as { entryCount: number }).entryCount - maxKeys;
-    if (over > 0) tx.evict(over, this.clock());
+    if (over > 0) tx.evict(over, tx.now);
   }
 
   /** A reader of the latest committed state, outside any write transaction (for peeks). */

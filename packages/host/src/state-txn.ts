@@ -29,6 +29,13 @@ export class StateTxn implements StateReader {
     private readonly cache: StateCache,
     /** This transaction's number (StateDb counts them), which marks the cache entries it wrote. */
     private readonly serial: number,
+    /**
+     * The store's clock read once the write lock is held: the time of the decisions made in this
+     * transaction without an explicit `now`, and of expiry. Read inside the lock, the times of
+     * successive transactions follow their order whichever process runs them; a time read when a
+     * call was made could be earlier than a decision another process committed meanwhile.
+     */
+    readonly now: number,
   ) {}
 
   /**

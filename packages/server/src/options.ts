@@ -48,7 +48,9 @@ export interface ServerOptions {
   sweepBatch?: number;
   /**
    * The server's clock, ms since the epoch: the time of decisions made without `AT` and of
-   * expiry. For tests and simulations (a clock moved by hand). @default Date.now
+   * expiry, read when a command's write transaction runs (inside LMDB's lock), so the decisions
+   * on a key are in time order across `--workers`. For tests and simulations (a clock moved by
+   * hand). @default Date.now
    */
   clock?: () => number;
   /**

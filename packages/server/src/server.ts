@@ -151,7 +151,6 @@ export class SluiceServer implements ConnectionHost {
       session,
       db: this.db,
       stats: this.stats,
-      now: this.options.clock,
       maxLogEntries: this.options.maxLogEntries,
       worker: this.options.worker,
       requirePass: this.options.requirePass,

@@ -24,13 +24,14 @@ export interface ServerStats {
   maxCommandsPerTurn: number;
 }
 
-/** What a command may use: the session, the state, the server clock (ms), the configuration. */
+/**
+ * What a command may use: the session, the state, the configuration. The server clock is read in
+ * the transaction a command's job runs in (StateTxn.now), never when the command arrives.
+ */
 export interface CommandContext {
   readonly session: Session;
   readonly db: StateDb;
   readonly stats: ServerStats;
-  /** The server's clock: ms since the epoch (`clock`, `Date.now` by default). */
-  readonly now: () => number;
   /** The largest sliding-window-log `limit` accepted (its log holds up to `limit` entries). */
   readonly maxLogEntries: number;
   /** This process's index among the server's workers (0 when there is one). */

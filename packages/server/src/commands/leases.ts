@@ -41,7 +41,6 @@ function lease(args: readonly Buffer[], ctx: CommandContext): CommandResult {
   }
   // The space is the limiter's name: part of the stored key's prefix, as an algorithm's spec is.
   const id = key === undefined ? '' : storedId(`lease:${text(args[2])}`, key);
-  const serverNow = ctx.now();
   if ((sub === 'acquire' || sub === 'peek') && args.length >= 9) {
     const usage = 'SL.LEASE ACQUIRE|PEEK space key id limit ttl retryAfter policy [AT ms]';
     const limit = positive(args[5]);
@@ -66,25 +65,23 @@ function lease(args: readonly Buffer[], ctx: CommandContext): CommandResult {
       retryAfter,
       policy: args[8]!.toString(),
     };
-    const time = now ?? serverNow;
     return ctx.db.enqueue((tx) =>
       decisionReply([
         sub === 'peek'
-          ? peekLeaseIn(tx, id, call, time, serverNow)
-          : acquireIn(tx, id, call, time, serverNow),
+          ? peekLeaseIn(tx, id, call, now ?? tx.now, tx.now)
+          : acquireIn(tx, id, call, now ?? tx.now, tx.now),
       ]),
     );
   }
   if (sub === 'release' && args.length >= 5) {
     const now = at(args, 5, 'SL.LEASE RELEASE space key id [AT ms]');
     if (typeof now === 'string' || Buffer.isBuffer(now)) return now;
-    const time = now ?? serverNow;
     const leaseId = text(args[4]);
-    return ctx.db.enqueue((tx) => resp.integer(releaseIn(tx, id, leaseId, time, serverNow) ? 1 : 0));
+    return ctx.db.enqueue((tx) => resp.integer(releaseIn(tx, id, leaseId, now ?? tx.now, tx.now) ? 1 : 0));
   }
   if (sub === 'reset' && args.length === 4) {
     return ctx.db.enqueue((tx) => {
-      tx.write(id, undefined, 0, serverNow);
+      tx.write(id, undefined, 0, tx.now);
       return resp.OK;
     });
   }

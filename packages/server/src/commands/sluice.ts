@@ -165,9 +165,9 @@ function replyOf(parsed: Parsed, decisions: readonly Decision[]): resp.Reply {
 interface Step {
   readonly calls: readonly ParsedCall[];
   readonly ids: readonly string[];
-  /** The decision's time: AT, or the server clock. */
+  /** The decision's time: AT, or the server clock read in the transaction. */
   readonly now: number;
-  /** The server clock (expiry). */
+  /** The server clock read in the transaction (expiry): StateTxn.now. */
   readonly serverNow: number;
 }
 
@@ -183,14 +183,11 @@ function overStates(
 ): CommandResult {
   const parsed = parse(args, ctx);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
-  const serverNow = ctx.now();
-  const step: Step = {
-    calls: parsed.calls,
-    ids: parsed.calls.map((call) => call.id),
-    now: parsed.now ?? serverNow,
-    serverNow,
-  };
-  return ctx.db.enqueue((tx) => body(tx, step, parsed));
+  const calls = parsed.calls;
+  const ids = calls.map((call) => call.id);
+  return ctx.db.enqueue((tx) =>
+    body(tx, { calls, ids, now: parsed.now ?? tx.now, serverNow: tx.now }, parsed),
+  );
 }
 
 function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {

@@ -54,17 +54,13 @@ interface RlArgs {
   refillMs: number;
   refill: number;
   take: number;
-  at: number;
+  /** AT, in ms; absent: the server clock read in the transaction. */
+  at: number | undefined;
   strict: boolean;
 }
 
 /** parseRateLimitArgs: same order of checks, so the same input gets the same error. */
-function parseArgs(
-  args: readonly Buffer[],
-  useMs: boolean,
-  isReduce: boolean,
-  now: number,
-): RlArgs | resp.Reply {
+function parseArgs(args: readonly Buffer[], useMs: boolean, isReduce: boolean): RlArgs | resp.Reply {
   const multiplier = useMs ? 1 : 1000;
   const max = parseInteger(args[2]!, INT64_MIN, INT64_MAX);
   if (max === undefined) return INVALID_INTEGER;
@@ -75,7 +71,7 @@ function parseArgs(
     refillMs: refillTime * multiplier,
     refill: max,
     take: isReduce ? 1 : 0,
-    at: now,
+    at: undefined,
     strict: false,
   };
   let i = 4;
@@ -100,7 +96,7 @@ function parseArgs(
       if (!Number.isSafeInteger(parsed.at) || parsed.at > MAX_TIME) return INVALID_INTEGER;
     } else return SYNTAX_ERROR;
   }
-  if (parsed.max < 1 || parsed.refillMs < 1 || parsed.refill < 1 || parsed.take < 0 || parsed.at < 0) {
+  if (parsed.max < 1 || parsed.refillMs < 1 || parsed.refill < 1 || parsed.take < 0 || (parsed.at ?? 0) < 0) {
     return INVALID_INTEGER;
   }
   return parsed;
@@ -138,23 +134,23 @@ function rateLimit(
   useMs: boolean,
   isReduce: boolean,
 ): CommandResult {
-  const serverNow = ctx.now();
-  const parsed = parseArgs(args, useMs, isReduce, serverNow);
+  const parsed = parseArgs(args, useMs, isReduce);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
   const tooLong = keyTooLong(args[1]!);
   if (tooLong !== undefined) return tooLong;
-  const { max, refill, refillMs, take, at, strict } = parsed;
+  const { max, refill, refillMs, take, strict } = parsed;
   const { bucket, prefix } = paramSetFor(max, refill, refillMs);
   const id = storedId(prefix, args[1]!);
   return ctx.db.enqueue((tx) => {
-    const state = tx.read(id, serverNow) as TokenBucketState | undefined;
+    const at = parsed.at ?? tx.now;
+    const state = tx.read(id, tx.now) as TokenBucketState | undefined;
     // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.
     const tokens = bucket.peek(state, at, 1, 'rl').remaining;
     if (take > 0) {
       // Take what is there, up to TAKE: core's consume of min(take, tokens) (0 keeps the refilled state).
       let next = bucket.consume(state, at, Math.min(take, tokens), 'rl').state as TokenBucketState;
       if (strict && tokens - take <= 0) next = [0, at];
-      tx.write(id, next, bucket.ttl(next, at), serverNow);
+      tx.write(id, next, bucket.ttl(next, at), tx.now);
     }
     return resp.integer(tokens);
   });
