@@ -4,6 +4,7 @@ import {
   CONSOLE_DEFAULTS,
   DEFAULT_LOG_LINES,
   fewErrorLines,
+  releaseLines,
 } from '@sluice/core/adapter';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 
@@ -27,9 +28,14 @@ export function fastifyDefaults(app: FastifyInstance): AdapterDefaults<FastifyRe
     onWarning(warning: SluiceWarning): void {
       app.log.warn({ code: warning.code }, warning.message);
     },
-    onReleaseError(error: unknown): void {
-      app.log.error({ err: error }, `sluice: ${DEFAULT_LOG_LINES.releaseError}`);
-    },
+    onReleaseError: releaseLines({
+      error(error): void {
+        app.log.error({ err: error }, `sluice: ${DEFAULT_LOG_LINES.releaseError}`);
+      },
+      line(text): void {
+        app.log.error(`sluice: ${text}`);
+      },
+    }),
   };
 }
 

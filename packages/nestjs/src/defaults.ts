@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { SluiceWarning } from '@sluice/core';
-import { type AdapterDefaults, DEFAULT_LOG_LINES, fewErrorLines } from '@sluice/core/adapter';
+import { type AdapterDefaults, DEFAULT_LOG_LINES, fewErrorLines, releaseLines } from '@sluice/core/adapter';
 
 const logger = new Logger('sluice');
 
@@ -18,7 +18,12 @@ export const nestDefaults: AdapterDefaults<unknown> = {
   onWarning(warning: SluiceWarning): void {
     logger.warn(`[${warning.code}] ${warning.message}`);
   },
-  onReleaseError(error: unknown): void {
-    logger.error(`${DEFAULT_LOG_LINES.releaseError}: ${String(error)}`);
-  },
+  onReleaseError: releaseLines({
+    error(error: Error): void {
+      logger.error(`${DEFAULT_LOG_LINES.releaseError}: ${error.message}`, error.stack);
+    },
+    line(text: string): void {
+      logger.error(text);
+    },
+  }),
 };

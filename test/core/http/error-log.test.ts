@@ -1,7 +1,7 @@
 // The adapters' default onError: a failure is said loudly but in a few lines. The first error
 // of each distinct message is written with its stack; the rest are counted, and the count is
 // written at most once per summary interval (an unref'd timer: it never holds the process open).
-import { fewErrorLines, SUMMARY_INTERVAL } from '@sluice/core/adapter';
+import { CONSOLE_DEFAULTS, fewErrorLines, SUMMARY_INTERVAL } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 describe('fewErrorLines: the default onError', () => {
@@ -107,5 +107,29 @@ describe('fewErrorLines: the default onError', () => {
     expect(() => throwing(new Error('x'), 'r')).not.toThrow();
     throwing(new Error('x'), 'r');
     expect(() => vi.advanceTimersByTime(SUMMARY_INTERVAL)).not.toThrow();
+  });
+});
+
+// A lease release that fails (the store away) fails for every request that held a lease: the
+// default onReleaseError must not write a line per request either.
+describe('the default onReleaseError: a few lines, not one per failed release', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_700_000_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.restoreAllMocks();
+  });
+
+  it('the console default writes the first failure, then a count of the others', () => {
+    const console = vi.spyOn(globalThis.console, 'error').mockImplementation(() => undefined);
+    for (let i = 0; i < 1000; i++) CONSOLE_DEFAULTS.onReleaseError(new Error('store away'));
+    expect(console).toHaveBeenCalledTimes(1);
+    expect(String(console.mock.calls[0]?.[0])).toContain('a lease release failed in the store');
+    vi.advanceTimersByTime(SUMMARY_INTERVAL);
+    expect(console).toHaveBeenCalledTimes(2);
+    expect(console.mock.calls[1]?.[0]).toBe(
+      '[sluice] 999 more failed lease releases in the last 10 s (latest: Error: store away), each lease expires after its ttl',
+    );
   });
 });

@@ -9,4 +9,6 @@ export const DEFAULT_LOG_LINES = {
   counted: 'each request handled by the storeFailure policy',
   /** `onReleaseError`'s default. */
   releaseError: 'a lease release failed in the store; the lease expires after its ttl',
+  /** The end of `onReleaseError`'s default count line. */
+  releaseCounted: 'each lease expires after its ttl',
 } as const;

@@ -13,6 +13,29 @@ export const SUMMARY_INTERVAL = 10_000;
  */
 const DISTINCT_MESSAGES = 10;
 
+/** What a count line calls the errors it counts, and what it says became of them. */
+export interface CountWords {
+  /** The errors, singular and plural: `'limiter error'`, `'limiter errors'`. */
+  readonly one: string;
+  readonly many: string;
+  /** The end of the line: what happened to each. */
+  readonly outcome: string;
+}
+
+/** `onError`'s count line: failed checks, each answered by the failure policy. */
+const LIMITER_ERRORS: CountWords = {
+  one: 'limiter error',
+  many: 'limiter errors',
+  outcome: DEFAULT_LOG_LINES.counted,
+};
+
+/** `onReleaseError`'s count line: lease releases the store did not take. */
+export const RELEASE_ERRORS: CountWords = {
+  one: 'failed lease release',
+  many: 'failed lease releases',
+  outcome: DEFAULT_LOG_LINES.releaseCounted,
+};
+
 /** Where the default `onError` writes, in the adapter's logger. */
 export interface ErrorLogWriters<Req> {
   /** One error, with its stack (and the request, for a logger that tells it). */
@@ -29,8 +52,11 @@ export interface ErrorLogWriters<Req> {
  * count of the others at most every `SUMMARY_INTERVAL`, written by an unref'd timer when
  * its interval ends. A user's `onError` replaces this and hears every error.
  */
-export function fewErrorLines<Req>(writers: ErrorLogWriters<Req>): (error: Error, req: Req) => void {
-  const log = new ErrorLog(writers);
+export function fewErrorLines<Req>(
+  writers: ErrorLogWriters<Req>,
+  words: CountWords = LIMITER_ERRORS,
+): (error: Error, req: Req) => void {
+  const log = new ErrorLog(writers, words);
   return (error, req) => log.error(error, req);
 }
 
@@ -41,7 +67,10 @@ class ErrorLog<Req> {
   private latest = '';
   private timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(private readonly writers: ErrorLogWriters<Req>) {}
+  constructor(
+    private readonly writers: ErrorLogWriters<Req>,
+    private readonly words: CountWords,
+  ) {}
 
   error(error: Error, req: Req): void {
     const words = String(error);
@@ -62,10 +91,10 @@ class ErrorLog<Req> {
     this.timer = undefined;
     const count = this.counted;
     this.counted = 0;
-    const errors = count === 1 ? 'limiter error' : 'limiter errors';
+    const { one, many, outcome } = this.words;
     this.write(() =>
       this.writers.line(
-        `${count} more ${errors} in the last ${SUMMARY_INTERVAL / 1000} s (latest: ${this.latest}), ${DEFAULT_LOG_LINES.counted}`,
+        `${count} more ${count === 1 ? one : many} in the last ${SUMMARY_INTERVAL / 1000} s (latest: ${this.latest}), ${outcome}`,
       ),
     );
   }

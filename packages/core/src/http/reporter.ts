@@ -1,7 +1,7 @@
 import type { Decision } from '../decision.js';
 import { functionOption } from '../validate.js';
 import { DEFAULT_LOG_LINES } from './default-log-lines.js';
-import { fewErrorLines } from './error-log.js';
+import { type ErrorLogWriters, fewErrorLines, RELEASE_ERRORS } from './error-log.js';
 import type { RequestAccess } from './keys.js';
 import { firstInProcess } from './once-per-process.js';
 import type { SluiceWarning } from './options.js';
@@ -97,7 +97,22 @@ export const CONSOLE_DEFAULTS: AdapterDefaults<unknown> = {
   onWarning(warning: SluiceWarning): void {
     process.emitWarning(warning.message, { code: warning.code });
   },
-  onReleaseError(error: unknown): void {
-    console.error(`[sluice] ${DEFAULT_LOG_LINES.releaseError}:`, error);
-  },
+  // A store away fails every release: a few lines, as onError (the first failure with its stack).
+  onReleaseError: releaseLines({
+    error(error: Error): void {
+      console.error(`[sluice] ${DEFAULT_LOG_LINES.releaseError}:`, error);
+    },
+    line(text: string): void {
+      console.error(`[sluice] ${text}`);
+    },
+  }),
 };
+
+/**
+ * An adapter's default `onReleaseError` over its logger's writers: `fewErrorLines` with the count
+ * line of failed releases (a release has no request).
+ */
+export function releaseLines(writers: ErrorLogWriters<undefined>): (error: unknown) => void {
+  const log = fewErrorLines(writers, RELEASE_ERRORS);
+  return (error) => log(error instanceof Error ? error : new Error(String(error)), undefined);
+}
