@@ -37,6 +37,7 @@ describe('HostStore options, validated at creation', () => {
     ['sweepInterval', -5, /^sweepInterval must be an integer from 0/],
     ['sweepBatch', 0, /^sweepBatch must be an integer ≥ 1/],
     ['clock', 123, /^clock must be a function/],
+    ['replayGrace', '31d', /^HostStore: replayGrace must be at most 30 days/],
     ['logger', { log() {} }, /^logger must be an object with warn/],
   ] as const)('%s: %o is refused, naming the option and the value', (option, value, message) => {
     expect(() => new HostStore({ path, [option]: value } as HostStoreOptions)).toThrow(
@@ -98,6 +99,7 @@ describe('HostStore options, validated at creation', () => {
       cacheKeys: 10_000,
       sweepInterval: 1000,
       sweepBatch: 1000,
+      replayGrace: 600_000,
     });
     expect(clock).toBe(Date.now);
     expect(logger).toBe(console);

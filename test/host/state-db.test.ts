@@ -21,6 +21,7 @@ function stateDb(
     durability,
     cacheKeys,
     clock: () => NOW,
+    replayGrace: 0,
     log,
   });
 }

@@ -83,6 +83,7 @@ async function run(command: Command): Promise<unknown> {
       durability: 'commit',
       cacheKeys: 0,
       clock: Date.now,
+      replayGrace: 0,
       log: () => {},
     });
     const bucket = neverRefilled(command.capacity);

@@ -800,7 +800,9 @@ describe('deny cache', () => {
     let now = 1_000_000;
     const algorithm = fixedWindow({ limit: 2, window: 10_000 });
     const prefix = uniquePrefix('deny');
-    const store = new RedisStore({ client, prefix, denyCache: 2, clock: () => now });
+    // A generous timeout: under load a script may take longer than the default 100 ms, and the
+    // failure policy's answer would then stand in for Redis's (a verdict that depends on the load).
+    const store = new RedisStore({ client, prefix, denyCache: 2, clock: () => now, timeout: 5_000 });
     const limiter = new Limiter({ algorithm, store });
     // This store's keys only: the same test on another client (another vitest project) runs
     // against the same redis-server at the same time, with its own prefix (seen: 15 counted, not 4).

@@ -68,6 +68,7 @@ export { PROBLEM_CONTENT_TYPE, refusal } from './http/problem.js';
 export { HttpLimiter, httpLimits } from './http/rate-limit.js';
 export type { AdapterDefaults, RequestAccessBase } from './http/reporter.js';
 export { CONSOLE_DEFAULTS, releaseLines } from './http/reporter.js';
+export { REPLAY_GRACE_DEFAULT, replayGraceOption } from './replay-grace.js';
 export type { BlockWrite, StateWrite } from './store.js';
 export { batchStep, chargeStep, UNCHANGED } from './store.js';
 export { MAX_TIME, MIN_UNIT_TIME } from './time-range.js';

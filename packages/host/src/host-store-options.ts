@@ -1,9 +1,10 @@
-import { ErrorCode, SluiceError } from '@sluice/core';
+import { type Duration, ErrorCode, SluiceError } from '@sluice/core';
 import {
   assertKnownOptions,
   describeValue,
   integerOption,
   oneOfOption,
+  replayGraceOption,
   requireOption,
 } from '@sluice/core/adapter';
 import type { Durability } from './state-db.js';
@@ -65,6 +66,17 @@ export interface HostStoreOptions {
    */
   clock?: () => number;
   /**
+   * How long, by the store's clock, a state written at a `now` passed to `check()` (a replay)
+   * outlives its own ttl. States expire by the store's clock while a replayed state lives in the
+   * trace's time: a trace replayed slower than real time (or at one frozen `now`) would lose its
+   * state early and admit too much. With the grace a replay gets the memory store's answers as
+   * long as it falls no more than `replayGrace` behind real time over one state's life, as
+   * RedisStore's does. Costs room: each key a replay writes stays up to that much longer. Calls
+   * without `now` are not affected. 0: no grace.
+   * @default '10m'
+   */
+  replayGrace?: Duration | 0;
+  /**
    * Where the store says LMDB failed (a turn's transaction failed and its decisions were retried
    * one by one, a decision failed again, the background flush to disk failed); `false`: nowhere.
    * A failed decision also rejects its call, which the adapters answer by their `storeFailure`.
@@ -81,11 +93,14 @@ export const KNOWN = [
   'sweepInterval',
   'sweepBatch',
   'clock',
+  'replayGrace',
   'logger',
 ] as const satisfies readonly (keyof HostStoreOptions)[];
 
-export type ResolvedHostStoreOptions = Required<Omit<HostStoreOptions, 'logger'>> & {
+export type ResolvedHostStoreOptions = Required<Omit<HostStoreOptions, 'logger' | 'replayGrace'>> & {
   logger: HostStoreLogger | undefined;
+  /** ms, a whole number. */
+  replayGrace: number;
 };
 
 /** Validates HostStore's options at creation: each bad value is a coded error naming it. */
@@ -130,6 +145,7 @@ export function resolveHostStoreOptions(options: HostStoreOptions): ResolvedHost
     sweepInterval: integerOption('sweepInterval', options.sweepInterval ?? 1000, 0, 2 ** 31 - 1),
     sweepBatch: integerOption('sweepBatch', options.sweepBatch ?? 1000),
     clock,
+    replayGrace: replayGraceOption('HostStore', options.replayGrace),
     logger: logger === false ? undefined : logger,
   };
 }

@@ -50,6 +50,7 @@ export class HostStore implements Store {
       cacheKeys: this.options.cacheKeys,
       maxKeys: this.options.maxKeys,
       clock: this.clock,
+      replayGrace: this.options.replayGrace,
       log: (event, fields) => logger?.warn(`sluice: HostStore ${path}: ${event} ${JSON.stringify(fields)}`),
     });
     this.sweeper = new HostSweep(this.db, this.options, (event, fields) =>

@@ -20,7 +20,7 @@ export function acquireIn(
   storeNow: number,
 ): Decision {
   const { decision, next } = acquireLease(tx.read(id, storeNow) as LeaseSet | undefined, call, now);
-  if (next !== KEEP) tx.write(id, next, leaseTtl(next, now), storeNow);
+  if (next !== KEEP) tx.writeFrom(id, next, leaseTtl(next, now), now);
   return decision;
 }
 
@@ -38,6 +38,6 @@ export function peekLeaseIn(
 /** release: whether `leaseId` was still held; the set without it (deleted when empty). */
 export function releaseIn(tx: StateTxn, id: string, leaseId: string, now: number, storeNow: number): boolean {
   const { found, next } = releaseLease(tx.read(id, storeNow) as LeaseSet | undefined, leaseId, now);
-  if (next !== KEEP) tx.write(id, next, next === undefined ? 0 : leaseTtl(next, now), storeNow);
+  if (next !== KEEP) tx.writeFrom(id, next, next === undefined ? 0 : leaseTtl(next, now), now);
   return found;
 }

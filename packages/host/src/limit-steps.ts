@@ -16,19 +16,15 @@ import type { StateTxn } from './state-txn.js';
  * a decision is the same whichever of them makes it. `ids[i]` is where `calls[i]`'s state is
  * stored (stored-key.ts), `blockIds[i]` where its block record is (only for a call with `block`).
  * `now` is the decision's time (the caller's, or the store's clock), `storeNow` the store's clock,
- * which expiry runs on.
+ * which expiry runs on (inside a transaction, StateTxn.now: read once LMDB's lock is held).
  */
 
-/** Stores `next` for a call (`undefined` deletes it), for as long as the algorithm says it matters. */
-function writeState(
-  tx: StateTxn,
-  algorithm: Algorithm,
-  id: string,
-  next: unknown,
-  now: number,
-  storeNow: number,
-): void {
-  tx.write(id, next, next === undefined ? 0 : algorithm.ttl(next, now), storeNow);
+/**
+ * Stores `next` for a call (`undefined` deletes it), for as long as the algorithm says it matters
+ * from the call's time `now` (a replayed time adds the store's replay grace: StateTxn.writeFrom).
+ */
+function writeState(tx: StateTxn, algorithm: Algorithm, id: string, next: unknown, now: number): void {
+  tx.writeFrom(id, next, next === undefined ? 0 : algorithm.ttl(next, now), now);
 }
 
 /** The block records of the calls with a block (`undefined` where a call has none). */
@@ -53,9 +49,9 @@ export function checkIn(
   const step = batchStep(calls, states, now, blocksOf(tx, blockIds, storeNow));
   for (let i = 0; i < calls.length; i++) {
     const next = step.writes[i];
-    if (next !== UNCHANGED) writeState(tx, calls[i]!.algorithm, ids[i]!, next, now, storeNow);
+    if (next !== UNCHANGED) writeState(tx, calls[i]!.algorithm, ids[i]!, next, now);
     const block = step.blocks[i]!;
-    if (block !== UNCHANGED) tx.write(blockIds![i]!, block.state, block.ttl, storeNow);
+    if (block !== UNCHANGED) tx.writeFrom(blockIds![i]!, block.state, block.ttl, now);
   }
   return step.decisions;
 }
@@ -72,7 +68,7 @@ export function checkOneIn(
 ): Decision {
   const state = tx.read(id, storeNow);
   const step = algorithm.consume(state, now, cost, policy);
-  if (step.state !== state) writeState(tx, algorithm, id, step.state, now, storeNow);
+  if (step.state !== state) writeState(tx, algorithm, id, step.state, now);
   return step.decision;
 }
 
@@ -104,7 +100,7 @@ export function refundIn(
   calls.forEach((call, i) => {
     const state = tx.read(ids[i]!, storeNow);
     if (state === undefined || call.algorithm.refund === undefined) return;
-    writeState(tx, call.algorithm, ids[i]!, call.algorithm.refund(state, now, call.cost), now, storeNow);
+    writeState(tx, call.algorithm, ids[i]!, call.algorithm.refund(state, now, call.cost), now);
   });
 }
 
@@ -118,7 +114,7 @@ export function chargeIn(
 ): number[] {
   return calls.map((call, i) => {
     const step = chargeStep(call, tx.read(ids[i]!, storeNow), now);
-    if (step.state !== UNCHANGED) writeState(tx, call.algorithm, ids[i]!, step.state, now, storeNow);
+    if (step.state !== UNCHANGED) writeState(tx, call.algorithm, ids[i]!, step.state, now);
     return step.taken;
   });
 }

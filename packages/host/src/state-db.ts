@@ -50,6 +50,8 @@ export interface StateDbOptions {
   readonly maxKeys?: number | undefined;
   /** The store's clock (ms since the epoch): what eviction counts as expired. */
   readonly clock: () => number;
+  /** ms a state written at a caller's time (a replay) outlives its ttl (StateTxn.graceFor). */
+  readonly replayGrace: number;
   readonly log: Log;
 }
 
@@ -91,10 +93,12 @@ export class StateDb {
   private readonly durability: Durability;
   private readonly maxKeys: number | undefined;
   private readonly clock: () => number;
+  private readonly replayGrace: number;
   private readonly log: Log;
 
   constructor(path: string, options: StateDbOptions) {
     this.durability = options.durability;
+    this.replayGrace = options.replayGrace;
     this.maxKeys = options.maxKeys;
     this.clock = options.clock;
     this.log = options.log;
@@ -173,7 +177,7 @@ export class StateDb {
         txnId = this.env.root.getWriteTxnId();
         // Another process committed since our last commit: what the cache holds may be stale.
         if (txnId !== this.lastTxnId + 1) this.cache.clear();
-        tx = new StateTxn(this.env, this.cache, serial, this.clock());
+        tx = new StateTxn(this.env, this.cache, serial, this.clock(), this.replayGrace);
         body(tx);
         if (tx.added > 0 && this.maxKeys !== undefined) this.bound(tx, this.maxKeys);
       });

@@ -36,7 +36,19 @@ export class StateTxn implements StateReader {
      * call was made could be earlier than a decision another process committed meanwhile.
      */
     readonly now: number,
+    /** ms a state written at a caller's time outlives its ttl ({@link writeFrom}). */
+    private readonly replayGrace: number,
   ) {}
+
+  /**
+   * {@link write} of a state whose `ttl` counts from `at`, the call's time. At a time the caller
+   * passed (a replay; anything but this transaction's own clock) a state that still matters lives
+   * the replay grace longer: states expire by the store's clock, while a replayed state lives in
+   * the trace's time, which may stand still while the clock runs. A ttl ≤ 0 still deletes.
+   */
+  writeFrom(id: string, state: unknown, ttl: number, at: number): void {
+    this.write(id, state, ttl > 0 && at !== this.now ? ttl + this.replayGrace : ttl, this.now);
+  }
 
   /**
    * The value stored for `id`, expired or not, remembered as the last looked up. `remember`: a key

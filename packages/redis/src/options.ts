@@ -1,5 +1,5 @@
 import { type Duration, ErrorCode, SluiceError } from '@sluice/core';
-import { assertKnownOptions, integerOption, oneOfOption, parseDuration } from '@sluice/core/adapter';
+import { assertKnownOptions, integerOption, oneOfOption, replayGraceOption } from '@sluice/core/adapter';
 import type { RedisClient } from './client.js';
 import type { BreakerOptions, BreakerState } from './gate/breaker.js';
 import {
@@ -126,16 +126,6 @@ function invalid(option: string, message: string, value: unknown): SluiceError {
   return invalidOption('RedisStore', option, message, value);
 }
 
-/** Longest replay grace: 30 days (a key's PX must stay a plain integer). */
-const MAX_REPLAY_GRACE = 30 * 86_400_000;
-
-function replayGraceOption(value: Duration | 0): number {
-  if (value === 0) return 0;
-  const ms = Math.ceil(parseDuration('replayGrace', value));
-  if (ms > MAX_REPLAY_GRACE) throw invalid('replayGrace', 'must be at most 30 days', value);
-  return ms;
-}
-
 export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   assertKnownOptions('RedisStore', options, KNOWN);
   const given = options.client as Partial<RedisClient> | undefined;
@@ -157,7 +147,7 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
     prefix,
     redisTime: oneOfOption('time', options.time ?? 'client', ['client', 'redis']) === 'redis',
     clock,
-    replayGrace: replayGraceOption(options.replayGrace ?? '10m'),
+    replayGrace: replayGraceOption('RedisStore', options.replayGrace),
     ...resolveFailureOptions('RedisStore', options, clock),
     denyCache: integerOption('denyCache', options.denyCache ?? 0, 0),
   };

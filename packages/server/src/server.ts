@@ -1,5 +1,6 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
+import { replayGraceOption } from '@sluice/core/adapter';
 import { StateDb } from '@sluice/host/state';
 import type { Command, CommandContext, ServerStats, Session } from './commands/context.js';
 import { handshakeCommands } from './commands/handshake.js';
@@ -56,6 +57,9 @@ export class SluiceServer implements ConnectionHost {
       durability: this.options.durability,
       cacheKeys: this.options.cacheKeys,
       clock: this.options.clock,
+      // A state written at a command's AT (a replay) outlives its ttl by RedisStore's and
+      // HostStore's default grace: the trace's time may stand still while the server's clock runs.
+      replayGrace: replayGraceOption('sluice-server', undefined),
       log: (e, f) => this.log(e, f),
     });
     const tls = this.options.tls;

@@ -150,7 +150,7 @@ function rateLimit(
       // Take what is there, up to TAKE: core's consume of min(take, tokens) (0 keeps the refilled state).
       let next = bucket.consume(state, at, Math.min(take, tokens), 'rl').state as TokenBucketState;
       if (strict && tokens - take <= 0) next = [0, at];
-      tx.write(id, next, bucket.ttl(next, at), tx.now);
+      tx.writeFrom(id, next, bucket.ttl(next, at), at);
     }
     return resp.integer(tokens);
   });
