@@ -61,28 +61,37 @@ const DATABASES = ['meta', 'state', 'expiry'];
 const MAP_SIZE = 2 ** 36;
 
 /**
+ * Whether LMDB writes through a write map (see openStateEnv): on Linux only, whose filesystems
+ * (ext4, XFS, btrfs, tmpfs, overlayfs) keep a file as long as the map sparse. NTFS (LMDB does
+ * not mark the file sparse) and HFS+ do not, so there the file could take the map's 64 GiB of
+ * disk; lmdb-js also warns that write maps may be slower on Windows. Elsewhere LMDB writes with
+ * pwrite, as before.
+ */
+const WRITE_MAP = process.platform === 'linux';
+
+/**
  * Opens (creating when new) an LMDB environment of sluice's state in `dir`, refusing anything that
  * is not one of this format before writing a byte into it. Several processes may open it at once,
  * even all at once on an empty directory (LMDB serialises their write transactions, the first to
  * set it up included).
  *
- * Always `noSync` with a write map (`useWritemap`): a transaction writes its pages straight into
- * the mapped file, which is the OS page cache, and its commit makes no system call; StateDb
- * flushes the environment (mdb_env_sync, an msync) as its durability setting says. Without the
- * write map LMDB copies every dirty page to the file with pwrite/writev at each commit: about one
- * system call per decision when each turn's decisions touch different pages (random keys), as
- * many as the socket's own read and write. What a commit survives is the same either way: the
- * pages are the kernel's once written, so a killed process loses nothing committed. Two costs:
- * LMDB sets the file's length to the map's (`MAP_SIZE`, 64 GiB) at open, a sparse file whose
- * disk use is the pages written (`du`, not `ls -l`); and a full disk stops the process with
- * SIGBUS when a write reaches an unallocated page (without the write map it failed too: lmdb-js
- * aborted the process soon after the first failed commit).
+ * Always `noSync`, and on Linux with a write map ({@link WRITE_MAP}): a transaction writes its
+ * pages straight into the mapped file, which is the OS page cache, and its commit makes no system
+ * call; StateDb flushes the environment (mdb_env_sync, an msync) as its durability setting says.
+ * Without the write map LMDB copies every dirty page to the file with pwrite/writev at each
+ * commit: about one system call per decision when each turn's decisions touch different pages
+ * (random keys), as many as the socket's own read and write. What a commit survives is the same
+ * either way: the pages are the kernel's once written, so a killed process loses nothing
+ * committed. Two costs: LMDB sets the file's length to the map's (`MAP_SIZE`, 64 GiB) at open, a
+ * sparse file whose disk use is the pages written (`du`, not `ls -l`); and a full disk stops the
+ * process with SIGBUS when a write reaches an unallocated page (without the write map it failed
+ * too: lmdb-js aborted the process soon after the first failed commit).
  */
 export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
   prepareDataDir(owner, dir);
   // The write map grows the file at open: an environment already there is checked read-only
   // first, so that another program's keeps its size too.
-  if (existsSync(join(dir, ENV_FILES[0]!))) {
+  if (WRITE_MAP && existsSync(join(dir, ENV_FILES[0]!))) {
     const existing = openRoot(owner, dir, { readOnly: true });
     try {
       checkContents(owner, dir, existing, false);
@@ -90,7 +99,7 @@ export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
       void existing.close();
     }
   }
-  const root = openRoot(owner, dir, { noSync: true, useWritemap: true });
+  const root = openRoot(owner, dir, { noSync: true, useWritemap: WRITE_MAP });
   try {
     checkContents(owner, dir, root, true);
     const state = root.openDB<StoredValue, Buffer>({
