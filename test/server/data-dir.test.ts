@@ -98,9 +98,12 @@ describe('sluice-server --data', () => {
     const other = open({ path: dir, noSubdir: false });
     await other.put('users:1', { name: 'ada' });
     await other.close();
+    const size = (await stat(join(dir, 'data.mdb'))).size;
     const { code, stderr } = await serverExit(dir);
     expect(code).toBe(2);
     expect(stderr).toContain('not a sluice-server environment');
+    // Opened for writing with a write map, LMDB would have grown it to the map's size (64 GiB).
+    expect((await stat(join(dir, 'data.mdb'))).size).toBe(size);
     const again = open({ path: dir, noSubdir: false });
     try {
       expect(again.get('users:1')).toEqual({ name: 'ada' });

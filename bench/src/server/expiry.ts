@@ -30,7 +30,8 @@ const dir = mkdtempSync(join(tmpdir(), 'sluice-expiry-'));
 const port = 19_800 + Math.floor(Math.random() * 90);
 const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-const dataFile = () => statSync(join(dir, 'data.mdb')).size;
+// Its disk use (allocated blocks): data.mdb is a sparse file as long as LMDB's map.
+const dataFile = () => statSync(join(dir, 'data.mdb')).blocks * 512;
 
 async function load(client: Redis, prefix: string, count: number, refillMs: number): Promise<void> {
   for (let from = 0; from < count; from += 10_000) {

@@ -1,5 +1,7 @@
-import { open, type RootDatabase } from 'lmdb';
-import { dataDirError, type EnvOwner, prepareDataDir } from './data-dir.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type RootDatabase, type RootDatabaseOptions } from 'lmdb';
+import { dataDirError, ENV_FILES, type EnvOwner, prepareDataDir } from './data-dir.js';
 
 /**
  * The stored layout this version reads and writes, kept under `format` in the `meta` database.
@@ -59,58 +61,47 @@ const DATABASES = ['meta', 'state', 'expiry'];
 const MAP_SIZE = 2 ** 36;
 
 /**
+ * Whether LMDB writes through a write map (see openStateEnv): on Linux only, whose filesystems
+ * (ext4, XFS, btrfs, tmpfs, overlayfs) keep a file as long as the map sparse. NTFS (LMDB does
+ * not mark the file sparse) and HFS+ do not, so there the file could take the map's 64 GiB of
+ * disk; lmdb-js also warns that write maps may be slower on Windows. Elsewhere LMDB writes with
+ * pwrite, as before.
+ */
+const WRITE_MAP = process.platform === 'linux';
+
+/**
  * Opens (creating when new) an LMDB environment of sluice's state in `dir`, refusing anything that
- * is not one of this format before writing a byte into it. Always `noSync`: commits reach the OS
- * page cache, and StateDb flushes the environment (mdb_env_sync) as its durability setting says.
- * Several processes may open it at once, even all at once on an empty directory (LMDB serialises
- * their write transactions, the first to set it up included).
+ * is not one of this format before writing a byte into it. Several processes may open it at once,
+ * even all at once on an empty directory (LMDB serialises their write transactions, the first to
+ * set it up included).
+ *
+ * Always `noSync`, and on Linux with a write map ({@link WRITE_MAP}): a transaction writes its
+ * pages straight into the mapped file, which is the OS page cache, and its commit makes no system
+ * call; StateDb flushes the environment (mdb_env_sync, an msync) as its durability setting says.
+ * Without the write map LMDB copies every dirty page to the file with pwrite/writev at each
+ * commit: about one system call per decision when each turn's decisions touch different pages
+ * (random keys), as many as the socket's own read and write. What a commit survives is the same
+ * either way: the pages are the kernel's once written, so a killed process loses nothing
+ * committed. Two costs: LMDB sets the file's length to the map's (`MAP_SIZE`, 64 GiB) at open, a
+ * sparse file whose disk use is the pages written (`du`, not `ls -l`); and a full disk stops the
+ * process with SIGBUS when a write reaches an unallocated page (without the write map it failed
+ * too: lmdb-js aborted the process soon after the first failed commit).
  */
 export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
   prepareDataDir(owner, dir);
-  let root: RootDatabase<Buffer, Buffer>;
-  try {
-    root = open<Buffer, Buffer>({
-      path: dir,
-      noSubdir: false,
-      noSync: true,
-      mapSize: MAP_SIZE,
-      keyEncoding: 'binary',
-      encoding: 'binary',
-    });
-  } catch (err) {
-    throw dataDirError(
-      owner,
-      dir,
-      `holds files LMDB cannot open as an environment (${(err as Error).message})`,
-    );
-  }
-  try {
-    // The root database lists the named ones (lmdb-js ends their names with a NUL byte).
-    const names = [...root.getKeys({})].map((key) => key.toString('latin1').replace(/\0$/, ''));
-    const foreign = names.filter((name) => !DATABASES.includes(name));
-    if (foreign.length > 0) {
-      throw dataDirError(
-        owner,
-        dir,
-        `holds an LMDB environment that is not a ${owner.name} environment of format ${FORMAT} (${owner.foreignEnvHint === undefined ? '' : `${owner.foreignEnvHint}, or `}another program's data: keys such as ${JSON.stringify(foreign[0]!.slice(0, 40))})`,
-      );
+  // The write map grows the file at open: an environment already there is checked read-only
+  // first, so that another program's keeps its size too.
+  if (WRITE_MAP && existsSync(join(dir, ENV_FILES[0]!))) {
+    const existing = openRoot(owner, dir, { readOnly: true });
+    try {
+      checkContents(owner, dir, existing, false);
+    } finally {
+      void existing.close();
     }
-    const meta = root.openDB<number, string>({
-      name: 'meta',
-      keyEncoding: 'ordered-binary',
-      encoding: 'msgpack',
-    });
-    root.transactionSync(() => {
-      const format = meta.get('format');
-      if (format === undefined) meta.putSync('format', FORMAT);
-      else if (format !== FORMAT) {
-        throw dataDirError(
-          owner,
-          dir,
-          `holds a ${owner.name} environment of format ${format}; this version reads format ${FORMAT}`,
-        );
-      }
-    });
+  }
+  const root = openRoot(owner, dir, { noSync: true, useWritemap: WRITE_MAP });
+  try {
+    checkContents(owner, dir, root, true);
     const state = root.openDB<StoredValue, Buffer>({
       name: 'state',
       keyEncoding: 'binary',
@@ -122,4 +113,65 @@ export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
     void root.close();
     throw err;
   }
+}
+
+function openRoot(owner: EnvOwner, dir: string, mode: RootDatabaseOptions): RootDatabase<Buffer, Buffer> {
+  try {
+    return open<Buffer, Buffer>({
+      path: dir,
+      noSubdir: false,
+      mapSize: MAP_SIZE,
+      keyEncoding: 'binary',
+      encoding: 'binary',
+      ...mode,
+    });
+  } catch (err) {
+    throw dataDirError(
+      owner,
+      dir,
+      `holds files LMDB cannot open as an environment (${(err as Error).message})`,
+    );
+  }
+}
+
+/**
+ * Refuses an environment with databases of its own or of another format; `writable`: marks a new
+ * one with this format.
+ */
+function checkContents(
+  owner: EnvOwner,
+  dir: string,
+  root: RootDatabase<Buffer, Buffer>,
+  writable: boolean,
+): void {
+  // The root database lists the named ones (lmdb-js ends their names with a NUL byte).
+  const names = [...root.getKeys({})].map((key) => key.toString('latin1').replace(/\0$/, ''));
+  const foreign = names.filter((name) => !DATABASES.includes(name));
+  if (foreign.length > 0) {
+    throw dataDirError(
+      owner,
+      dir,
+      `holds an LMDB environment that is not a ${owner.name} environment of format ${FORMAT} (${owner.foreignEnvHint === undefined ? '' : `${owner.foreignEnvHint}, or `}another program's data: keys such as ${JSON.stringify(foreign[0]!.slice(0, 40))})`,
+    );
+  }
+  // Read-only, a database not there yet cannot be opened: a new environment, nothing to check.
+  if (!writable && !names.includes('meta')) return;
+  const meta = root.openDB<number, string>({
+    name: 'meta',
+    keyEncoding: 'ordered-binary',
+    encoding: 'msgpack',
+  });
+  const check = () => {
+    const format = meta.get('format');
+    if (format === undefined && writable) meta.putSync('format', FORMAT);
+    else if (format !== undefined && format !== FORMAT) {
+      throw dataDirError(
+        owner,
+        dir,
+        `holds a ${owner.name} environment of format ${format}; this version reads format ${FORMAT}`,
+      );
+    }
+  };
+  if (writable) root.transactionSync(check);
+  else check();
 }

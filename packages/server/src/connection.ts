@@ -154,13 +154,14 @@ export class Connection {
     if (args.length - 1 > this.host.maxArgs) {
       return resp.error(`ERR too many arguments (${args.length - 1}; max-args is ${this.host.maxArgs})`);
     }
-    const name = sent.toLowerCase();
     if (command === undefined) {
       const shown = args
         .slice(1, 4)
         .map((a) => `'${a.toString().slice(0, 64)}'`)
         .join(' ');
-      return resp.error(`ERR unknown command '${name.slice(0, 64)}', with args beginning with: ${shown}`);
+      return resp.error(
+        `ERR unknown command '${sent.toLowerCase().slice(0, 64)}', with args beginning with: ${shown}`,
+      );
     }
     if (!this.session.authenticated && command.beforeAuth !== true) {
       return resp.error('NOAUTH Authentication required.');
@@ -168,13 +169,18 @@ export class Connection {
     const [min, max] = command.arity;
     const count = args.length - 1;
     if (count < min || (max >= 0 && count > max)) {
+      const name = sent.toLowerCase();
       return resp.error(command.arityError?.(name) ?? `ERR wrong number of arguments for '${name}' command`);
     }
     try {
       return command.run(args, this.ctx);
     } catch (err) {
       // A handler bug answers that command alone; the connection and its other commands carry on.
-      this.host.log('internal-error', { id: this.session.id, command: name, error: (err as Error).stack });
+      this.host.log('internal-error', {
+        id: this.session.id,
+        command: sent.toLowerCase(),
+        error: (err as Error).stack,
+      });
       return resp.error('ERR internal error');
     }
   }

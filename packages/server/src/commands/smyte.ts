@@ -111,7 +111,18 @@ interface ParamSet {
 
 /** Parameter sets, kept for reuse (a service sees few). */
 const paramSets = new Map<string, ParamSet>();
+/** The set used last, with its numbers: most commands repeat it, and skip building its name. */
+let last: { max: number; refill: number; refillMs: number; set: ParamSet } | undefined;
 function paramSetFor(max: number, refill: number, refillMs: number): ParamSet {
+  if (last !== undefined && last.max === max && last.refill === refill && last.refillMs === refillMs) {
+    return last.set;
+  }
+  const set = lookupParamSet(max, refill, refillMs);
+  last = { max, refill, refillMs, set };
+  return set;
+}
+
+function lookupParamSet(max: number, refill: number, refillMs: number): ParamSet {
   const params = `${max}:${refill}:${refillMs}`;
   let set = paramSets.get(params);
   if (set === undefined) {
