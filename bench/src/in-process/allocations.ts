@@ -1,0 +1,178 @@
+/**
+ * Bytes allocated per decision, in-process: a figure that does not move with the machine's load
+ * (unlike decisions per second), for diagnosis of issue 24. Node 20 has no allocation counter, so
+ * each algorithm's group runs in a child `node --expose-gc` whose young generation is large enough
+ * (`--min-semi-space-size=--max-semi-space-size=SEMI_SPACE_MB`) that no scavenge runs in the
+ * measured loop: after warm-up (so the code measured is optimized) and `gc()`, the growth of
+ * `v8.getHeapStatistics().used_heap_size` over N decisions, divided by N, is what each decision
+ * allocated. A GC inside the loop would hide allocations: the child watches `gc` performance
+ * entries and reports any that started during a measurement, and measures N and N/2 decisions
+ * (the two figures must agree: a fixed cost or a change of tier would show as a difference; both are
+ * measured again, a few times, until they do). Optimization runs on the main thread
+ * (`--no-concurrent-recompilation`), so that what is measured does not depend on the load either.
+ *
+ * Subjects per algorithm, each with the configuration of the in-process table: sluice
+ * `new Limiter({ algorithm, store: new MemoryStore(…) }).check(key)` not awaited, the raw step
+ * over a `Map` and the floor; on the hot key and cycling through 10,000 keys.
+ *
+ * usage: node --import tsx src/in-process/allocations.ts [--n=100000] [--md]
+ *        (a child is started per algorithm with `--child=<algorithm>`)
+ */
+import { PerformanceObserver, performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import { runChild } from '../lib/child.js';
+import { ALGORITHMS, type Instance, subject } from './subjects.js';
+
+const SEMI_SPACE_MB = 256;
+/** The scenarios of the in-process table (`child.ts`, which runs on import, so not imported). */
+const SCENARIOS = { hot: 1, '10k': 10_000 } as const;
+const WARMUP = 500_000;
+/** Most measurements of N and N/2 decisions before a subject's figure is reported unsettled. */
+const ROUNDS = 6;
+
+export interface AllocationResult {
+  /** subject id → scenario → bytes per decision over N, over N/2, and GCs seen in the loops. */
+  readonly [id: string]: Record<string, { perDecision: number; perDecisionHalf: number; gcs: number }>;
+}
+
+const argument = (name: string): string | undefined =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+function keysFor(count: number): string[] {
+  return count === 1 ? ['hot'] : Array.from({ length: count }, (_, i) => `user:${i}`);
+}
+
+/** Runs `n` decisions cycling through `keys` from `cursor`; returns the new cursor and refusals. */
+function drive(x: Instance, keys: readonly string[], n: number, cursor: number): [number, number] {
+  const { op, allowed } = x;
+  let i = cursor;
+  let refused = 0;
+  const length = keys.length;
+  for (let k = 0; k < n; k++) {
+    if (!allowed(op(keys[i]!))) refused++;
+    if (++i === length) i = 0;
+  }
+  return [i, refused];
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+async function child(algorithm: string, n: number): Promise<void> {
+  if (gc === undefined) throw new Error('run the child with --expose-gc');
+  const gcs: number[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcs.push(entry.startTime);
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  const ids = [`sluice:${algorithm}`, `raw:${algorithm}`, 'floor'];
+  const result: Record<string, AllocationResult[string]> = {};
+  for (const id of ids) result[id] = {};
+  for (const [scenario, count] of Object.entries(SCENARIOS)) {
+    const keys = keysFor(count);
+    for (const id of ids) {
+      const instance = subject(id).make(count);
+      let [cursor, refused] = drive(instance, keys, WARMUP, 0);
+      const measure = async (decisions: number) => {
+        gc();
+        gc();
+        await new Promise((resolve) => setImmediate(resolve));
+        const start = performance.now();
+        const before = v8.getHeapStatistics().used_heap_size;
+        const [next, no] = drive(instance, keys, decisions, cursor);
+        const after = v8.getHeapStatistics().used_heap_size;
+        const end = performance.now();
+        cursor = next;
+        refused += no;
+        // GC entries arrive asynchronously: let them in before counting.
+        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        const inLoop = gcs.filter((t) => t >= start && t <= end).length;
+        return { bytes: (after - before) / decisions, inLoop };
+      };
+      // Tier-up may still change the code's allocations after warm-up: measure N and N/2 in turn
+      // until the two agree (within a byte per decision), at most ROUNDS times.
+      let full = await measure(n);
+      let half = await measure(n / 2);
+      let gcsSeen = full.inLoop + half.inLoop;
+      for (let r = 1; r < ROUNDS && Math.abs(full.bytes - half.bytes) > 1; r++) {
+        full = await measure(n);
+        half = await measure(n / 2);
+        gcsSeen += full.inLoop + half.inLoop;
+      }
+      if (refused > 0) throw new Error(`${id} refused ${refused} decisions`);
+      result[id]![scenario] = {
+        perDecision: full.bytes,
+        perDecisionHalf: half.bytes,
+        gcs: gcsSeen,
+      };
+      instance.close?.();
+    }
+  }
+  observer.disconnect();
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+const round = (x: number) => (Math.abs(x) < 10 ? x.toFixed(1) : x.toFixed(0));
+
+async function main(n: number): Promise<void> {
+  const scenarios = Object.keys(SCENARIOS);
+  const lines = [
+    `Bytes allocated per decision (heap growth over ${n.toLocaleString('en-US')} decisions after warm-up, no GC in the loop; allocation, not time). Node ${process.version}.`,
+    '',
+    `| subject | ${scenarios.map((s) => `${s} (B/decision)`).join(' | ')} |`,
+    `|---|${scenarios.map(() => '---:').join('|')}|`,
+  ];
+  let floorRow: string | undefined;
+  let invalid = 0;
+  let moving = false;
+  for (const algorithm of Object.keys(ALGORITHMS)) {
+    process.stderr.write(`  allocations: ${algorithm}\n`);
+    const result = await runChild<AllocationResult>(
+      'in-process/allocations.ts',
+      [`--child=${algorithm}`, `--n=${n}`],
+      [
+        // Optimization on the main thread: when the optimized code arrives then depends on the
+        // decisions run, not on how busy the machine is (a background compile finishing mid-loop
+        // gave figures 200 B apart between runs).
+        '--no-concurrent-recompilation',
+        `--min-semi-space-size=${SEMI_SPACE_MB}`,
+        `--max-semi-space-size=${SEMI_SPACE_MB}`,
+        '--expose-gc',
+      ],
+    );
+    const row = (id: string, label: string) => {
+      const cells = scenarios.map((s) => {
+        const r = result[id]![s]!;
+        // A GC in the loop hides allocations: the figure is void. N and N/2 still apart after
+        // ROUNDS measurements: the figure moves (the sliding window log's state holds an entry
+        // per ms with admissions in its window, so its size follows the decision rate).
+        if (r.gcs > 0) {
+          invalid++;
+          return `invalid (${r.gcs} GC in the loop)`;
+        }
+        const unsettled = Math.abs(r.perDecision - r.perDecisionHalf) > 1;
+        if (unsettled) moving = true;
+        return unsettled
+          ? `${round(r.perDecision)}* (N/2: ${round(r.perDecisionHalf)})`
+          : round(r.perDecision);
+      });
+      return `| ${label} | ${cells.join(' | ')} |`;
+    };
+    lines.push(row(`sluice:${algorithm}`, `sluice ${algorithm}, \`check(key)\``));
+    lines.push(row(`raw:${algorithm}`, `raw ${algorithm} + Map`));
+    floorRow ??= row('floor', 'inline Map token bucket (floor)');
+  }
+  lines.push(floorRow!);
+  if (moving)
+    lines.push(
+      '',
+      '\\* N and N/2 decisions disagreed: this figure follows the decision rate (state sizes that depend on time), not the code alone.',
+    );
+  process.stdout.write(`${lines.join('\n')}\n`);
+  if (invalid > 0) process.exitCode = 1;
+}
+
+const childOf = argument('child');
+const n = Number(argument('n') ?? 100_000);
+if (childOf !== undefined) await child(childOf, n);
+else await main(n);
