@@ -1,5 +1,5 @@
 import type { Algorithm } from './algorithm.js';
-import { combine, type Decision, decide, shadowed } from './decision.js';
+import { combine, combineOne, type Decision, decide, shadowed } from './decision.js';
 import { describeValue, ErrorCode, SluiceError, storeFailure } from './errors.js';
 import { type LimitDefinition, limitCall, type ResolvedLimit, resolveLimits } from './limit-definitions.js';
 import { MemoryStore } from './memory-store.js';
@@ -109,7 +109,7 @@ export class Limiter {
       } catch (error) {
         return Promise.reject(storeFailure(error));
       }
-      return decision instanceof Promise ? decision.then(single, rejected) : combine([decision]);
+      return decision instanceof Promise ? decision.then(combineOne, rejected) : combineOne(decision);
     }
     return this.ask('consume', keys, options);
   }
@@ -211,7 +211,6 @@ export function combineCalls(calls: readonly LimitCall[], decisions: readonly De
   return combine(decisions.map((decision, i) => (calls[i]!.shadow === true ? shadowed(decision) : decision)));
 }
 
-const single = (decision: Decision): Decision => combine([decision]);
 const rejected = (error: unknown): Promise<never> => Promise.reject(storeFailure(error));
 
 /** `assertKnownOptions` for the per-call options, without its `Object.keys` array on the hot path. */
