@@ -61,15 +61,12 @@ export function slidingWindowCounter(
   // countN]`, counts aligned to that sub-window, newest first (`count(i)` reads them). One array,
   // built at its final length: a consume that admits adds its cost to `count0` and stores it.
   const align = (state: SlidingWindowCounterState | undefined, index: number): number[] => {
-    const next = new Array<number>(precision + 2).fill(0);
-    if (state === undefined) {
-      next[0] = index;
-      return next;
-    }
-    // Replayed times may go backwards: count them in the newest sub-window we have.
-    const shift = Math.max(0, index - state[0]!);
-    next[0] = Math.max(index, state[0]!);
-    for (let i = 0; i + shift <= precision; i++) next[i + shift + 1] = state[i + 1]!;
+    const next = new Array<number>(precision + 2);
+    // Replayed times may go backwards: count them in the newest sub-window we have. Every slot
+    // is written (a loop, not `fill`: no builtin call on every decision).
+    const shift = state === undefined ? precision + 1 : Math.max(0, index - state[0]!);
+    next[0] = state === undefined ? index : Math.max(index, state[0]!);
+    for (let i = 0; i <= precision; i++) next[i + 1] = i < shift ? 0 : state![i - shift + 1]!;
     return next;
   };
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
