@@ -104,6 +104,32 @@ function clocked(id: string): Subject {
   };
 }
 
+/**
+ * The memory store's insert path: a key never seen before on every decision (a flood of unique
+ * keys), on the token bucket of the table and the default `MemoryStore` (100,000 keys, so each
+ * insert past them evicts one). The keys are made before the loop, so their strings are not
+ * counted.
+ */
+const NEW_KEYS = 'sluice-new-keys:token-bucket';
+
+const newKeys: Subject = {
+  id: NEW_KEYS,
+  label: NEW_KEYS,
+  config: '',
+  async: false,
+  make() {
+    const store = new MemoryStore();
+    const limiter = new Limiter({ algorithm: ALGORITHMS['token-bucket']!.make(), store });
+    const keys = Array.from({ length: WARMUP + 2 * ROUNDS * n }, (_, i) => `new:${i}`);
+    let next = 0;
+    return {
+      op: () => limiter.check(keys[next++]!),
+      allowed: (result) => (result as Decision).allowed,
+      close: () => store.shutdown(),
+    };
+  },
+};
+
 const gc = (globalThis as { gc?: () => void }).gc;
 
 async function child(algorithm: string, n: number): Promise<void> {
@@ -115,12 +141,17 @@ async function child(algorithm: string, n: number): Promise<void> {
   observer.observe({ entryTypes: ['gc'] });
   const ids = [`sluice:${algorithm}`, `raw:${algorithm}`, 'floor'];
   if (algorithm === LOG) ids.push(...CLOCKED);
+  if (algorithm === 'token-bucket') ids.push(NEW_KEYS);
   const result: Record<string, AllocationResult[string]> = {};
   for (const id of ids) result[id] = {};
   for (const [scenario, count] of Object.entries(SCENARIOS)) {
     const keys = keysFor(count);
     for (const id of ids) {
-      const instance = (CLOCKED.includes(id) ? clocked(id) : subject(id)).make(count);
+      // The hot key is one key: there are only new keys in the 10,000-key scenario.
+      if (id === NEW_KEYS && count === 1) continue;
+      const instance = (CLOCKED.includes(id) ? clocked(id) : id === NEW_KEYS ? newKeys : subject(id)).make(
+        count,
+      );
       let [cursor, refused] = drive(instance, keys, WARMUP, 0);
       const measure = async (decisions: number) => {
         gc();
@@ -194,7 +225,8 @@ async function main(n: number): Promise<void> {
     );
     const row = (id: string, label: string) => {
       const cells = scenarios.map((s) => {
-        const r = result[id]![s]!;
+        const r = result[id]![s];
+        if (r === undefined) return '—';
         // A GC in the loop hides allocations: the figure is void. N and N/2 still apart after
         // ROUNDS measurements: the figure moves (the sliding window log's state holds an entry
         // per ms with admissions in its window, so its size follows the decision rate).
@@ -212,6 +244,8 @@ async function main(n: number): Promise<void> {
     };
     lines.push(row(`sluice:${algorithm}`, `sluice ${algorithm}, \`check(key)\``));
     lines.push(row(`raw:${algorithm}`, `raw ${algorithm} + Map`));
+    if (algorithm === 'token-bucket')
+      lines.push(row(NEW_KEYS, 'sluice token-bucket, a new key every decision (insert and eviction)'));
     if (algorithm === LOG) {
       lines.push(row(CLOCKED[0]!, `sluice ${LOG}, \`check(key, { now })\`, simulated clock`));
       lines.push(row(CLOCKED[1]!, `raw ${LOG} + Map, simulated clock`));
