@@ -43,14 +43,24 @@ function keysFor(count: number): string[] {
   return count === 1 ? ['hot'] : Array.from({ length: count }, (_, i) => `user:${i}`);
 }
 
-/** Runs `n` decisions cycling through `keys` from `cursor`; returns the new cursor and refusals. */
+/** Where each answer goes: out of V8's sight, as a user's decision goes to the response. */
+const sink: { last: unknown } = { last: undefined };
+
+/**
+ * Runs `n` decisions cycling through `keys` from `cursor`; returns the new cursor and refusals.
+ * Every answer is stored in `sink`: read only for `allowed`, a decision whose call V8 inlines
+ * whole is never built (escape analysis), and the hot key's fixed window then allocated 192 B
+ * per decision instead of the 361 B any caller that uses the decision pays.
+ */
 function drive(x: Instance, keys: readonly string[], n: number, cursor: number): [number, number] {
   const { op, allowed } = x;
   let i = cursor;
   let refused = 0;
   const length = keys.length;
   for (let k = 0; k < n; k++) {
-    if (!allowed(op(keys[i]!))) refused++;
+    const answer = op(keys[i]!);
+    sink.last = answer;
+    if (!allowed(answer)) refused++;
     if (++i === length) i = 0;
   }
   return [i, refused];
@@ -256,7 +266,7 @@ async function main(n: number): Promise<void> {
   if (moving)
     lines.push(
       '',
-      '\\* N and N/2 decisions disagreed: this figure follows the decision rate (state sizes that depend on time), not the code alone.',
+      '\\* N and N/2 decisions disagreed: this figure is not a per-decision constant (a state whose size follows the clock, or maps growing in steps on the insert path).',
     );
   process.stdout.write(`${lines.join('\n')}\n`);
   if (invalid > 0) process.exitCode = 1;
