@@ -75,6 +75,8 @@ export class Limiter {
   private readonly direct: Store | undefined;
   /** The store's `consume` when the limiter was made: a replaced one (a test's spy) sees every call. */
   private readonly directConsume: Store['consume'];
+  /** `limits[0]`, read by the direct path without the array. */
+  private readonly first: ResolvedLimit;
 
   constructor(options: LimiterOptions) {
     assertKnownOptions('Limiter', options, KNOWN);
@@ -85,6 +87,7 @@ export class Limiter {
     }
     this.limits = resolveLimits(options.limits ?? [{ algorithm: options.algorithm! }]);
     this.single = this.limits.length === 1;
+    this.first = this.limits[0]!;
     this.shadows = this.limits.some((limit) => !limit.enforce);
     this.store = storeOption(options.store);
     this.directConsume = this.store.consume;
@@ -102,7 +105,7 @@ export class Limiter {
     const direct = this.direct;
     if (direct !== undefined && typeof keys === 'string' && direct.consume === this.directConsume) {
       const cost = this.cost(options);
-      const limit = this.limits[0]!;
+      const limit = this.first;
       let decision: MaybePromise<Decision>;
       try {
         decision = direct.consumeOne!(limit.algorithm, keys, cost, limit.name, options?.now);
