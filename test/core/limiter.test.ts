@@ -1,4 +1,13 @@
-import { fixedWindow, Limiter, MemoryStore, tokenBucket } from '@sluice/core';
+import {
+  type Decision,
+  fixedWindow,
+  Limiter,
+  leakyBucketQueue,
+  MemoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 
 describe('Limiter', () => {
@@ -110,4 +119,44 @@ describe('Limiter: the combined decision of layered limits', () => {
       reason: 'cost-exceeds-limit',
     });
   });
+});
+
+describe("Limiter: check's direct path (one limit, a string key)", () => {
+  // The direct path builds its combined decision itself (combineOne); the batch path (an array of
+  // keys) goes through combine(). Both must answer the same decision, field for field, in order.
+  const algorithms = {
+    'token bucket': () => tokenBucket({ capacity: 3, refillInterval: '3s' }),
+    'fixed window': () => fixedWindow({ limit: 2, window: 1000 }),
+    'leaky bucket queue (delays)': () => leakyBucketQueue({ rate: 2, period: '1s', queue: 2 }),
+    'sliding window counter': () => slidingWindowCounter({ limit: 3, window: 1000, precision: 2 }),
+    'sliding window log': () => slidingWindowLog({ limit: 2, window: 1000 }),
+  };
+  for (const [name, make] of Object.entries(algorithms)) {
+    it(`${name}: answers as the batch path, admitted, delayed, refused and never`, () => {
+      const direct = new Limiter({ algorithm: make() });
+      const batch = new Limiter({ algorithm: make() });
+      const seen = new Set<string>();
+      for (const [now, cost] of [
+        [0, 1],
+        [0, 1],
+        [0, 1],
+        [0, 1],
+        [0, 9],
+        [400, 1],
+        [1200, 2],
+        [1200, 1],
+      ] as const) {
+        const a = direct.check('k', { now, cost }) as Decision;
+        const b = batch.check(['k'], { now, cost }) as Decision;
+        expect(a).toStrictEqual(b);
+        expect(Object.keys(a)).toEqual(Object.keys(b));
+        expect(a.limits).toHaveLength(1);
+        expect(a.limits[0]!.limits).toEqual([]);
+        seen.add(a.allowed ? (a.delay > 0 ? 'delayed' : 'admitted') : (a.reason ?? ''));
+      }
+      expect(seen).toContain('admitted');
+      expect(seen).toContain('rate-limited');
+      expect(seen).toContain('cost-exceeds-limit');
+    });
+  }
 });

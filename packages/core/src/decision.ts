@@ -114,6 +114,25 @@ export function combine(decisions: readonly Decision[]): Decision {
   };
 }
 
+/**
+ * `combine([decision])` for one enforced limit's decision (not `shadow`), without the loop: the
+ * combined decision copies it and lists it alone in `limits`. The commonest check there is (one
+ * limit, a string key) takes this path on every call.
+ */
+export function combineOne(decision: Decision): Decision {
+  return {
+    allowed: decision.allowed,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    resetAfter: decision.resetAfter,
+    retryAfter: decision.retryAfter,
+    delay: decision.delay,
+    policy: decision.policy,
+    reason: decision.reason,
+    limits: [decision],
+  };
+}
+
 /** The combined decision of a check whose limits are all in shadow mode: allowed, whatever they say. */
 function shadowOnly(decisions: readonly Decision[]): Decision {
   let chosen = decisions[0]!;

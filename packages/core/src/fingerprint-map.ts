@@ -30,6 +30,11 @@ export class FingerprintMap<V> {
     return this.values.get(algorithm.fingerprint);
   }
 
+  /** How many fingerprints have a value. */
+  get size(): number {
+    return this.values.size;
+  }
+
   all(): IterableIterator<V> {
     return this.values.values();
   }

@@ -1,5 +1,5 @@
 import type { Algorithm } from './algorithm.js';
-import { combine, type Decision, decide, shadowed } from './decision.js';
+import { combine, combineOne, type Decision, decide, shadowed } from './decision.js';
 import { describeValue, ErrorCode, SluiceError, storeFailure } from './errors.js';
 import { type LimitDefinition, limitCall, type ResolvedLimit, resolveLimits } from './limit-definitions.js';
 import { MemoryStore } from './memory-store.js';
@@ -75,6 +75,8 @@ export class Limiter {
   private readonly direct: Store | undefined;
   /** The store's `consume` when the limiter was made: a replaced one (a test's spy) sees every call. */
   private readonly directConsume: Store['consume'];
+  /** `limits[0]`, read by the direct path without the array. */
+  private readonly first: ResolvedLimit;
 
   constructor(options: LimiterOptions) {
     assertKnownOptions('Limiter', options, KNOWN);
@@ -85,6 +87,7 @@ export class Limiter {
     }
     this.limits = resolveLimits(options.limits ?? [{ algorithm: options.algorithm! }]);
     this.single = this.limits.length === 1;
+    this.first = this.limits[0]!;
     this.shadows = this.limits.some((limit) => !limit.enforce);
     this.store = storeOption(options.store);
     this.directConsume = this.store.consume;
@@ -102,14 +105,14 @@ export class Limiter {
     const direct = this.direct;
     if (direct !== undefined && typeof keys === 'string' && direct.consume === this.directConsume) {
       const cost = this.cost(options);
-      const limit = this.limits[0]!;
+      const limit = this.first;
       let decision: MaybePromise<Decision>;
       try {
         decision = direct.consumeOne!(limit.algorithm, keys, cost, limit.name, options?.now);
       } catch (error) {
         return Promise.reject(storeFailure(error));
       }
-      return decision instanceof Promise ? decision.then(single, rejected) : combine([decision]);
+      return decision instanceof Promise ? decision.then(combineOne, rejected) : combineOne(decision);
     }
     return this.ask('consume', keys, options);
   }
@@ -211,7 +214,6 @@ export function combineCalls(calls: readonly LimitCall[], decisions: readonly De
   return combine(decisions.map((decision, i) => (calls[i]!.shadow === true ? shadowed(decision) : decision)));
 }
 
-const single = (decision: Decision): Decision => combine([decision]);
 const rejected = (error: unknown): Promise<never> => Promise.reject(storeFailure(error));
 
 /** `assertKnownOptions` for the per-call options, without its `Object.keys` array on the hot path. */

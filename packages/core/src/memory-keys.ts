@@ -67,8 +67,11 @@ export function bytesOf(key: string, state: unknown): number {
 export interface KeySpace {
   young: Map<string, Cell>;
   old: Map<string, Cell>;
-  /** Walks `old` front to back; the entries it has passed and that are still in `old` are `front`. */
-  cursor: Iterator<[string, Cell]> | undefined;
+  /**
+   * Walks `old`'s keys front to back; the keys it has passed and that are still in `old` are
+   * `front`. Keys, not entries: an entry would be a new [key, cell] array per key.
+   */
+  cursor: Iterator<string> | undefined;
   /**
    * Up to EXPIRY_SCAN keys at the front of `old`, in order, and when each expires. An old entry's
    * state never changes (a write moves the key to `young`), so its expiry is computed once; a key
@@ -244,8 +247,8 @@ export class MemoryKeys {
         space.old.delete(front[0]!);
         this.dropped(space, cell);
       }
-      front.shift();
-      expiresAt.shift();
+      removeAt(front, 0);
+      removeAt(expiresAt, 0);
     }
   }
 
@@ -255,14 +258,16 @@ export class MemoryKeys {
     // not counted: a flood of unique keys lands in one space and so evicts its own keys first.
     // Ties go to another space.
     const byBytes = this.count <= this.maxKeys;
-    const weight = (space: KeySpace) => (byBytes ? space.bytes : space.young.size + space.old.size);
     let victim = writing;
-    let most = weight(writing) - (byBytes ? writtenBytes : 1);
-    for (const space of this.spaces.all()) {
-      const stored = weight(space);
-      if (space !== writing && stored > most) {
-        victim = space;
-        most = stored;
+    // One space (one limit on this store, the common case): no other to weigh.
+    if (this.spaces.size > 1) {
+      let most = weight(writing, byBytes) - (byBytes ? writtenBytes : 1);
+      for (const space of this.spaces.all()) {
+        const stored = weight(space, byBytes);
+        if (space !== writing && stored > most) {
+          victim = space;
+          most = stored;
+        }
       }
     }
     const { front, expiresAt } = victim;
@@ -284,8 +289,8 @@ export class MemoryKeys {
       const old = victim.old;
       const removed = old.get(front[chosen]!);
       if (removed !== undefined) old.delete(front[chosen]!);
-      front.splice(chosen, 1);
-      expiresAt.splice(chosen, 1);
+      removeAt(front, chosen);
+      removeAt(expiresAt, chosen);
       if (removed !== undefined) {
         this.dropped(victim, removed);
         return true;
@@ -322,8 +327,8 @@ function refill(space: KeySpace, now: number): void {
       if (next.done) {
         space.cursor = undefined;
       } else {
-        front.push(next.value[0]);
-        expiresAt.push(now + space.algorithm.ttl(cellState(next.value[1]), now));
+        front.push(next.value);
+        expiresAt.push(now + space.algorithm.ttl(cellState(space.old.get(next.value)!), now));
       }
     }
     if (front.length >= EXPIRY_SCAN || space.young.size === 0) return;
@@ -338,7 +343,7 @@ function refill(space: KeySpace, now: number): void {
       for (const [key, cell] of space.young) space.old.set(key, cell);
     }
     space.young = new Map();
-    space.cursor = space.old.entries();
+    space.cursor = space.old.keys();
     for (let i = 0; i < start; i++) space.cursor.next();
   }
 }
@@ -359,4 +364,19 @@ function liveFront(space: KeySpace): number {
     expiresAt.pop();
   }
   return kept;
+}
+
+/** How much of the bounds a space holds: its bytes past `maxBytes`, else its keys. */
+function weight(space: KeySpace, byBytes: boolean): number {
+  return byBytes ? space.bytes : space.young.size + space.old.size;
+}
+
+/**
+ * Removes `array[index]`, moving the rest down: `splice` would make an array of the removed
+ * element, and `shift` may trim the array's start, so that the next `push` grows it again.
+ */
+function removeAt<T>(array: T[], index: number): void {
+  if (index >= array.length) return;
+  for (let i = index + 1; i < array.length; i++) array[i - 1] = array[i]!;
+  array.pop();
 }

@@ -78,6 +78,10 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0,
   } satisfies Record<AlgorithmParam<'leaky-bucket-queue'>, number>;
 
+  // Whole free places at `now` when the queue drains at `drain`. Outside `evaluate`: a closure
+  // there would be a new function object on every decision.
+  const free = (drain: number, now: number) =>
+    Math.max(0, Math.min(capacity, Math.floor((room - (drain - now) + slack) / interval)));
   const evaluate = (
     state: LeakyBucketQueueState | undefined,
     now: number,
@@ -92,22 +96,19 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     const backlog = newDrainAt - now;
     const delay = Math.max(0, backlog - burst * interval);
     const allowed = backlog <= room + slack;
-    // Whole free places when the queue drains at `drain`.
-    const free = (drain: number) =>
-      Math.max(0, Math.min(capacity, Math.floor((room - (drain - now) + slack) / interval)));
     if (allowed && !consuming) {
       return {
-        drainAt: state,
-        decision: admitted(capacity, free(drainAt), ceilMs(drainAt - now, slack), policy),
+        state,
+        decision: admitted(capacity, free(drainAt, now), ceilMs(drainAt - now, slack), policy),
       };
     }
     if (allowed) {
       return {
-        drainAt: newDrainAt,
+        state: newDrainAt,
         decision: decide(
           true,
           capacity,
-          free(newDrainAt),
+          free(newDrainAt, now),
           ceilMs(newDrainAt - now, slack),
           0,
           ceilMs(delay, slack),
@@ -116,17 +117,17 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
         ),
       };
     }
-    const remaining = free(drainAt);
+    const remaining = free(drainAt, now);
     if (cost > capacity) {
       return {
-        drainAt: state,
+        state,
         decision: costExceedsLimit(capacity, remaining, ceilMs(drainAt - now, slack), policy),
       };
     }
     // Wait until the queue has drained enough for this cost to fit under both bounds.
     const wait = drainAt + cost * interval - room - now;
     return {
-      drainAt: state,
+      state,
       decision: decide(
         false,
         capacity,
@@ -146,10 +147,8 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     fingerprint: fingerprint('leaky-bucket-queue', params),
     limit: capacity,
     window: capacity * interval,
-    consume(state, now, cost, policy) {
-      const { drainAt, decision } = evaluate(state, now, cost, policy, true);
-      return { state: drainAt, decision };
-    },
+    // The step is the transition itself: no second object on the hot path.
+    consume: (state, now, cost, policy) => evaluate(state, now, cost, policy, true),
     peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false).decision,
     ttl: (state, now) => state - now,
     // The held request's slot leaves the queue: everyone behind keeps their turn, the next

@@ -57,14 +57,17 @@ export function slidingWindowCounter(
     'window / precision (the sub-window)',
   );
 
-  // Counts aligned to the sub-window containing `now`, newest first (length precision + 1).
+  // The state for the sub-window containing `now`, before this request: `[index, count0, …,
+  // countN]`, counts aligned to that sub-window, newest first (`count(i)` reads them). One array,
+  // built at its final length: a consume that admits adds its cost to `count0` and stores it.
   const align = (state: SlidingWindowCounterState | undefined, index: number): number[] => {
-    const counts = new Array<number>(precision + 1).fill(0);
-    if (state === undefined) return counts;
-    // Replayed times may go backwards: count them in the newest sub-window we have.
-    const shift = Math.max(0, index - state[0]!);
-    for (let i = 0; i + shift <= precision; i++) counts[i + shift] = state[i + 1]!;
-    return counts;
+    const next = new Array<number>(precision + 2);
+    // Replayed times may go backwards: count them in the newest sub-window we have. Every slot
+    // is written (a loop, not `fill`: no builtin call on every decision).
+    const shift = state === undefined ? precision + 1 : Math.max(0, index - state[0]!);
+    next[0] = state === undefined ? index : Math.max(index, state[0]!);
+    for (let i = 0; i <= precision; i++) next[i + 1] = i < shift ? 0 : state![i - shift + 1]!;
+    return next;
   };
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
   // much): a sub-window boundary EPSILON away is already crossed, and the oldest sub-window's
@@ -72,14 +75,15 @@ export function slidingWindowCounter(
   const subWindow = (now: number): number => Math.floor((now + EPSILON) / size);
   const weighted = (oldest: number, elapsed: number): number =>
     oldest * Math.max(0, size - elapsed - EPSILON);
-  const estimate = (counts: readonly number[], elapsed: number): number => {
+  // `aligned` is what `align` returns: the count of sub-window i (0 the newest) is `aligned[i + 1]`.
+  const estimate = (aligned: readonly number[], elapsed: number): number => {
     let total = 0;
-    for (let i = 0; i < precision; i++) total += counts[i]!;
-    return total + weighted(counts[precision]!, elapsed) / size;
+    for (let i = 1; i <= precision; i++) total += aligned[i]!;
+    return total + weighted(aligned[precision + 1]!, elapsed) / size;
   };
   // Earliest offset from now at which `estimate + cost <= limit`, walking sub-window boundaries.
-  const waitFor = (counts: readonly number[], elapsed: number, cost: number): number => {
-    let shifted = counts.slice();
+  const waitFor = (aligned: readonly number[], elapsed: number, cost: number): number => {
+    let shifted = aligned.slice(1);
     let offset = 0;
     let at = elapsed;
     for (let step = 0; step <= precision + 1; step++) {
@@ -97,15 +101,17 @@ export function slidingWindowCounter(
     }
     return offset;
   };
-  // Time until every count has left the window (weight of the oldest sub-window reaches 0).
-  const resetAfter = (counts: readonly number[], index: number, now: number): number => {
+  // Time until every count has left the window (weight of the oldest sub-window reaches 0), with
+  // `added` units more in the newest sub-window (what a consume that admits leaves).
+  const resetAfter = (aligned: readonly number[], index: number, now: number, added: number): number => {
     for (let i = 0; i <= precision; i++) {
-      if (counts[i]! > 0) return ceilMs((index - i + precision + 1) * size - now);
+      if (aligned[i + 1]! + (i === 0 ? added : 0) > 0)
+        return ceilMs((index - i + precision + 1) * size - now);
     }
     return 0;
   };
   const evaluate = (
-    counts: readonly number[],
+    aligned: readonly number[],
     index: number,
     now: number,
     cost: number,
@@ -113,24 +119,27 @@ export function slidingWindowCounter(
     consuming: boolean,
   ) => {
     const elapsed = now - index * size;
-    const used = estimate(counts, elapsed);
+    const used = estimate(aligned, elapsed);
     if (cost > limit) {
       return costExceedsLimit(
         limit,
         Math.max(0, Math.floor(limit - used)),
-        resetAfter(counts, index, now),
+        resetAfter(aligned, index, now, 0),
         policy,
       );
     }
     if (used + cost <= limit) {
       if (!consuming)
-        return admitted(limit, Math.max(0, Math.floor(limit - used)), resetAfter(counts, index, now), policy);
-      const after = counts.slice();
-      after[0]! += cost;
+        return admitted(
+          limit,
+          Math.max(0, Math.floor(limit - used)),
+          resetAfter(aligned, index, now, 0),
+          policy,
+        );
       return admitted(
         limit,
         Math.max(0, Math.floor(limit - used - cost)),
-        resetAfter(after, index, now),
+        resetAfter(aligned, index, now, cost),
         policy,
       );
     }
@@ -138,8 +147,8 @@ export function slidingWindowCounter(
       false,
       limit,
       Math.max(0, Math.floor(limit - used)),
-      resetAfter(counts, index, now),
-      retryMs(waitFor(counts, elapsed, cost)),
+      resetAfter(aligned, index, now, 0),
+      retryMs(waitFor(aligned, elapsed, cost)),
       0,
       policy,
       'rate-limited',
@@ -154,11 +163,11 @@ export function slidingWindowCounter(
     window,
     consume(state, now, cost, policy) {
       const index = subWindow(now);
-      const counts = align(state, index);
-      const decision = evaluate(counts, index, now, cost, policy, true);
+      const next = align(state, index);
+      const decision = evaluate(next, index, now, cost, policy, true);
       if (!decision.allowed) return { state, decision };
-      counts[0]! += cost;
-      return { state: [Math.max(index, state?.[0] ?? index), ...counts], decision };
+      next[1]! += cost;
+      return { state: next, decision };
     },
     peek(state, now, cost, policy) {
       const index = subWindow(now);

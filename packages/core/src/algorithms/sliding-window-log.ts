@@ -30,15 +30,19 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   const { limit, window } = limitWindow(options);
   const params = { limit, window } satisfies Record<AlgorithmParam<'sliding-window-log'>, number>;
 
-  // Index of the first entry still inside (now - window, now], and the units those entries hold.
-  const live = (log: SlidingWindowLogState, now: number): [first: number, used: number] => {
+  // Index of the first entry still inside (now - window, now].
+  const firstLive = (log: SlidingWindowLogState, now: number): number => {
     let first = 0;
     // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by
     // as much): an entry that leaves the window EPSILON from now has left.
     while (first < log.length && log[first]! <= now + EPSILON - window) first += 2;
+    return first;
+  };
+  // The units the entries from `first` on hold.
+  const usedFrom = (log: SlidingWindowLogState, first: number): number => {
     let used = 0;
     for (let i = first + 1; i < log.length; i += 2) used += log[i]!;
-    return [first, used];
+    return used;
   };
   const evaluate = (
     log: SlidingWindowLogState,
@@ -99,24 +103,16 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     limit,
     window,
     consume(state, now, cost, policy) {
-      const log = state ?? [];
-      const [first, used] = live(log, now);
-      const decision = evaluate(log, first, used, now, cost, policy, true);
+      const log = state ?? EMPTY;
+      const first = firstLive(log, now);
+      const decision = evaluate(log, first, usedFrom(log, first), now, cost, policy, true);
       if (!decision.allowed) return { state, decision };
-      const kept = log.slice(first);
-      // Replayed (client-supplied) times may arrive out of order: keep the log sorted.
-      let at = kept.length;
-      while (at > 0 && kept[at - 2]! > now) at -= 2;
-      // Requests in the same millisecond share one entry: they leave the window together, so the
-      // decisions are the same and a busy key's log stays at most one entry per millisecond.
-      if (at > 0 && kept[at - 2] === now) kept[at - 1]! += cost;
-      else kept.splice(at, 0, now, cost);
-      return { state: kept, decision };
+      return { state: admit(log, first, now, cost), decision };
     },
     peek(state, now, cost, policy) {
-      const log = state ?? [];
-      const [first, used] = live(log, now);
-      return evaluate(log, first, used, now, cost, policy, false);
+      const log = state ?? EMPTY;
+      const first = firstLive(log, now);
+      return evaluate(log, first, usedFrom(log, first), now, cost, policy, false);
     },
     ttl: (state, now) => (state.length === 0 ? 0 : state[state.length - 2]! + window - now),
     // Takes this request's units out of the entry of its millisecond.
@@ -132,4 +128,30 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       return state;
     },
   };
+}
+
+const EMPTY: SlidingWindowLogState = Object.freeze([]);
+
+/**
+ * The log from `first` on with `cost` units admitted at `now`, in one new array of its final
+ * length (no spare room for `splice` to grow into). Requests in the same millisecond share one
+ * entry: they leave the window together, so the decisions are the same and a busy key's log stays
+ * at most one entry per millisecond. Replayed (client-supplied) times may arrive out of order:
+ * the log stays sorted.
+ */
+function admit(log: SlidingWindowLogState, first: number, now: number, cost: number): number[] {
+  let at = log.length;
+  while (at > first && log[at - 2]! > now) at -= 2;
+  if (at > first && log[at - 2] === now) {
+    const kept = log.slice(first);
+    kept[at - first - 1]! += cost;
+    return kept;
+  }
+  const next = new Array<number>(log.length - first + 2);
+  let j = 0;
+  for (let i = first; i < at; i++) next[j++] = log[i]!;
+  next[j++] = now;
+  next[j++] = cost;
+  for (let i = at; i < log.length; i++) next[j++] = log[i]!;
+  return next;
 }
