@@ -78,6 +78,25 @@ describe('sluice-server --data', () => {
     await t.stop(true);
   });
 
+  it("tolerates a sparse-file probe another process (or a crash) left: the write map's check of the filesystem", async () => {
+    const dir = await scratch();
+    await writeFile(join(dir, '.sluice-sparse-probe-123-0'), '');
+    const t = await startServer({}, dir);
+    const client = await t.client();
+    expect(await client.call('RL.REDUCE', 'k', '2', '60')).toBe(2);
+    await t.stop(true);
+  });
+
+  it('starts on an empty data.mdb (a first open cut short) and sets it up', async () => {
+    const dir = await scratch();
+    await writeFile(join(dir, 'data.mdb'), '');
+    const t = await startServer({}, dir);
+    const client = await t.client();
+    expect(await client.call('RL.REDUCE', 'k', '2', '60')).toBe(2);
+    await t.stop(true);
+    expect((await readdir(dir)).sort()).toEqual(['data.mdb', 'lock.mdb']);
+  });
+
   it('refuses a directory holding files that are not a sluice environment, naming them, and leaves it alone', async () => {
     const dir = await scratch();
     await writeFile(join(dir, 'notes.txt'), 'mine');

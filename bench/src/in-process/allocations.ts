@@ -28,7 +28,7 @@ const SEMI_SPACE_MB = 256;
 /** The scenarios of the in-process table (`child.ts`, which runs on import, so not imported). */
 const SCENARIOS = { hot: 1, '10k': 10_000 } as const;
 const WARMUP = 500_000;
-/** Most measurements of N and N/2 decisions before a subject's figure is reported unsettled. */
+/** Most measurements of N and N/2 decisions before a subject's figure is reported as moving. */
 const ROUNDS = 6;
 
 export interface AllocationResult {
@@ -244,9 +244,9 @@ async function main(n: number): Promise<void> {
           invalid++;
           return `invalid (${r.gcs} GC in the loop)`;
         }
-        const unsettled = Math.abs(r.perDecision - r.perDecisionHalf) > 1;
-        if (unsettled) moving = true;
-        return unsettled
+        const drifting = Math.abs(r.perDecision - r.perDecisionHalf) > 1;
+        if (drifting) moving = true;
+        return drifting
           ? `${round(r.perDecision)}* (N/2: ${round(r.perDecisionHalf)})`
           : round(r.perDecision);
       });

@@ -23,11 +23,6 @@ function keysFor(count: number): string[] {
 }
 
 /**
- * Runs the subject in batches for about `ms`, cycling through `keys`. An async subject is awaited
- * inline, as a user's handler awaits it (`await limiter.check(key)`); a rejection counts as a
- * refusal (rate-limiter-flexible rejects when it refuses).
- */
-/**
  * Every answer is kept here, as a user's decision is kept to write its headers: an answer read only
  * for `allowed` can let V8 inline a check whole and never build the decision it returns (measured
  * with bench:alloc: 192 B per hot fixed-window check without a sink, 361 B with one), timing a
@@ -35,6 +30,11 @@ function keysFor(count: number): string[] {
  */
 export let sink: unknown;
 
+/**
+ * Runs the subject in batches for about `ms`, cycling through `keys`. An async subject is awaited
+ * inline, as a user's handler awaits it (`await limiter.check(key)`); a rejection counts as a
+ * refusal (rate-limiter-flexible rejects when it refuses).
+ */
 async function drive(
   x: Instance,
   isAsync: boolean,

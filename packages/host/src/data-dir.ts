@@ -11,6 +11,13 @@ export const ENV_FILES: readonly string[] = ['data.mdb', 'lock.mdb'];
 const TOLERATED: readonly string[] = ['lost+found'];
 
 /**
+ * The name's start of the probe file state-env.ts makes for an instant in the directory (does its
+ * filesystem keep files sparse?): another process opening the directory meanwhile, or a probe a
+ * crash left, is no sign of someone else's data.
+ */
+export const PROBE_PREFIX = '.sluice-sparse-probe-';
+
+/**
  * Who opens an environment, for its errors: the option that names the directory (`dataDir` for
  * sluice-server, `path` for HostStore), what the environment is called (`sluice-server`) and what
  * its own former versions may have left at the path (only sluice-server has a past to explain).
@@ -62,7 +69,9 @@ export function prepareDataDir(owner: EnvOwner, dir: string): void {
   } catch (err) {
     throw fileSystemError(owner, dir, err);
   }
-  const foreign = names.filter((name) => !ENV_FILES.includes(name) && !TOLERATED.includes(name));
+  const foreign = names.filter(
+    (name) => !ENV_FILES.includes(name) && !TOLERATED.includes(name) && !name.startsWith(PROBE_PREFIX),
+  );
   if (foreign.length > 0) {
     const shown =
       foreign.slice(0, 5).join(', ') + (foreign.length > 5 ? `, … (${foreign.length} in all)` : '');

@@ -48,9 +48,12 @@ export interface StateDbOptions {
   readonly cacheKeys: number;
   /** Most keys stored: past it, a transaction that added keys evicts (StateTxn.evict). Absent: no bound. */
   readonly maxKeys?: number | undefined;
-  /** The store's clock (ms since the epoch): what eviction counts as expired. */
+  /**
+   * The store's clock (ms since the epoch), read once per transaction inside LMDB's lock
+   * (StateTxn.now): the time of the decisions made without a caller's time, and of expiry.
+   */
   readonly clock: () => number;
-  /** ms a state written at a caller's time (a replay) outlives its ttl (StateTxn.graceFor). */
+  /** ms a state written at a caller's time (a replay) outlives its ttl (StateTxn.writeFrom). */
   readonly replayGrace: number;
   readonly log: Log;
 }

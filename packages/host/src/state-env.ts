@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { open, type RootDatabase, type RootDatabaseOptions } from 'lmdb';
-import { dataDirError, ENV_FILES, type EnvOwner, prepareDataDir } from './data-dir.js';
+import { dataDirError, ENV_FILES, type EnvOwner, PROBE_PREFIX, prepareDataDir } from './data-dir.js';
 
 /**
  * The stored layout this version reads and writes, kept under `format` in the `meta` database.
@@ -60,14 +61,43 @@ const DATABASES = ['meta', 'state', 'expiry'];
  */
 const MAP_SIZE = 2 ** 36;
 
+/** Bytes the sparse-file probe stretches its file to (see {@link keepsFilesSparse}). */
+const PROBE_SIZE = 2 ** 24;
+
 /**
- * Whether LMDB writes through a write map (see openStateEnv): on Linux only, whose filesystems
- * (ext4, XFS, btrfs, tmpfs, overlayfs) keep a file as long as the map sparse. NTFS (LMDB does
- * not mark the file sparse) and HFS+ do not, so there the file could take the map's 64 GiB of
- * disk; lmdb-js also warns that write maps may be slower on Windows. Elsewhere LMDB writes with
- * pwrite, as before.
+ * Whether LMDB writes through a write map in `dir` (see openStateEnv): on Linux, when the
+ * directory's filesystem keeps a stretched file sparse. ext4, XFS, btrfs, tmpfs and overlayfs do;
+ * vfat/exFAT and Windows drives mounted into Linux (WSL's drvfs, 9p) do not, and there the file
+ * would take the map's 64 GiB of disk (or fail to open). NTFS and HFS+ natively do not either
+ * (LMDB does not mark the file sparse), and lmdb-js warns write maps may be slower on Windows.
+ * Elsewhere LMDB writes with pwrite, as it always did.
  */
-const WRITE_MAP = process.platform === 'linux';
+function writeMapIn(dir: string): boolean {
+  return process.platform === 'linux' && keepsFilesSparse(dir);
+}
+
+/**
+ * Stretches a probe file in `dir` to {@link PROBE_SIZE} and asks how many blocks it took: a
+ * filesystem that keeps it sparse allocates (almost) none. The probe is removed at once; its name
+ * (PROBE_PREFIX) is one `prepareDataDir` tolerates, should another process look meanwhile or a
+ * crash leave it. Any failure answers no: LMDB then writes without the map.
+ */
+function keepsFilesSparse(dir: string): boolean {
+  const probe = join(dir, `${PROBE_PREFIX}${process.pid}-${threadId}`);
+  let fd: number | undefined;
+  try {
+    fd = openSync(probe, 'w');
+    ftruncateSync(fd, PROBE_SIZE);
+    return fstatSync(fd).blocks * 512 < PROBE_SIZE / 16;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) {
+      closeSync(fd);
+      rmSync(probe, { force: true });
+    }
+  }
+}
 
 /**
  * Opens (creating when new) an LMDB environment of sluice's state in `dir`, refusing anything that
@@ -75,7 +105,8 @@ const WRITE_MAP = process.platform === 'linux';
  * even all at once on an empty directory (LMDB serialises their write transactions, the first to
  * set it up included).
  *
- * Always `noSync`, and on Linux with a write map ({@link WRITE_MAP}): a transaction writes its
+ * Always `noSync`, and on Linux with a write map where the filesystem keeps files sparse
+ * ({@link writeMapIn}): a transaction writes its
  * pages straight into the mapped file, which is the OS page cache, and its commit makes no system
  * call; StateDb flushes the environment (mdb_env_sync, an msync) as its durability setting says.
  * Without the write map LMDB copies every dirty page to the file with pwrite/writev at each
@@ -89,9 +120,15 @@ const WRITE_MAP = process.platform === 'linux';
  */
 export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
   prepareDataDir(owner, dir);
-  // The write map grows the file at open: an environment already there is checked read-only
-  // first, so that another program's keeps its size too.
-  if (WRITE_MAP && existsSync(join(dir, ENV_FILES[0]!))) {
+  const writeMap = writeMapIn(dir);
+  // The write map stretches the file to the map's size at open: an environment already there and
+  // not stretched yet (another program's, or one opened without the map) is checked read-only
+  // first, so that another program's keeps its size. Once stretched it is ours and is not
+  // opened twice: a read-only open shares its environment with any thread of this process that
+  // opens the same file meanwhile, which could then not write. An empty file has nothing to keep.
+  const data = join(dir, ENV_FILES[0]!);
+  const size = writeMap && existsSync(data) ? statSync(data).size : 0;
+  if (size > 0 && size < MAP_SIZE) {
     const existing = openRoot(owner, dir, { readOnly: true });
     try {
       checkContents(owner, dir, existing, false);
@@ -99,7 +136,7 @@ export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
       void existing.close();
     }
   }
-  const root = openRoot(owner, dir, { noSync: true, useWritemap: WRITE_MAP });
+  const root = openRoot(owner, dir, { noSync: true, useWritemap: writeMap });
   try {
     checkContents(owner, dir, root, true);
     const state = root.openDB<StoredValue, Buffer>({

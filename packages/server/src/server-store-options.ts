@@ -30,7 +30,10 @@ export interface ServerStoreOptions {
   prefix?: string;
   /**
    * The time of a decision made without `now`, ms since the epoch. @default the server's clock
-   * (one clock for every client, as Redis `TIME` is for RedisStore)
+   * (one clock for every client, as Redis `TIME` is for RedisStore). Given, it is sent as each
+   * command's `AT`, which the server cannot tell from a replay's: every state it writes then lives
+   * the server's replay grace (10 minutes) longer than its ttl (room, not limits: a state past its
+   * ttl reads as fresh). Leave it out unless the app servers' clocks must decide.
    */
   clock?: () => number;
   /**

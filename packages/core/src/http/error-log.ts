@@ -30,7 +30,7 @@ const LIMITER_ERRORS: CountWords = {
 };
 
 /** `onReleaseError`'s count line: lease releases the store did not take. */
-export const RELEASE_ERRORS: CountWords = {
+const RELEASE_ERRORS: CountWords = {
   one: 'failed lease release',
   many: 'failed lease releases',
   outcome: DEFAULT_LOG_LINES.releaseCounted,
@@ -58,6 +58,16 @@ export function fewErrorLines<Req>(
 ): (error: Error, req: Req) => void {
   const log = new ErrorLog(writers, words);
   return (error, req) => log.error(error, req);
+}
+
+/**
+ * An adapter's default `onReleaseError` over its logger's writers: `fewErrorLines` with the count
+ * line of failed releases (a release has no request). A failure that is not an `Error` is wrapped
+ * in one for its message; its stack is then this function's.
+ */
+export function releaseLines(writers: ErrorLogWriters<undefined>): (error: unknown) => void {
+  const log = fewErrorLines(writers, RELEASE_ERRORS);
+  return (error) => log(error instanceof Error ? error : new Error(String(error)), undefined);
 }
 
 class ErrorLog<Req> {

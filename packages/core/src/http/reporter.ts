@@ -1,7 +1,7 @@
 import type { Decision } from '../decision.js';
 import { functionOption } from '../validate.js';
 import { DEFAULT_LOG_LINES } from './default-log-lines.js';
-import { type ErrorLogWriters, fewErrorLines, RELEASE_ERRORS } from './error-log.js';
+import { fewErrorLines, releaseLines } from './error-log.js';
 import type { RequestAccess } from './keys.js';
 import { firstInProcess } from './once-per-process.js';
 import type { SluiceWarning } from './options.js';
@@ -107,12 +107,3 @@ export const CONSOLE_DEFAULTS: AdapterDefaults<unknown> = {
     },
   }),
 };
-
-/**
- * An adapter's default `onReleaseError` over its logger's writers: `fewErrorLines` with the count
- * line of failed releases (a release has no request).
- */
-export function releaseLines(writers: ErrorLogWriters<undefined>): (error: unknown) => void {
-  const log = fewErrorLines(writers, RELEASE_ERRORS);
-  return (error) => log(error instanceof Error ? error : new Error(String(error)), undefined);
-}
