@@ -52,11 +52,24 @@ const stores: readonly (readonly [string, () => Store])[] = [
   [
     'Redis',
     () =>
-      new RedisStore({ client: standalone, prefix: uniquePrefix('otel'), clock: () => 0, breaker: false }),
+      new RedisStore({
+        client: standalone,
+        prefix: uniquePrefix('otel'),
+        clock: () => 0,
+        breaker: false,
+        timeout: 5_000,
+      }),
   ],
   [
     'Redis Cluster',
-    () => new RedisStore({ client: cluster, prefix: uniquePrefix('otel'), clock: () => 0, breaker: false }),
+    () =>
+      new RedisStore({
+        client: cluster,
+        prefix: uniquePrefix('otel'),
+        clock: () => 0,
+        breaker: false,
+        timeout: 5_000,
+      }),
   ],
 ];
 
@@ -117,6 +130,7 @@ describe('@sluice/otel: observed gauges', () => {
       prefix: uniquePrefix('otel'),
       denyCache: 10,
       clock: () => now,
+      timeout: 5_000,
     });
     const telemetry = new SluiceMetrics({ meter: provider.getMeter('test'), stores: { redis: store } });
     const call = { algorithm: fixedWindow({ limit: 1, window: '1m' }), key: 'k', cost: 1, policy: 'p' };

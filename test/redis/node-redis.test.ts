@@ -89,7 +89,12 @@ for (const { version, createClient, createCluster } of VERSIONS) {
     it('runs a script the server forgot (SCRIPT FLUSH) through EVAL, without an error', async () => {
       const client = await standalone();
       const errors: RedisStoreErrorEvent[] = [];
-      const store = new RedisStore({ client, prefix: uniquePrefix('flush'), onError: (e) => errors.push(e) });
+      const store = new RedisStore({
+        client,
+        prefix: uniquePrefix('flush'),
+        onError: (e) => errors.push(e),
+        timeout: 5_000,
+      });
       const limiter = new Limiter({ algorithm: bucket, store });
       expect((await limiter.check('k', { now: T0 })).remaining).toBe(2);
       await client.scriptFlush();

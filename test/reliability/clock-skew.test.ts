@@ -83,7 +83,7 @@ async function extra(
   const server = (client: Redis, offset: number) =>
     new Limiter({
       algorithm,
-      store: new RedisStore({ client, prefix, time, clock: () => Date.now() + offset }),
+      store: new RedisStore({ client, prefix, time, clock: () => Date.now() + offset, timeout: 5_000 }),
     });
   const [first, second] = [server(a, 0), server(b, skew)];
   const key = randomUUID();
@@ -127,7 +127,7 @@ describe("time: 'client': the deviation a skewed clock causes is bounded", () =>
   it('fixed window, worst case: clocks on either side of a window boundary admit a whole extra window', async () => {
     const limiter = new Limiter({
       algorithm: fixedWindow({ limit: LIMIT, window: PERIOD }),
-      store: new RedisStore({ client: a, prefix: uniquePrefix('skew-fw') }),
+      store: new RedisStore({ client: a, prefix: uniquePrefix('skew-fw'), timeout: 5_000 }),
     });
     const boundary = Math.ceil(Date.now() / PERIOD) * PERIOD;
     const key = randomUUID();

@@ -345,7 +345,7 @@ for (const [topology, connectTo] of Object.entries(clients)) {
       const algorithm = slidingWindowLog({ limit: 100, window: '1h' });
       const limiter = new Limiter({
         algorithm,
-        store: new RedisStore({ client, prefix, onError: (e) => errors.push(e) }),
+        store: new RedisStore({ client, prefix, onError: (e) => errors.push(e), timeout: 5_000 }),
       });
       // Key i takes i + 1 units, all concurrently.
       await Promise.all(ODD_KEYS.map((key, i) => limiter.check(key, { cost: i + 1 })));
@@ -370,7 +370,7 @@ for (const [topology, connectTo] of Object.entries(clients)) {
       ];
       const limiter = new Limiter({
         limits,
-        store: new RedisStore({ client, prefix, onError: (e) => errors.push(e) }),
+        store: new RedisStore({ client, prefix, onError: (e) => errors.push(e), timeout: 5_000 }),
       });
       const [a, b, c] = ['{tag}x', 'x}{tag', `${randomUUID()}\n{`];
       const answers = [];
