@@ -31,6 +31,7 @@ import { Limiter, type Store, tokenBucket } from '@sluice/core';
 import { RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { ServerStore } from '../../../packages/server/src/index.js';
+import { loadBucketScript, redisPeerArgs } from './redis-peer.js';
 
 const { values } = parseArgs({
   options: {
@@ -44,7 +45,6 @@ const { values } = parseArgs({
     only: { type: 'string' },
   },
 });
-const here = new URL('.', import.meta.url).pathname;
 const cli = new URL('../../../packages/server/dist/cli.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
 const basePort = 19_400 + Math.floor(Math.random() * 400);
@@ -211,21 +211,9 @@ async function sideBySide(): Promise<void> {
   const sluicePort = basePort;
   const redisPort = basePort + 1;
   const sluice = await start(process.execPath, sluiceArgs(sluicePort, 1, 'side'), sluicePort, serverCores);
-  const redis = await start(
-    'redis-server',
-    [
-      ...['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dir],
-      ...['--appendonly', 'yes', '--appendfsync', 'everysec', '--save', ''],
-    ],
-    redisPort,
-    serverCores,
-  );
+  const redis = await start('redis-server', redisPeerArgs(redisPort, dir), redisPort, serverCores);
   try {
-    const sha = execFileSync(
-      'redis-cli',
-      ['-p', String(redisPort), 'SCRIPT', 'LOAD', readFileSync(join(here, 'token-bucket.lua'), 'utf8')],
-      { encoding: 'utf8' },
-    ).trim();
+    const sha = loadBucketScript(redisPort);
     // One untimed run each first: the measured rounds see warmed-up servers (JIT, page cache).
     bench(sluicePort, sluice.pid!, 16, SLUICE_COMMAND);
     bench(redisPort, redis.pid!, 16, ['EVALSHA', sha, '1', 'key:__rand_int__', '100', '100', '60000', '1']);

@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { loadBucketScript, redisPeerArgs } from './redis-peer.js';
 
 const { values } = parseArgs({
   options: {
@@ -24,7 +25,6 @@ const { values } = parseArgs({
     durability: { type: 'string', default: 'commit' },
   },
 });
-const here = new URL('.', import.meta.url).pathname;
 const cli = new URL('../../../packages/server/dist/cli.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-syscalls-'));
 const basePort = 19_900 + Math.floor(Math.random() * 90);
@@ -101,20 +101,9 @@ const sluice = await start(
   [cli, ...sluiceArgs, '--durability', values.durability!],
   sluicePort,
 );
-const redis = await start(
-  'redis-server',
-  [
-    ...['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dir],
-    ...['--appendonly', 'yes', '--appendfsync', 'everysec', '--save', ''],
-  ],
-  redisPort,
-);
+const redis = await start('redis-server', redisPeerArgs(redisPort, dir), redisPort);
 try {
-  const sha = execFileSync(
-    'redis-cli',
-    ['-p', String(redisPort), 'SCRIPT', 'LOAD', readFileSync(join(here, 'token-bucket.lua'), 'utf8')],
-    { encoding: 'utf8' },
-  ).trim();
+  const sha = loadBucketScript(redisPort);
   const ours = ['RL.PREDUCE', 'key:__rand_int__', '100', '60000'];
   const theirs = ['EVALSHA', sha, '1', 'key:__rand_int__', '100', '100', '60000', '1'];
   const rows: string[] = [];
