@@ -22,6 +22,7 @@ describe('a Cluster client whose failover retry cannot fit in the timeout', () =
       lazyConnect: true,
       enableOfflineQueue: false,
       retryDelayOnFailover: 10,
+      retryDelayOnClusterDown: 0,
     });
     const defaults = new Cluster([{ host: '127.0.0.1', port: ports[0]! }], {
       lazyConnect: true,
@@ -31,12 +32,14 @@ describe('a Cluster client whose failover retry cannot fit in the timeout', () =
       new RedisStore({ client: fitting, logger });
       expect(lines).toEqual([]);
       new RedisStore({ client: defaults, logger });
-      expect(lines).toHaveLength(1);
+      expect(lines).toHaveLength(2);
       expect(lines[0]).toMatch(
         /SLUICE_CLUSTER_RETRY_DELAY.*retryDelayOnFailover \(100 ms.*timeout \(100 ms\)/,
       );
+      // Issue 37.2: a re-sent CLUSTERDOWN outlasts the timeout and opens the breakers of nodes that answer.
+      expect(lines[1]).toMatch(/SLUICE_CLUSTER_DOWN_RETRY.*retryDelayOnClusterDown \(100 ms/);
       new RedisStore({ client: defaults, logger });
-      expect(lines).toHaveLength(1);
+      expect(lines).toHaveLength(2);
     } finally {
       fitting.disconnect();
       defaults.disconnect();

@@ -89,7 +89,8 @@ describe('the README setup under load from the first millisecond', () => {
     expect(README).toContain(
       "const client = new Cluster([{ host: 'node-1', port: 6379 }], {\n  enableOfflineQueue: false,",
     );
-    expect(README).toContain('  retryDelayOnFailover: 10,\n});');
+    expect(README).toContain('  retryDelayOnFailover: 10,\n');
+    expect(README).toContain('  retryDelayOnClusterDown: 0,\n});');
     expect(README).toContain(
       "const exports = new ConcurrencyLimiter({ limit: 5, ttl: '2m', name: 'exports', store });",
     );
@@ -141,6 +142,7 @@ describe('the README setup under load from the first millisecond', () => {
     client = new Cluster([{ host: '127.0.0.1', port: ports[0]! }], {
       enableOfflineQueue: false,
       retryDelayOnFailover: 10,
+      retryDelayOnClusterDown: 0,
     });
     const store = new RedisStore({ client, prefix: uniquePrefix('readme'), ...START_UP });
     const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 5, window: '1m' }) });

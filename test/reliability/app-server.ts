@@ -70,7 +70,7 @@ async function connect(name: string, spec: BackendSpec): Promise<Client | undefi
     // The README's setup as written: no lazyConnect, nothing awaited; the store waits for it.
     const readme = new Cluster(
       spec.ports.map((port) => ({ host: '127.0.0.1', port })),
-      { enableOfflineQueue: false, retryDelayOnFailover: 10 },
+      { enableOfflineQueue: false, retryDelayOnFailover: 10, retryDelayOnClusterDown: 0 },
     );
     readme.on('error', () => {});
     clients.set(name, readme);

@@ -1,11 +1,20 @@
 import type { RedisClient } from './client.js';
 import type { StoreLogger } from './gate/failure-options.js';
 
-/** ioredis' own default `retryDelayOnFailover`, ms. */
+/** ioredis' own defaults of `retryDelayOnFailover` and `retryDelayOnClusterDown`, ms. */
 const IOREDIS_FAILOVER_DELAY = 100;
+const IOREDIS_CLUSTER_DOWN_DELAY = 100;
 
-/** The code of the warning below (stable, for filtering). */
+/** The codes of the warnings below (stable, for filtering). */
 export const RETRY_DELAY_WARNING = 'SLUICE_CLUSTER_RETRY_DELAY';
+export const CLUSTER_DOWN_RETRY_WARNING = 'SLUICE_CLUSTER_DOWN_RETRY';
+
+/** An ioredis Cluster's options, or undefined for node-redis clusters (no `options` of that shape). */
+function ioredisClusterOptions(client: RedisClient): Record<string, unknown> | undefined {
+  if (!client.isCluster) return undefined;
+  const options = (client as { options?: unknown }).options;
+  return options !== null && typeof options === 'object' ? (options as Record<string, unknown>) : undefined;
+}
 
 /**
  * The warning for an ioredis Cluster whose failover retry delay does not fit in the store's
@@ -16,15 +25,32 @@ export const RETRY_DELAY_WARNING = 'SLUICE_CLUSTER_RETRY_DELAY';
  * failover looks like an outage.
  */
 export function retryDelayWarning(client: RedisClient, timeout: number): string | undefined {
-  if (!client.isCluster) return undefined;
-  const options = (client as { options?: { retryDelayOnFailover?: unknown } }).options;
-  // node-redis clusters (no `options` of ioredis' shape) re-route on MOVED at once.
-  if (options === undefined || typeof options !== 'object') return undefined;
+  // node-redis clusters re-route on MOVED at once.
+  const options = ioredisClusterOptions(client);
+  if (options === undefined) return undefined;
   const given = options.retryDelayOnFailover;
   const delay = typeof given === 'number' ? given : IOREDIS_FAILOVER_DELAY;
   // The re-sent command needs its own round trip after the delay: half the timeout at most.
   if (delay <= timeout / 2) return undefined;
   return `RedisStore: the Cluster client's retryDelayOnFailover (${delay} ms; ioredis' default is 100) does not fit in the store's timeout (${timeout} ms): in a failover, even a planned one, every command ioredis re-sends is answered by the failure policy. Give the Cluster retryDelayOnFailover: ${Math.max(1, Math.floor(timeout / 10))} (at most half the timeout).`;
+}
+
+/**
+ * The warning for an ioredis Cluster that re-sends a command refused with `CLUSTERDOWN`, or
+ * undefined. While the cluster is down (a primary failed, Redis' default full coverage), every
+ * node refuses at once; ioredis re-sends after `retryDelayOnClusterDown` (100 ms by default), up
+ * to `maxRedirections` times, so the store's call outlives its timeout: the node, which answered
+ * at once, is then counted as away, its breaker opens, and its keys stay the failure policy's for
+ * a cooldown after the cluster serves again. With 0 the refusal reaches the store at once, the
+ * policy answers, and the next call goes to Redis.
+ */
+export function clusterDownRetryWarning(client: RedisClient, timeout: number): string | undefined {
+  const options = ioredisClusterOptions(client);
+  if (options === undefined) return undefined;
+  const given = options.retryDelayOnClusterDown;
+  const delay = typeof given === 'number' ? given : IOREDIS_CLUSTER_DOWN_DELAY;
+  if (delay <= 0) return undefined;
+  return `RedisStore: the Cluster client re-sends commands refused with CLUSTERDOWN after retryDelayOnClusterDown (${delay} ms; ioredis' default is 100), for longer than the store's timeout (${timeout} ms): while the cluster is down, nodes that answer at once look away, their breakers open, and their keys stay the failure policy's for a cooldown after the cluster serves again. Give the Cluster retryDelayOnClusterDown: 0 (the policy answers the refusal at once).`;
 }
 
 /**

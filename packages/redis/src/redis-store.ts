@@ -1,7 +1,13 @@
 import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
 import { slotOwner } from './client.js';
 import { watchClusterNodes } from './cluster-nodes.js';
-import { RETRY_DELAY_WARNING, retryDelayWarning, warn } from './cluster-options.js';
+import {
+  CLUSTER_DOWN_RETRY_WARNING,
+  clusterDownRetryWarning,
+  RETRY_DELAY_WARNING,
+  retryDelayWarning,
+  warn,
+} from './cluster-options.js';
 import { ClusterSplit, groupBySlot, type SlotGroup } from './cluster-split.js';
 import { DenyCache } from './deny-cache.js';
 import type { BreakerState } from './gate/breaker.js';
@@ -70,6 +76,8 @@ export class RedisStore implements Store {
     this.gate = calls.gate;
     const warning = retryDelayWarning(client, this.options.timeout);
     if (warning !== undefined) warn(this.options.logger, RETRY_DELAY_WARNING, warning);
+    const downRetry = clusterDownRetryWarning(client, this.options.timeout);
+    if (downRetry !== undefined) warn(this.options.logger, CLUSTER_DOWN_RETRY_WARNING, downRetry);
     this.failure = calls.answers;
     this.split = new ClusterSplit(this.gate, this.scripts.splitRefund);
     this.leases = new RedisLeases(this.options, this.gate, calls.leases);

@@ -3,7 +3,7 @@ import type { BreakerState } from './breaker.js';
 import { Deadlines, timeoutError } from './deadlines.js';
 import type { ResolvedFailureOptions, StoreErrorEvent } from './failure-options.js';
 import { type GateScope, GateScopes, type SlotOwner } from './gate-scopes.js';
-import { isReplyError } from './reply-error.js';
+import { backendAnswered } from './reply-error.js';
 import { StartUp, type StartUpClient, startUpError } from './start-up.js';
 
 export type Operation = StoreErrorEvent['operation'];
@@ -179,7 +179,7 @@ export class CallGate {
       await this.deadlines.race(attempt(), operation);
       this.succeeded(scope);
     } catch (error) {
-      this.count(scope, isReplyError(error));
+      this.count(scope, backendAnswered(error));
       this.report(operation, keys, error, scope);
       throw new SluiceError(
         ErrorCode.STORE_FAILURE,
@@ -284,7 +284,7 @@ export class CallGate {
     keys: number,
     error: unknown,
     fail: () => T | Promise<T>,
-    answered = isReplyError(error),
+    answered = backendAnswered(error),
   ): Promise<T> {
     this.count(scope, answered);
     this.report(operation, keys, error, scope);
@@ -305,10 +305,12 @@ export class CallGate {
 
   /**
    * Tells the breaker how a failed call went. It counts only the backend being away (transport
-   * errors, timeouts, a server that cannot serve: LOADING, BUSY, CLUSTERDOWN…). An error it replied
-   * about one call (WRONGTYPE on a key of another type, ERR bad argument, a script error) is
-   * deterministic: the same call fails every time while every other key works, so it must not
-   * open the breaker and fail a healthy limit; it proves the backend answers (a success for the breaker).
+   * errors, timeouts, a server that cannot serve: LOADING, BUSY…). An error it replied about one
+   * call (WRONGTYPE on a key of another type, ERR bad argument, a script error) is deterministic:
+   * the same call fails every time while every other key works, so it must not open the breaker
+   * and fail a healthy limit; it proves the backend answers (a success for the breaker). So does a
+   * Cluster node's CLUSTERDOWN: the node answers at once, and its keys must be Redis's again as
+   * soon as the cluster serves, not after a cooldown.
    */
   private count(scope: GateScope, answered: boolean): void {
     if (answered) scope.breaker?.success();
