@@ -55,6 +55,8 @@ interface Shot {
   key: string;
   phase: string;
   sample: Sample;
+  /** When the request was sent (Date.now()). */
+  sent: number;
 }
 
 /** Which primary (`host:port`) owns each key now, as a client reading the slot map sees it. */
@@ -116,6 +118,22 @@ async function role(port: number): Promise<string> {
   return stdout.split('\n')[0]!.trim();
 }
 
+/**
+ * When the node on `port` reports `cluster_state:ok` again after having reported `fail` (polled
+ * every 50 ms from now; a bound of 60 s).
+ */
+async function servedAgainAt(port: number): Promise<number> {
+  let failed = false;
+  for (const end = Date.now() + 60_000; Date.now() < end; ) {
+    const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info']);
+    const ok = stdout.includes('cluster_state:ok');
+    if (!ok) failed = true;
+    else if (failed) return Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`node ${port} never went from cluster_state:fail back to ok`);
+}
+
 const results: Record<string, unknown> = {};
 afterAll(() => writeResults('cluster-failover', { limit: LIMIT, keys: KEYS, rate: 1_000 / GAP, results }));
 
@@ -150,8 +168,9 @@ describe('Redis Cluster failover under traffic (the README setup)', () => {
       keys.map(async (key) => {
         while (running) {
           const at = phase;
+          const sent = Date.now();
           const sample = await get(app.port, `/${policy}`, { 'x-key': key }, { agent, bound: 5_000 });
-          shots.push({ policy, key, phase: phase === at ? at : 'transition', sample });
+          shots.push({ policy, key, phase: phase === at ? at : 'transition', sample, sent });
           await new Promise((resolve) => setTimeout(resolve, GAP));
         }
       }),
@@ -254,9 +273,24 @@ describe('Redis Cluster failover under traffic (the README setup)', () => {
       (key) => owner.get(key) !== owner.get(keys[0]!) && owner.get(key) !== plannedShard,
     );
     expect(third).toBeDefined();
+    const healthyPort = [...new Set(owner.values())].find((address) => address !== owner.get(third!))!;
+    const servesAgain = servedAgainAt(Number(healthyPort.split(':')[1]));
+    const away = owner.get(third!);
+    const healthyKeys = new Set(keys.filter((key) => owner.get(key) !== away));
     const rows = await killShardOf(third!, 'kill-full-coverage');
     for (const policy of POLICIES) expect(rows[policy]!.unanswered).toBe(0);
     expect(rows.deny!.policyOnAway).toBeGreaterThan(0);
+    // Issue 37.2: once the cluster serves again, the healthy shards' keys are Redis's at once (a
+    // CLUSTERDOWN refusal opened their breakers, and they stayed the policy's for the cooldown).
+    const okAt = await servesAgain;
+    const after = shots.filter((s) => s.policy === 'deny' && s.sent >= okAt && healthyKeys.has(s.key));
+    results.afterClusterOk = {
+      okAt,
+      requests: after.length,
+      policy: after.filter((s) => s.sample.status === 503).length,
+    };
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.filter((s) => s.sample.status === 503)).toEqual([]);
   }, 120_000);
 
   it("Redis's own admissions never exceed the limit on any key, across every failover", async () => {
