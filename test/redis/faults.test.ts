@@ -125,6 +125,51 @@ describe('faults', () => {
     }
   });
 
+  // Issue 37.5: the Redis README's bound, over a window that spans the outage's start, is the
+  // limit (Redis's count) + outageShare × the limit (this process's local count, from zero).
+  it.each([
+    [1, 10],
+    [0.5, 5],
+  ])(
+    "'local' with outageShare %s: a window spanning the outage's start admits Redis's count + the local share, and no more",
+    async (outageShare, local) => {
+      // A generous timeout (Redis's admissions must be Redis's on a loaded machine), and a breaker
+      // that opens on the first call Redis does not answer: the rest are decided locally at once.
+      const limiter = new Limiter({
+        algorithm,
+        store: store({
+          failurePolicy: 'local',
+          outageShare,
+          timeout: 2_000,
+          breaker: { failures: 1, cooldown: 60_000 },
+        }),
+      });
+      for (let i = 0; i < 5; i++) {
+        expect(await limiter.check('k')).toMatchObject({ allowed: true, remaining: 9 - i });
+      }
+      server.pause();
+      try {
+        const during: Decision[] = [];
+        for (let i = 0; i < 15; i++) during.push(await limiter.check('k'));
+        expect(
+          during.every(
+            (d) => d.reason === undefined || d.reason === 'store-unavailable' || d.reason === 'rate-limited',
+          ),
+        ).toBe(true);
+        // Counted from zero in this process: its whole share again, then refusals.
+        expect(during.filter((d) => d.allowed)).toHaveLength(local);
+        expect(during.slice(local).every((d) => !d.allowed)).toBe(true);
+        // Over the window: Redis's 5 + the local share, where the limit is 10: past the limit with
+        // a share of 1 (the local count cannot know Redis's), within limit + share × limit.
+        const admitted = 5 + during.filter((d) => d.allowed).length;
+        expect(admitted).toBeLessThanOrEqual(10 + outageShare * 10);
+        if (outageShare === 1) expect(admitted).toBe(15);
+      } finally {
+        server.resume();
+      }
+    },
+  );
+
   it('calls in flight together each time out on their own deadline (one timer shared by all calls)', async () => {
     const waves: Promise<{ decision: Decision; ms: number }>[][] = [[], []];
     let limiter: Limiter | undefined;
