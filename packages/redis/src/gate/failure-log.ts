@@ -47,8 +47,13 @@ export class FailureLog {
       this.lastLine = now;
       this.answeredTotal = this.answeredLately = 0;
       const { store, backend, policy } = this.names;
+      // A release is not answered by the policy: the lease stays where it was taken until its ttl.
+      const lease =
+        operation === 'release'
+          ? `; a lease whose release failed stays held in ${backend} until its ttl`
+          : '';
       this.write(
-        `${store}: ${backend} failed (${this.lastError}); requests are answered by ${policy} until it answers again`,
+        `${store}: ${backend} failed (${this.lastError})${lease}; requests are answered by ${policy} until it answers again`,
       );
       return;
     }
