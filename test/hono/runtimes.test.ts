@@ -77,4 +77,86 @@ describe('@sluice/hono without @hono/node-server', () => {
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
     );
   });
+
+  describe("on Deno, the request's signal is read only once a request has waited (issue 37.6)", () => {
+    // Reading a served request's `signal` makes Deno print its legacy-abort deprecation warning
+    // for the app: an app on the in-memory default must never read it; one whose store answers
+    // later must still notice a client that left meanwhile.
+    const deno = globalThis as { Deno?: unknown };
+    const request = (reads: { n: number }, signal: AbortSignal) => {
+      const r = new Request('http://localhost/');
+      Object.defineProperty(r, 'signal', {
+        get() {
+          reads.n++;
+          return signal;
+        },
+      });
+      return r;
+    };
+    const app = (store: ConstructorParameters<typeof MemoryStore>[0] | 'async', handled: string[]) => {
+      const memory = new MemoryStore(store === 'async' ? {} : store);
+      // The same store, answering on a later turn (as a remote store does).
+      const later = Object.create(memory, {
+        consume: {
+          value: (...args: Parameters<MemoryStore['consume']>) => Promise.resolve(memory.consume(...args)),
+        },
+      }) as MemoryStore;
+      const hono = new Hono();
+      hono.use(
+        rateLimit({
+          name: 'w',
+          key: () => 'k',
+          algorithm: fixedWindow({ limit: 5, window: '1m' }),
+          store: store === 'async' ? later : memory,
+        }),
+      );
+      hono.get('/', (c) => {
+        handled.push('/');
+        return c.text('ok');
+      });
+      return hono;
+    };
+
+    it('a synchronous store (the default): the signal is never read', async () => {
+      deno.Deno = {};
+      try {
+        const handled: string[] = [];
+        const hono = app({}, handled);
+        const reads = { n: 0 };
+        expect((await hono.fetch(request(reads, new AbortController().signal))).status).toBe(200);
+        expect(reads.n).toBe(0);
+        expect(handled).toEqual(['/']);
+      } finally {
+        delete deno.Deno;
+      }
+    });
+
+    it('an asynchronous store: a client that left while it answered is still noticed (the handler never runs)', async () => {
+      deno.Deno = {};
+      try {
+        const handled: string[] = [];
+        const hono = app('async', handled);
+        const reads = { n: 0 };
+        const controller = new AbortController();
+        const answer = hono.fetch(request(reads, controller.signal));
+        controller.abort();
+        await answer;
+        expect(reads.n).toBeGreaterThan(0);
+        expect(handled).toEqual([]);
+      } finally {
+        delete deno.Deno;
+      }
+    });
+
+    it('off Deno (Bun, Workers): read as the request arrives, as before', async () => {
+      const handled: string[] = [];
+      const hono = app({}, handled);
+      const reads = { n: 0 };
+      const controller = new AbortController();
+      controller.abort();
+      await hono.fetch(request(reads, controller.signal));
+      expect(reads.n).toBeGreaterThan(0);
+      expect(handled).toEqual([]);
+    });
+  });
 });

@@ -25,6 +25,14 @@ interface HonoContext {
 
 type Result = Promise<void> | Response | Promise<Response>;
 
+/**
+ * Deno warns, once per process, on any app that reads a served request's `signal` ("request.signal
+ * aborts on successful responses (legacy behavior)", its legacy-abort deprecation): there the
+ * signal is read only once a request has waited (an asynchronous store's answer, a hold), never
+ * as it arrives, so an app on a synchronous store (the in-memory default) never reads it.
+ */
+const deferSignal = (): boolean => typeof (globalThis as { Deno?: unknown }).Deno !== 'undefined';
+
 /** The Node response under `@hono/node-server` (its `HttpBindings`), if that is where Hono runs. */
 const outgoing = (c: Context): ServerResponse | undefined =>
   (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
@@ -41,9 +49,11 @@ export const handlerOption = (handler: unknown): RefusalHandler | undefined =>
 
 /** The Hono glue of the core lifecycle: `c.header`, `next()`, a returned refusal `Response`. */
 function honoExchange(handler: RefusalHandler | undefined): HttpExchange<HonoContext, Context, Result> {
+  const deferred = deferSignal();
   return {
     request: (ctx) => ctx.c,
-    client: (ctx): ClientResponse => outgoing(ctx.c) ?? signalClient(ctx.c.req.raw.signal),
+    client: (ctx): ClientResponse =>
+      outgoing(ctx.c) ?? signalClient(() => ctx.c.req.raw.signal, { deferred }),
     setHeader: (ctx, name, value) => {
       ctx.c.header(name, value);
     },

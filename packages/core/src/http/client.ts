@@ -7,6 +7,12 @@ export interface ClientResponse {
   readonly destroyed: boolean;
   once(event: 'close', listener: () => void): unknown;
   removeListener(event: 'close', listener: () => void): unknown;
+  /**
+   * `true`: asking is not free (reading a Deno request's `signal` turns on a runtime warning), so
+   * it is not asked when the request arrives, only once it has waited (a store's answer, a hold).
+   * @default false
+   */
+  readonly deferred?: boolean;
 }
 
 /** Whether the client has already gone: its connection closed before the response ended. */
@@ -42,19 +48,31 @@ export function watchClient(response: ClientResponse): ClientWatch {
 
 /**
  * A `ClientResponse` for runtimes without a Node response (Bun, Deno, Workers): the request's
- * `AbortSignal`, which aborts when the client goes away where the runtime supports it.
+ * `AbortSignal`, which aborts when the client goes away where the runtime supports it. Given as a
+ * function, the signal is read only when first needed; with `deferred`, not at the request's
+ * arrival either (see `ClientResponse.deferred`).
  */
-export function signalClient(signal: AbortSignal): ClientResponse {
+export function signalClient(
+  signal: AbortSignal | (() => AbortSignal),
+  options: { deferred?: boolean } = {},
+): ClientResponse {
+  const read = typeof signal === 'function' ? signal : () => signal;
   return {
     writableEnded: false,
+    deferred: options.deferred === true,
     get destroyed() {
-      return signal.aborted;
+      return read().aborted;
     },
     once(_event, listener) {
-      signal.addEventListener('abort', listener, { once: true });
+      read().addEventListener('abort', listener, { once: true });
     },
     removeListener(_event, listener) {
-      signal.removeEventListener('abort', listener);
+      read().removeEventListener('abort', listener);
     },
   };
+}
+
+/** Whether the client left before the request reached this middleware (not asked of a `deferred` one). */
+export function leftOnArrival(response: ClientResponse): boolean {
+  return response.deferred !== true && clientLeft(response);
 }

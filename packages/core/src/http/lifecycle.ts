@@ -2,7 +2,7 @@ import type { Lease } from '../concurrency/lease.js';
 import type { Decision } from '../decision.js';
 import type { MaybePromise } from '../store.js';
 import { giveBackEarlier, Taken, took } from './across-middlewares.js';
-import { type ClientResponse, clientLeft } from './client.js';
+import { type ClientResponse, clientLeft, leftOnArrival } from './client.js';
 import type { HttpGuard } from './guards.js';
 import type { Refusal } from './problem.js';
 import type { HttpLimiter } from './rate-limit.js';
@@ -120,7 +120,7 @@ export function guardLifecycle<Ctx, Req, R>(
     const client = exchange.client(ctx);
     const req = exchange.request(ctx);
     // Gone before it got here: no lease for a request nobody will read.
-    if (clientLeft(client)) return left(req);
+    if (leftOnArrival(client)) return left(req);
     const result = guard.enter(req);
     if (!(result instanceof Promise)) return admit(ctx, req, result);
     // The client may leave while the store answers; its lease must not outlive it. Read when the

@@ -4,7 +4,7 @@ import { combineCalls, type Limiter } from '../limiter.js';
 import { andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertCost } from '../validate.js';
-import { type ClientResponse, clientLeft } from './client.js';
+import { type ClientResponse, clientLeft, leftOnArrival } from './client.js';
 import { DelayMode } from './delay-mode.js';
 import type { GetHeader, RateLimitHeaders, SetHeader } from './headers.js';
 import type { HttpLimitOptions } from './options.js';
@@ -85,7 +85,7 @@ export class HttpLimiter<Req> {
    */
   handle(req: Req, response: ClientResponse): MaybePromise<Decision | undefined | null> {
     // Gone before it reached this middleware: no store call for a request nobody will read.
-    if (clientLeft(response)) return null;
+    if (leftOnArrival(response)) return null;
     const result = this.evaluate(req);
     const delay = this.delay;
     if (!(result instanceof Promise)) {
