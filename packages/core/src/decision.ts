@@ -1,4 +1,4 @@
-import { EPSILON } from './algorithm.js';
+import { EPSILON } from './slack.js';
 
 /** Why a request was refused. `undefined` when it was allowed. */
 export type RefusalReason =

@@ -1,4 +1,5 @@
-import type { MaybePromise } from './store.js';
+/** A value now, or later: what a store or a step answers (synchronously where it can). */
+export type MaybePromise<T> = T | Promise<T>;
 
 /**
  * `next(value)`, at once when `value` is not a promise: a chain of steps that may each answer

@@ -9,9 +9,10 @@ import {
 } from './block.js';
 import type { LeaseStore } from './concurrency/lease-store.js';
 import type { Decision } from './decision.js';
+import type { MaybePromise } from './maybe.js';
 
-/** A value, or a promise of it: the memory store answers synchronously, so its hot path allocates no promise. */
-export type MaybePromise<T> = T | Promise<T>;
+// Where stores' answers have always been typed from; its home is maybe.ts (no import loop).
+export type { MaybePromise } from './maybe.js';
 
 /** One limit of one request: which algorithm, on which key, for how many units. */
 export interface LimitCall {

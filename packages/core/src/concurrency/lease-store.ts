@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import type { MaybePromise } from '../store.js';
+import type { MaybePromise } from '../maybe.js';
 
 /**
  * One lease operation on one lease set. `space` and `key` together name the set (a store keeps
