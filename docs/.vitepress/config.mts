@@ -1,0 +1,181 @@
+/**
+ * The documentation site, generated from the repository's own markdown (issue 35): the README is
+ * the home page, then docs/*.md, the package READMEs, ARCHITECTURE.md, RELIABILITY.md and the
+ * benchmark's README, as GitHub shows them. The playground is built beside it (`/playground/`).
+ *
+ * `pnpm docs:build` writes docs/.vitepress/dist; test/docs/site.test.ts builds it into a temporary
+ * directory and loads every page in Chromium.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, posix, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build as buildVite } from 'vite';
+import { defineConfig } from 'vitepress';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const REPOSITORY = 'https://github.com/sluice-js/sluice';
+
+const packageNames = readdirSync(join(ROOT, 'packages')).filter((name) =>
+  existsSync(join(ROOT, 'packages', name, 'README.md')),
+);
+const docPages = readdirSync(join(ROOT, 'docs'))
+  .filter((file) => file.endsWith('.md'))
+  .map((file) => `docs/${file}`);
+
+/** Every markdown file that is a page of the site, as its path in the repository. */
+export const PAGES = [
+  'README.md',
+  'ARCHITECTURE.md',
+  'RELIABILITY.md',
+  'CONTRIBUTING.md',
+  'CHANGELOG.md',
+  'bench/README.md',
+  ...docPages,
+  ...packageNames.map((name) => `packages/${name}/README.md`),
+].filter((file) => existsSync(join(ROOT, file)));
+
+/** What `srcExclude` leaves out: every markdown file of the repository that is not a page. */
+function notPages(dir = ROOT): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (entry.name === 'node_modules' || entry.name.startsWith('.')) return [];
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return notPages(path);
+    const file = relative(ROOT, path).split('\\').join('/');
+    return file.endsWith('.md') && !PAGES.includes(file) ? [file] : [];
+  });
+}
+
+/**
+ * A relative link as GitHub reads it, for the site: to a page, the page (the README is `/`); to
+ * any other file or folder of the repository (a source file, an example, LICENSE), that file on
+ * GitHub, since the site does not serve it.
+ */
+function siteLink(href: string, from: string): string {
+  if (/^[a-z][a-z+.-]*:/i.test(href) || href.startsWith('#') || href.startsWith('/')) return href;
+  const [path = '', hash] = href.split('#');
+  const target = posix.normalize(posix.join(posix.dirname(from), path));
+  const anchor = hash === undefined ? '' : `#${hash}`;
+  if (PAGES.includes(target)) return target === 'README.md' ? `/${anchor}` : `/${target}${anchor}`;
+  const kind = existsSync(join(ROOT, target)) && statSync(join(ROOT, target)).isDirectory() ? 'tree' : 'blob';
+  return `${REPOSITORY}/${kind}/main/${target}${anchor}`;
+}
+
+/** What GitHub renders as HTML: comments and the elements a README uses. */
+const HTML =
+  /^\s*<(!--|\/?(a|b|br|code|details|div|em|i|iframe|img|kbd|p|picture|pre|script|source|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|style)\b)/i;
+
+const title = (file: string) =>
+  file === 'README.md'
+    ? 'Introduction'
+    : file
+        .replace(/^docs\//, '')
+        .replace(/\.md$/, '')
+        .replace(/-/g, ' ');
+
+export default defineConfig({
+  title: 'sluice',
+  description: 'Rate limiting and load shedding for Node.js HTTP services',
+  srcDir: '..',
+  srcExclude: notPages(),
+  rewrites: { 'README.md': 'index.md' },
+  base: process.env.SLUICE_DOCS_BASE ?? '/',
+  cleanUrls: false,
+  lastUpdated: false,
+  markdown: {
+    config(md) {
+      // GitHub shows a word in angle brackets that is no HTML element (`› <algorithm>:`) as
+      // text; Vue would read it as an element and refuse the page. The same here.
+      md.core.ruler.push('unknown-tags-as-text', (state) => {
+        const asText = (token: { type: string; content: string }) => {
+          if ((token.type === 'html_inline' || token.type === 'html_block') && !HTML.test(token.content)) {
+            token.type = token.type === 'html_inline' ? 'text' : 'paragraph_text';
+          }
+        };
+        for (const token of state.tokens) {
+          asText(token);
+          for (const child of token.children ?? []) asText(child);
+        }
+      });
+      md.renderer.rules.paragraph_text = (tokens, idx) =>
+        `<p>${md.utils.escapeHtml(tokens[idx]!.content)}</p>`;
+      const render = md.renderer.rules.link_open;
+      md.renderer.rules.link_open = (tokens, idx, options, env, self) => {
+        const token = tokens[idx]!;
+        const href = token.attrGet('href');
+        const from = relative(ROOT, (env as { realPath?: string; path: string }).realPath ?? env.path)
+          .split('\\')
+          .join('/');
+        if (href !== null) token.attrSet('href', siteLink(href, from));
+        return render === undefined
+          ? self.renderToken(tokens, idx, options)
+          : render(tokens, idx, options, env, self);
+      };
+    },
+  },
+  themeConfig: {
+    search: { provider: 'local' },
+    socialLinks: [{ icon: 'github', link: REPOSITORY }],
+    sidebar: [
+      {
+        text: 'Guide',
+        items: [
+          { text: 'Introduction', link: '/' },
+          ...[
+            'docs/options.md',
+            'docs/algorithms.md',
+            'docs/stores.md',
+            'docs/load-shedding.md',
+            'docs/playground.md',
+            'docs/migrating-from-express-rate-limit.md',
+            'docs/migrating-from-fastify-rate-limit.md',
+            'docs/versioning.md',
+          ]
+            .filter((file) => PAGES.includes(file))
+            .map((file) => ({ text: title(file), link: `/${file}` })),
+          ...docPages
+            .filter(
+              (file) =>
+                ![
+                  'docs/options.md',
+                  'docs/algorithms.md',
+                  'docs/stores.md',
+                  'docs/load-shedding.md',
+                  'docs/playground.md',
+                  'docs/migrating-from-express-rate-limit.md',
+                  'docs/migrating-from-fastify-rate-limit.md',
+                  'docs/versioning.md',
+                ].includes(file),
+            )
+            .map((file) => ({ text: title(file), link: `/${file}` })),
+        ],
+      },
+      {
+        text: 'Packages',
+        items: packageNames.map((name) => ({ text: `@sluice/${name}`, link: `/packages/${name}/README.md` })),
+      },
+      {
+        text: 'Project',
+        items: [
+          ['ARCHITECTURE.md', 'Architecture'],
+          ['RELIABILITY.md', 'Reliability'],
+          ['bench/README.md', 'Benchmarks'],
+          ['CONTRIBUTING.md', 'Contributing'],
+          ['CHANGELOG.md', 'Changelog'],
+        ]
+          .filter(([file]) => PAGES.includes(file!))
+          .map(([file, text]) => ({ text: text!, link: `/${file}` })),
+      },
+    ],
+  },
+  /** The playground page, built as `pnpm --filter @sluice/playground build` does, into /playground/. */
+  async buildEnd(site) {
+    const page = resolve(ROOT, 'packages/playground');
+    await buildVite({
+      root: page,
+      configFile: join(page, 'vite.config.ts'),
+      mode: 'production',
+      logLevel: 'warn',
+      build: { outDir: join(site.outDir, 'playground'), emptyOutDir: true },
+    });
+  },
+});
