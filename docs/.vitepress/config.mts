@@ -32,6 +32,7 @@ export const PAGES = [
   'bench/README.md',
   ...docPages,
   ...packageNames.map((name) => `packages/${name}/README.md`),
+  ...packageNames.map((name) => `packages/${name}/CHANGELOG.md`),
 ].filter((file) => existsSync(join(ROOT, file)));
 
 /** What `srcExclude` leaves out: every markdown file of the repository that is not a page. */
@@ -64,6 +65,18 @@ function siteLink(href: string, from: string): string {
 const HTML =
   /^\s*<(!--|\/?(a|b|br|code|details|div|em|i|iframe|img|kbd|p|picture|pre|script|source|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|style)\b)/i;
 
+/**
+ * GitHub's heading anchors: lower case, every character but letters, digits, spaces, `-` and `_`
+ * dropped, each space a `-` (markdown-it-anchor numbers repeated ones `-1`, `-2` as GitHub does).
+ */
+function githubSlug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
 const title = (file: string) =>
   file === 'README.md'
     ? 'Introduction'
@@ -79,9 +92,13 @@ export default defineConfig({
   srcExclude: notPages(),
   rewrites: { 'README.md': 'index.md' },
   base: process.env.SLUICE_DOCS_BASE ?? '/',
+  // No icon of its own: say so, rather than let every browser ask for /favicon.ico and get a 404.
+  head: [['link', { rel: 'icon', href: 'data:,' }]],
   cleanUrls: false,
   lastUpdated: false,
   markdown: {
+    // Anchors as GitHub makes them, so a link to `#5-stress-keep-limiting` works in both places.
+    anchor: { slugify: githubSlug },
     config(md) {
       // GitHub shows a word in angle brackets that is no HTML element (`› <algorithm>:`) as
       // text; Vue would read it as an element and refuse the page. The same here.
