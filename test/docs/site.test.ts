@@ -92,6 +92,10 @@ beforeAll(async () => {
       '--disable-gpu',
       '--no-first-run',
       '--disable-background-networking',
+      // Four pages load at once: none of them is throttled for being in the background.
+      '--disable-background-timer-throttling',
+      '--disable-renderer-backgrounding',
+      '--disable-backgrounding-occluded-windows',
     ],
   });
   // Four pages at a time: most of a visit is waiting for the page's scripts.
@@ -120,7 +124,9 @@ async function visit(path: string): Promise<Visit> {
     if (response?.status() !== 200) errors.push(`the page answered ${response?.status()}`);
     // The HTML is rendered at build time; VitePress then hydrates it (a mismatch is a console
     // error). Vue marks the mounted root.
+    // Polled on a timer: requestAnimationFrame, the default, is throttled in pages not in front.
     await page.waitForFunction(() => document.querySelector('#app')?.__vue_app__ !== undefined, null, {
+      polling: 50,
       timeout: 20_000,
     });
     const seen = await page.evaluate(() => ({
