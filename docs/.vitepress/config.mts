@@ -77,6 +77,18 @@ function githubSlug(heading: string): string {
     .replace(/\s/g, '-');
 }
 
+/** The guide's pages, in reading order, with their titles in the sidebar. */
+const GUIDE: readonly (readonly [string, string])[] = [
+  ['docs/options.md', 'Options reference'],
+  ['docs/algorithms.md', 'Algorithms'],
+  ['docs/stores.md', 'Stores'],
+  ['docs/load-shedding.md', 'Load shedding'],
+  ['docs/playground.md', 'Playground'],
+  ['docs/migrating-from-express-rate-limit.md', 'From express-rate-limit'],
+  ['docs/migrating-from-fastify-rate-limit.md', 'From @fastify/rate-limit'],
+  ['docs/versioning.md', 'Versioning'],
+];
+
 const title = (file: string) =>
   file === 'README.md'
     ? 'Introduction'
@@ -137,32 +149,13 @@ export default defineConfig({
         text: 'Guide',
         items: [
           { text: 'Introduction', link: '/' },
-          ...[
-            'docs/options.md',
-            'docs/algorithms.md',
-            'docs/stores.md',
-            'docs/load-shedding.md',
-            'docs/playground.md',
-            'docs/migrating-from-express-rate-limit.md',
-            'docs/migrating-from-fastify-rate-limit.md',
-            'docs/versioning.md',
-          ]
-            .filter((file) => PAGES.includes(file))
-            .map((file) => ({ text: title(file), link: `/${file}` })),
+          ...GUIDE.filter(([file]) => PAGES.includes(file)).map(([file, text]) => ({
+            text,
+            link: `/${file}`,
+          })),
+          // A page added to docs/ shows up even before it is given a place above.
           ...docPages
-            .filter(
-              (file) =>
-                ![
-                  'docs/options.md',
-                  'docs/algorithms.md',
-                  'docs/stores.md',
-                  'docs/load-shedding.md',
-                  'docs/playground.md',
-                  'docs/migrating-from-express-rate-limit.md',
-                  'docs/migrating-from-fastify-rate-limit.md',
-                  'docs/versioning.md',
-                ].includes(file),
-            )
+            .filter((file) => !GUIDE.some(([guide]) => guide === file))
             .map((file) => ({ text: title(file), link: `/${file}` })),
         ],
       },
