@@ -30,6 +30,7 @@ export const PAGES = [
   'CONTRIBUTING.md',
   'CHANGELOG.md',
   'bench/README.md',
+  'bench/redis.md',
   ...docPages,
   ...packageNames.map((name) => `packages/${name}/README.md`),
   ...packageNames.map((name) => `packages/${name}/CHANGELOG.md`),
@@ -169,6 +170,7 @@ export default defineConfig({
           ['ARCHITECTURE.md', 'Architecture'],
           ['RELIABILITY.md', 'Reliability'],
           ['bench/README.md', 'Benchmarks'],
+          ['bench/redis.md', 'The Redis path'],
           ['CONTRIBUTING.md', 'Contributing'],
           ['CHANGELOG.md', 'Changelog'],
         ]
