@@ -240,7 +240,7 @@ function charts(
   return out;
 }
 
-/** The block `update-readme.ts` puts between the README's bench markers. */
+/** The block `update-readme.ts` puts between the bench markers of bench/README.md. */
 function readmeBlock(
   m: ReturnType<typeof machine>,
   quick: boolean,

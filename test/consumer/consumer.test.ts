@@ -3,8 +3,8 @@
  * packed with `pnpm pack` (workspace:^ becomes a version) and installed with npm into a project
  * outside the workspace, with the newest express, fastify, ioredis and node-redis the peer ranges
  * allow. There an ES module app and a CommonJS app run against Redis (and an ES module app on
- * node-redis), and every ```ts block of README.md and
- * packages/ * /README.md compiles in a strict TypeScript build (moduleResolution node16 and
+ * node-redis), and every ```ts block of README.md, docs/*.md (the documentation site's pages)
+ * and packages/ * /README.md compiles in a strict TypeScript build (moduleResolution node16 and
  * bundler), as does a program mixing ES modules and .cts files. The only network is the npm
  * registry.
  */
@@ -76,9 +76,13 @@ const COMPANIONS: Record<string, Record<string, string>> = {
  * Nest 12 is ES modules only, and CommonJS declarations of its ecosystem (@nestjs/throttler's)
  * import it: under `module: node16` TypeScript refuses that (TS1479), while `nodenext` follows
  * Node's require(esm) (Node ≥ 20.19). Nest 12 projects compile with nodenext or a bundler, so its
- * README's blocks and the programs importing every package do too.
+ * README's blocks, every other block that imports Nest, and the programs importing every package
+ * do too.
  */
-const NEST_SNIPPETS = 'snippets/packages-nestjs-*';
+const NEST_SNIPPETS = 'snippets/nest--*';
+
+/** Whether a block uses Nest (the root README's first Nest limit, the Nest README's blocks). */
+const usesNest = (code: string) => /from '@(nestjs\/[\w-]+|sluice\/nestjs)'/.test(code);
 
 let project: string;
 
@@ -127,10 +131,17 @@ beforeAll(async () => {
 
   // Every TypeScript block of the READMEs, one module each: its prelude, then the block as written.
   mkdirSync(join(project, 'snippets'));
-  const readmes = ['README.md', ...packages.map((dir) => join(relative(root, dir), 'README.md'))];
+  const readmes = [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((file) => file.endsWith('.md'))
+      .map((file) => `docs/${file}`),
+    ...packages.map((dir) => join(relative(root, dir), 'README.md')),
+  ];
   for (const readme of readmes) {
     for (const block of typescriptBlocks(join(root, readme), readme)) {
-      writeFileSync(join(project, 'snippets', fileFor(block.where)), `${block.prelude}\n${block.code}\n`);
+      const file = `${usesNest(`${block.prelude}\n${block.code}`) ? 'nest--' : ''}${fileFor(block.where)}`;
+      writeFileSync(join(project, 'snippets', file), `${block.prelude}\n${block.code}\n`);
     }
   }
   // ES modules and CommonJS files in one program use both declaration files of each package.
@@ -189,7 +200,11 @@ describe('the packed packages, installed with npm outside the workspace', () => 
   it.each(['node16', 'nodenext', 'bundler'])(
     'every README code block compiles (strict, moduleResolution %s)',
     async (mode) => {
-      expect(readdirSync(join(project, 'snippets')).length).toBeGreaterThan(10);
+      const snippets = readdirSync(join(project, 'snippets'));
+      expect(snippets.length).toBeGreaterThan(10);
+      // The documentation site's pages are compiled too, and so are the README's first limits.
+      expect(snippets.filter((file) => file.startsWith('docs-options-')).length).toBeGreaterThanOrEqual(5);
+      expect(snippets.some((file) => file.startsWith('nest--README-'))).toBe(true);
       // Every block is in at least one of node16 and nodenext (NEST_SNIPPETS), and in bundler.
       expect(await tsc(`tsconfig.${mode}.json`)).toBe('');
     },

@@ -5,9 +5,16 @@ import { describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..', '..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
 
-/** The commands of the README's quick start: its first ```sh block, comments dropped. */
+/**
+ * The commands of the README's section for contributors: the first ```sh block after its
+ * "Working on sluice" heading, comments dropped. (The README's first block is the user's
+ * `npm install`.)
+ */
 function quickStart(): string[] {
-  const block = /```sh\n([\s\S]*?)```/.exec(read('README.md'))?.[1] ?? '';
+  const readme = read('README.md');
+  const section = readme.slice(Math.max(0, readme.indexOf('\n## Working on sluice\n')));
+  expect(section.startsWith('\n## Working on sluice\n')).toBe(true);
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
   return block
     .split('\n')
     .map((line) => line.replace(/\s+#.*$/, '').trim())
@@ -15,6 +22,15 @@ function quickStart(): string[] {
 }
 
 describe("the README's two commands", () => {
+  it('the first screen installs an adapter from npm, before any command for contributors', () => {
+    const readme = read('README.md');
+    const install = readme.indexOf('npm install @sluice/express');
+    expect(install).toBeGreaterThan(-1);
+    expect(readme.slice(0, install).split('\n').length).toBeLessThan(15);
+    expect(install).toBeLessThan(readme.indexOf('\n## Working on sluice\n'));
+    expect(readme.split('\n').length).toBeLessThanOrEqual(250);
+  });
+
   const pnpmVersion = (JSON.parse(read('package.json')) as { packageManager: string }).packageManager.replace(
     /^pnpm@/,
     '',

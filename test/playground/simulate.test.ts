@@ -70,9 +70,9 @@ describe('pnpm simulate', () => {
     }
   });
 
-  it("writes the README's chooser chart as committed (docs/chooser.svg is this command's output)", async () => {
+  it("writes the chooser chart of docs/algorithms.md as committed (docs/chooser.svg is this command's output)", async () => {
     const out = join(DIR, 'chooser.svg');
-    // The command quoted in README.md under "Choosing an algorithm".
+    // The command quoted in docs/algorithms.md under "Choosing an algorithm".
     const { code } = await simulate(
       '--config',
       'docs/playground/chooser.json',
