@@ -18,6 +18,29 @@ const PAGE = join(ROOT, 'packages/playground');
 /** Build output and screenshots: test artifacts, gitignored. */
 export const ARTIFACTS = join(ROOT, 'test/.tmp/playground');
 
+/**
+ * Debian's Chromium, headless, with a fresh profile in `profile` (a persistent context is how
+ * playwright takes a --user-data-dir): the flags every browser test of the suite needs, and `more`.
+ */
+export function launchChromium(
+  profile: string,
+  more: { args?: readonly string[]; viewport?: { width: number; height: number } } = {},
+): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      ...(more.args ?? []),
+    ],
+    ...(more.viewport === undefined ? {} : { viewport: more.viewport }),
+  });
+}
+
 /** The built page served by `vite preview` on a free loopback port, and a headless Chromium. */
 export interface Playground {
   readonly url: string;
@@ -57,20 +80,8 @@ export async function startPlayground(): Promise<Playground> {
   const profile = mkdtempSync(join(tmpdir(), 'sluice-chromium-'));
   let context: BrowserContext;
   try {
-    // A persistent context is how playwright takes a --user-data-dir: a fresh one per run.
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+    context = await launchChromium(profile, {
+      args: ['--disable-quic', '--disable-component-update', '--disable-sync'],
       viewport: { width: 1400, height: 1000 },
     });
   } catch (error) {

@@ -88,6 +88,21 @@ async function acquireAll(limiter: ConcurrencyLimiter, now: number, tries = LIMI
 }
 
 const cleanups: (() => Promise<void>)[] = [];
+
+/** A store of `backend` reached through a proxy that can cut the link, holding the limit's leases. */
+async function holdingThroughProxy(backend: LeaseBackend, options: { timeout?: number; lines?: string[] }) {
+  const store = await up(backend);
+  cleanups.push(store.stop);
+  const proxy = await startCutProxy(store.address.port!);
+  cleanups.push(proxy.close);
+  const opened = openStore({ backend, port: proxy.port }, options);
+  cleanups.push(opened.close);
+  await ready(opened.client);
+  const limiter = new ConcurrencyLimiter({ name: 'jobs', limit: LIMIT, ttl: TTL, store: opened.store });
+  const taken = await acquireAll(limiter, NOW, LIMIT);
+  expect(taken.allowed).toEqual([true, true, true]);
+  return { proxy, client: opened.client!, limiter, leases: taken.leases };
+}
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -137,25 +152,16 @@ describe.each(['redis', 'server', 'host'] as const)('leases on %s under faults',
   if (backend === 'host') return;
 
   it('the network drops the releases: each resolves false and is logged, the leases count until their ttl, never past it', async () => {
-    const store = await up(backend);
-    cleanups.push(store.stop);
-    const proxy = await startCutProxy(store.address.port!);
-    cleanups.push(proxy.close);
     const lines: string[] = [];
-    const opened = openStore({ backend, port: proxy.port }, { lines });
-    cleanups.push(opened.close);
-    await ready(opened.client);
-    const limiter = new ConcurrencyLimiter({ name: 'jobs', limit: LIMIT, ttl: TTL, store: opened.store });
-    const taken = await acquireAll(limiter, NOW, LIMIT);
-    expect(taken.allowed).toEqual([true, true, true]);
+    const { proxy, client, limiter, leases } = await holdingThroughProxy(backend, { lines });
 
     proxy.cut();
     // The client has seen its connection go: the releases fail at once and never reach the
     // store (one written before that is re-sent once the client reconnects: the next test).
-    await until(() => opened.client!.status !== 'ready');
-    for (const lease of taken.leases) expect(await lease.release(NOW + 5)).toBe(false);
+    await until(() => client.status !== 'ready');
+    for (const lease of leases) expect(await lease.release(NOW + 5)).toBe(false);
     proxy.restore();
-    await ready(opened.client);
+    await ready(client);
 
     // The releases never reached the store: the leases count, and nothing more is admitted.
     expect((await limiter.acquire('k', { now: NOW + 10 })).decision).toMatchObject({
@@ -173,24 +179,15 @@ describe.each(['redis', 'server', 'host'] as const)('leases on %s under faults',
   }, 60_000);
 
   it('the connection drops with the releases in flight: those the client re-sends free their leases, the rest hold until their ttl, never more than the limit', async () => {
-    const store = await up(backend);
-    cleanups.push(store.stop);
-    const proxy = await startCutProxy(store.address.port!);
-    cleanups.push(proxy.close);
-    const opened = openStore({ backend, port: proxy.port }, { timeout: 500 });
-    cleanups.push(opened.close);
-    await ready(opened.client);
-    const limiter = new ConcurrencyLimiter({ name: 'jobs', limit: LIMIT, ttl: TTL, store: opened.store });
-    const taken = await acquireAll(limiter, NOW, LIMIT);
-    expect(taken.allowed).toEqual([true, true, true]);
+    const { proxy, client, limiter, leases } = await holdingThroughProxy(backend, { timeout: 500 });
 
     // Written to the connection before the client learns it is gone: unanswered, so reported as
     // failed at the timeout (the store cannot know whether they ran).
     proxy.cut();
-    const released = await Promise.all(taken.leases.map((lease) => lease.release(NOW + 5)));
+    const released = await Promise.all(leases.map((lease) => lease.release(NOW + 5)));
     expect(released).toEqual([false, false, false]);
     proxy.restore();
-    await ready(opened.client);
+    await ready(client);
 
     // ioredis re-sends commands a dropped connection left unanswered: such a release runs late,
     // and its lease is freed before its ttl (never twice: a release removes its own id). Which
