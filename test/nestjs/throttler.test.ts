@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Controller, Get, Module } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
-import { SluiceThrottlerStorage } from '@sluice/nestjs';
+import { MemoryStore, SluiceThrottlerStorage } from '@sluice/nestjs';
 import { RedisStore } from '@sluice/redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectRedis, uniquePrefix } from '../redis/clients.js';
@@ -61,8 +61,7 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
     Module({
       imports: [
         ThrottlerModule.forRoot({
-          // An hour's window (aligned to the epoch): a flood of a second or two crossing a window's
-          // end would rightly admit 100 in each window; with a minute that happened 1 run in 30.
+          // An hour's window: the flood's verdict never depends on how long it takes to send.
           throttlers: [{ ttl: 3_600_000, limit: 100 }],
           storage: new SluiceThrottlerStorage({ store }),
         }),
@@ -84,9 +83,8 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
     }
   });
 
-  it('answers the record @nestjs/throttler reads: hits, expiry and the block', async () => {
+  it('answers the record @nestjs/throttler reads: hits, expiry and the block (blockDuration from the refusal on)', async () => {
     let now = 0;
-    const { MemoryStore } = await import('@sluice/core');
     const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
     expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toEqual({
       totalHits: 1,
@@ -96,18 +94,63 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
     });
     now = 4_000;
     expect((await storage.increment('k', 10_000, 2, 10_000, 'default')).totalHits).toBe(2);
-    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toEqual({
+    // Over the limit: blocked for blockDuration (10 s) from now, as the default storage blocks.
+    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toMatchObject({
       totalHits: 3,
-      timeToExpire: 6,
       isBlocked: true,
-      timeToBlockExpire: 6,
+      timeToBlockExpire: 10,
     });
     // Another throttler name counts on its own.
     expect((await storage.increment('k', 10_000, 2, 10_000, 'burst')).isBlocked).toBe(false);
+    // The window has passed, the block has not (it was 9 s out of a fixed window here before).
     now = 10_000;
-    expect((await storage.increment('k', 10_000, 2, 10_000, 'default')).isBlocked).toBe(false);
+    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toMatchObject({
+      isBlocked: true,
+      timeToBlockExpire: 4,
+    });
+    now = 14_000;
+    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toMatchObject({
+      totalHits: 1,
+      isBlocked: false,
+      timeToBlockExpire: 0,
+    });
     expect(() => new SluiceThrottlerStorage({} as never)).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_MISSING_OPTION' }),
     );
+  });
+
+  it('regression: each hit expires ttl after it happened, as the default storage counts; a burst across a wall-clock boundary is not doubled (issue 32.7)', async () => {
+    // 2 per 10 s; the burst straddles 1_000_010_000, a multiple of 10 s. Counted in windows aligned
+    // to the clock, it passed 4 in 150 ms (a login throttle doubled).
+    let now = 1_000_009_900;
+    const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
+    const blocked: boolean[] = [];
+    for (const at of [1_000_009_900, 1_000_009_950, 1_000_010_000, 1_000_010_050]) {
+      now = at;
+      blocked.push((await storage.increment('login', 10_000, 2, 0, 'default')).isBlocked);
+    }
+    expect(blocked).toEqual([false, false, true, true]);
+    // 10 s after the first hit, one place is back; after the second, two.
+    now = 1_000_019_900;
+    expect((await storage.increment('login', 10_000, 2, 0, 'default')).isBlocked).toBe(false);
+    expect((await storage.increment('login', 10_000, 2, 0, 'default')).isBlocked).toBe(true);
+  });
+
+  it('regression: blockDuration longer than the window keeps the client out for the block (issue 32.7: back after 1 s of 5)', async () => {
+    let now = 0;
+    const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
+    expect((await storage.increment('k', 1_000, 1, 5_000, 'default')).isBlocked).toBe(false);
+    now = 100;
+    expect(await storage.increment('k', 1_000, 1, 5_000, 'default')).toMatchObject({
+      isBlocked: true,
+      timeToBlockExpire: 5,
+    });
+    now = 1_500;
+    expect(await storage.increment('k', 1_000, 1, 5_000, 'default')).toMatchObject({
+      isBlocked: true,
+      timeToBlockExpire: 4,
+    });
+    now = 5_100;
+    expect((await storage.increment('k', 1_000, 1, 5_000, 'default')).isBlocked).toBe(false);
   });
 });

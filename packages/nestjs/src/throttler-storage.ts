@@ -1,4 +1,4 @@
-import { ErrorCode, fixedWindow, Limiter, SluiceError, type Store } from '@sluice/core';
+import { ErrorCode, Limiter, SluiceError, type Store, slidingWindowLog } from '@sluice/core';
 import { bindName } from '@sluice/core/adapter';
 
 /**
@@ -21,18 +21,24 @@ export interface SluiceThrottlerStorageOptions {
 
 /**
  * A `ThrottlerStorage` for @nestjs/throttler over a sluice store (it has the interface's shape;
- * its declaration does not name the interface, so apps without @nestjs/throttler compile): each hit is one atomic
- * fixed-window check (one Lua script on a `RedisStore`), so a flood admits exactly `limit` per
- * `ttl`, where a get-then-set storage lets concurrent requests read the same count
+ * its declaration does not name the interface, so apps without @nestjs/throttler compile): each
+ * hit is one atomic check (one Lua script on a `RedisStore`), so a flood admits exactly `limit`
+ * per `ttl`, where a get-then-set storage lets concurrent requests read the same count
  * (nestjs/throttler#1303: ~400 of 1000 flood requests got through a limit of 100).
- * A key that went over is blocked until its window ends (`timeToBlockExpire`); @nestjs/throttler's
- * `blockDuration` is not applied.
+ *
+ * It counts as @nestjs/throttler's own storage does: each hit expires `ttl` after it happened (a
+ * sliding window log, not windows aligned to the clock, which let a burst across a boundary
+ * through twice), and a key that goes over is blocked for `blockDuration` from that hit
+ * (`timeToBlockExpire`), whatever the window. One difference, kept: `timeToExpire`
+ * (`X-RateLimit-Reset`) is when every counted hit has expired, where the default storage counts
+ * down from the first hit of a period and starts again at `ttl`; telling the oldest hit's expiry
+ * would cost a second store call per request.
  * @example
  * ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: 100 }], storage: new SluiceThrottlerStorage({ store: redisStore }) })
  */
 export class SluiceThrottlerStorage {
   private readonly store: Store;
-  /** One limiter per throttler name, ttl and limit (a throttler's settings can vary per route). */
+  /** One limiter per throttler name, ttl, limit and block (a throttler's settings can vary per route). */
   private readonly limiters = new Map<string, Limiter>();
 
   constructor(options: SluiceThrottlerStorageOptions) {
@@ -53,26 +59,27 @@ export class SluiceThrottlerStorage {
     key: string,
     ttl: number,
     limit: number,
-    _blockDuration: number,
+    blockDuration: number,
     throttlerName: string,
   ): Promise<ThrottlerRecord> {
-    const decision = await this.limiterFor(throttlerName, ttl, limit).check(key);
-    const toExpire = Math.ceil(decision.resetAfter / 1000);
+    const decision = await this.limiterFor(throttlerName, ttl, limit, blockDuration).check(key);
     return {
       totalHits: decision.allowed ? limit - decision.remaining : limit + 1,
-      timeToExpire: toExpire,
+      timeToExpire: Math.ceil(decision.resetAfter / 1000),
       isBlocked: !decision.allowed,
       timeToBlockExpire: decision.allowed ? 0 : Math.max(1, Math.ceil(decision.retryAfter / 1000)),
     };
   }
 
-  private limiterFor(name: string, ttl: number, limit: number): Limiter {
-    const id = `${name}\n${ttl}\n${limit}`;
+  private limiterFor(name: string, ttl: number, limit: number, blockDuration: number): Limiter {
+    const id = `${name}\n${ttl}\n${limit}\n${blockDuration}`;
     let limiter = this.limiters.get(id);
     if (limiter === undefined) {
+      const algorithm = bindName(slidingWindowLog({ limit, window: ttl }), `throttler:${name}`);
       limiter = new Limiter({
         // The name is bound into the stored key: two throttlers with equal settings never share counts.
-        limits: [{ name, algorithm: bindName(fixedWindow({ limit, window: ttl }), `throttler:${name}`) }],
+        // A block of 0 (or less) is none: the hit over the limit is refused, the next one counted.
+        limits: [{ name, algorithm, ...(blockDuration > 0 ? { block: blockDuration } : {}) }],
         store: this.store,
       });
       this.limiters.set(id, limiter);
