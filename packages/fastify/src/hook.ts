@@ -12,6 +12,7 @@ import {
 } from '@sluice/core/adapter';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { FastifyHookOptions } from './options.js';
+import { hasAppErrorHandler, RateLimitedError } from './refused-error.js';
 
 type Handler = FastifyHookOptions['handler'];
 
@@ -47,21 +48,29 @@ function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, Fastify
       ctx.request.rateLimit = decision;
     },
     proceed: (ctx) => ctx.done(),
-    refuse: ({ request, reply }, decision, refusal) => {
-      reply.code(refusal.status);
+    refuse: ({ request, reply, done }, decision, refusal) => {
       if (handler === undefined) {
-        reply.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(refusal.body));
+        // Through the app's error handler when it has one, as @fastify/rate-limit's refusals go:
+        // its custom body and its logging see them. The headers are already on the reply.
+        if (hasAppErrorHandler(request)) {
+          done(new RateLimitedError(refusal, decision));
+          return;
+        }
+        reply.code(refusal.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(refusal.body));
         return;
       }
-      // Replying from a hook: `done` must not be called; whatever the handler returns is the payload.
+      reply.code(refusal.status);
+      // Replying from a hook: `done` is not called when the reply is sent; whatever the handler
+      // returns is the payload.
       Promise.resolve()
         .then(() => handler(request, reply, decision))
         .then(
           (payload) => {
             if (!reply.sent) reply.send(payload);
           },
+          // A thrown refusal goes to the app's error handler, as a hook's error does.
           (error: unknown) => {
-            if (!reply.sent) reply.send(error);
+            if (!reply.sent) done(error as Error);
           },
         );
     },

@@ -12,3 +12,4 @@ export type {
   UtilizationShedOptions,
 } from './options.js';
 export { sluice, sluice as default } from './plugin.js';
+export { RateLimitedError } from './refused-error.js';
