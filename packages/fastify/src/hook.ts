@@ -37,7 +37,10 @@ const toError = (error: unknown): Error => (error instanceof Error ? error : new
  * `getHeader`: the reply's headers are not the raw response's until sent, and a route's limits
  * are merged with the plugin's into one hook.
  */
-function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, FastifyRequest, void> {
+function fastifyExchange(
+  handler: Handler,
+  presetStatus = true,
+): HttpExchange<FastifyContext, FastifyRequest, void> {
   return nodeExchange<FastifyContext, FastifyRequest, void>({
     request: (ctx) => ctx.request,
     response: (ctx) => ctx.reply.raw,
@@ -59,7 +62,7 @@ function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, Fastify
         reply.code(refusal.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(refusal.body));
         return;
       }
-      reply.code(refusal.status);
+      if (presetStatus) reply.code(refusal.status);
       // Replying from a hook: `done` is not called when the reply is sent; whatever the handler
       // returns is the payload.
       Promise.resolve()
@@ -85,9 +88,18 @@ function hookOf(run: Lifecycle<FastifyContext, void>, name: string): SluiceHook 
   }, name);
 }
 
-/** The hook that applies one compiled limiter to a request. */
-export function rateLimitHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
-  return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler)), RATE_LIMIT_FUNCTION_NAME);
+/**
+ * The hook that applies one compiled limiter to a request.
+ * @param presetStatus whether the reply's status is the refusal's before `handler` runs; the
+ *   @fastify/rate-limit layer leaves it as it was, for the app's error handler, as there
+ *   (`reply.redirect()` in it then answers 302, not the status set before)
+ */
+export function rateLimitHook(
+  limiter: HttpLimiter<FastifyRequest>,
+  handler: Handler,
+  presetStatus = true,
+): SluiceHook {
+  return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler, presetStatus)), RATE_LIMIT_FUNCTION_NAME);
 }
 
 /**

@@ -12,4 +12,12 @@ export type {
   UtilizationShedOptions,
 } from './options.js';
 export { sluice, sluice as default } from './plugin.js';
+export { fromFastifyRateLimit } from './compat/from-fastify-rate-limit.js';
+export type {
+  ErrorResponseContext,
+  FastifyRateLimitOptions,
+  FastifyRateLimitRouteOptions,
+} from './compat/options.js';
+export { normalizeIP as normalizeFastifyRateLimitIP } from './compat/peer-key.js';
+export type { PeerCheck as FastifyRateLimitCheck } from './compat/peer-limit.js';
 export { RateLimitedError } from './refused-error.js';
