@@ -47,8 +47,9 @@ done
 
 cd "$PEER"
 run() {
-  # One file at a time, as their CI runs them (the Redis tests share one server).
-  node --test --test-concurrency=1 $(find "$1" -name '*.test.js' | sort) > "$2" 2>&1 || true
+  # One file at a time, as their CI runs them (the Redis tests share one server); a failed test
+  # leaves its Redis client open, so the process is ended when the tests are.
+  node --test --test-force-exit --test-concurrency=1 $(find "$1" -name '*.test.js' | sort) > "$2" 2>&1 || true
   printf '%s: ' "$1"
   grep -E '^# (tests|pass|fail|skipped)' "$2" | tr '\n' ' '
   echo

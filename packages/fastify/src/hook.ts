@@ -99,7 +99,10 @@ export function rateLimitHook(
   handler: Handler,
   presetStatus = true,
 ): SluiceHook {
-  return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler, presetStatus)), RATE_LIMIT_FUNCTION_NAME);
+  return hookOf(
+    rateLimitLifecycle(limiter, fastifyExchange(handler, presetStatus)),
+    RATE_LIMIT_FUNCTION_NAME,
+  );
 }
 
 /**

@@ -87,7 +87,8 @@ function routeConfigOf(route: RouteOptions): Record<string, unknown> | false | u
 function appendHook(route: RouteOptions, stage: string, hook: unknown): void {
   const hooks = route as unknown as Record<string, unknown>;
   const existing = hooks[stage];
-  hooks[stage] = existing === undefined ? [hook] : Array.isArray(existing) ? [...existing, hook] : [existing, hook];
+  hooks[stage] =
+    existing === undefined ? [hook] : Array.isArray(existing) ? [...existing, hook] : [existing, hook];
 }
 
 async function fastifyRateLimitCompat(app: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
@@ -99,24 +100,35 @@ async function fastifyRateLimitCompat(app: FastifyInstance, options: FastifyRate
       // Date.now read at each call, not kept: an app's fake clock (installed after the plugin
       // is registered) is then the store's clock too.
       clock: () => Date.now(),
-      ...(typeof options.cache === 'number' && options.cache >= 1 ? { maxKeys: Math.trunc(options.cache) } : {}),
+      ...(typeof options.cache === 'number' && options.cache >= 1
+        ? { maxKeys: Math.trunc(options.cache) }
+        : {}),
     });
   const given = options.store as unknown;
+  // The latest failure a RedisStore reported: what a request it failed is answered with.
+  const storeError: { last?: unknown } = {};
   // An @fastify/rate-limit store class: built with the plugin's options, a child per route, as there.
   const peerStore = isPeerStoreClass(given) ? new given({ ...params }) : undefined;
   const store: Store =
     (given as Store | undefined) !== undefined && peerStore === undefined
       ? (given as Store)
       : options.redis !== undefined && options.redis !== null
-        ? await redisStoreOf(options.redis, options.nameSpace, options.skipOnError === true)
+        ? await redisStoreOf(
+            options.redis,
+            options.nameSpace,
+            (error) => {
+              storeError.last = error;
+            },
+            { warn: (message) => app.log.warn(message) },
+          )
         : memory();
   const defaults = fastifyDefaults(app);
   // One registration limits a request once, whichever of its hooks runs first.
   const ran = Symbol('fromFastifyRateLimit ran');
   const compile = (name: string, own: PeerParams, route?: RouteOptions): PeerLimit => {
-    if (peerStore === undefined) return new PeerLimit(name, own, store, defaults);
+    if (peerStore === undefined) return new PeerLimit(name, own, store, defaults, store, storeError);
     const counts = own === params ? peerStore : peerStore.child({ ...own, routeInfo: route ?? {} });
-    return new PeerLimit(name, own, new PeerStore(counts), defaults, store);
+    return new PeerLimit(name, own, new PeerStore(counts), defaults, store, storeError);
   };
   const global = compile('global', params);
   let decorators = 0;
@@ -126,7 +138,10 @@ async function fastifyRateLimitCompat(app: FastifyInstance, options: FastifyRate
     app.decorate('createRateLimit', (own?: FastifyRateLimitRouteOptions) => {
       const limit =
         typeof own === 'object' && own !== null
-          ? compile(`createRateLimit ${++decorators}`, mergedParams('createRateLimit', params, own as Record<string, unknown>))
+          ? compile(
+              `createRateLimit ${++decorators}`,
+              mergedParams('createRateLimit', params, own as Record<string, unknown>),
+            )
           : global;
       return (request: FastifyRequest, call?: { increment?: boolean }): Promise<PeerCheck> =>
         limit.check(request, call?.increment !== false);
@@ -138,7 +153,10 @@ async function fastifyRateLimitCompat(app: FastifyInstance, options: FastifyRate
     const rateLimit = (own?: FastifyRateLimitRouteOptions) => {
       const limit =
         typeof own === 'object' && own !== null
-          ? compile(`rateLimit ${++decorators}`, mergedParams('rateLimit', params, own as Record<string, unknown>))
+          ? compile(
+              `rateLimit ${++decorators}`,
+              mergedParams('rateLimit', params, own as Record<string, unknown>),
+            )
           : global;
       return withControl(limit.hook(ran), limit.limiter);
     };
@@ -155,7 +173,9 @@ async function fastifyRateLimitCompat(app: FastifyInstance, options: FastifyRate
     const merged = mergedParams(`config.rateLimit of ${route.url}`, params, config);
     // A route counts on its own (method and URL: a GET and its HEAD apart), or with its group.
     const name =
-      merged.groupId === undefined ? `route ${routeScope(route.method, route.url)}` : `group ${merged.groupId}`;
+      merged.groupId === undefined
+        ? `route ${routeScope(route.method, route.url)}`
+        : `group ${merged.groupId}`;
     const limit = compile(name, merged, route);
     appendHook(route, merged.hook, limit.hook(ran));
   });

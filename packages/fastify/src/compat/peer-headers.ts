@@ -36,7 +36,11 @@ export function headerSwitches(
   given: HeaderSwitches | undefined,
   withRetryAfter: boolean,
 ): HeaderSwitches {
-  const all: Record<string, boolean> = { [labels.limit]: true, [labels.remaining]: true, [labels.reset]: true };
+  const all: Record<string, boolean> = {
+    [labels.limit]: true,
+    [labels.remaining]: true,
+    [labels.reset]: true,
+  };
   if (withRetryAfter) all[labels.retryAfter] = true;
   return { ...all, ...given };
 }

@@ -59,6 +59,7 @@ export class PeerLimit {
   private readonly name: string;
   /** Where `ban`'s strikes are counted: the limit's store, or a memory store beside an @fastify/rate-limit store. */
   private readonly strikeStore: Store;
+  private readonly storeError: { readonly last?: unknown };
   private readonly requests = new WeakMap<FastifyRequest, Resolved>();
   private readonly buckets = new Map<string, Algorithm>();
   private readonly strikes = new Map<string, Limiter>();
@@ -66,6 +67,8 @@ export class PeerLimit {
   /**
    * @param name the limit's name: the state it counts in (`'global'`, one per route, per group)
    * @param strikeStore where `ban` counts refusals, when `store` is an @fastify/rate-limit store
+   * @param storeError the latest failure the store reported itself (a `RedisStore` answers its
+   *   failures with a decision, and reports the error apart)
    */
   constructor(
     name: string,
@@ -73,7 +76,9 @@ export class PeerLimit {
     store: Store,
     defaults: AdapterDefaults<FastifyRequest>,
     strikeStore: Store = store,
+    storeError: { readonly last?: unknown } = {},
   ) {
+    this.storeError = storeError;
     this.name = name;
     this.params = params;
     this.strikeStore = strikeStore;
@@ -102,7 +107,12 @@ export class PeerLimit {
       // The streak ends with its block: @fastify/rate-limit's counter expires with the backoff's
       // window, and the next request starts afresh.
       options.block = { duration: Math.max(1, timeWindow), factor: 2, max: LONGEST_BLOCK, decay: 1 };
-    this.limiter = new HttpLimiter<FastifyRequest>(`fromFastifyRateLimit ${name}`, options, fastifyAccess, defaults);
+    this.limiter = new HttpLimiter<FastifyRequest>(
+      `fromFastifyRateLimit ${name}`,
+      options,
+      fastifyAccess,
+      defaults,
+    );
   }
 
   /** The hook for a route: once per request per plugin (`ran`), the peer's headers on admission. */
@@ -130,14 +140,29 @@ export class PeerLimit {
   /** `createRateLimit()`'s check: the peer's answer, counting (or only reading, `increment: false`). */
   async check(request: FastifyRequest, increment: boolean): Promise<PeerCheck> {
     const key = await this.resolved(request).key;
-    if (this.params.allowList !== undefined && (await this.allowListed(request))) return { isAllowed: true, key };
-    const decision = increment ? await this.limiter.evaluate(request) : await this.limiter.peek(request);
+    if (this.params.allowList !== undefined && (await this.allowListed(request)))
+      return { isAllowed: true, key };
+    const answered = increment ? await this.limiter.evaluate(request) : await this.limiter.peek(request);
     const state = this.resolved(request);
-    if (state.error !== undefined && !this.params.skipOnError) throw state.error;
+    const failed = state.error !== undefined || answered?.reason === 'store-unavailable';
+    if (failed && !this.params.skipOnError)
+      throw state.error ?? this.storeError.last ?? new Error('the rate limit store is unavailable');
+    // A failure let through reports an untouched window, as there.
+    const decision = failed ? undefined : answered;
     const max = state.max ?? (await this.maxOf(request));
     const timeWindow = state.timeWindow ?? (await this.timeWindowOf(request));
     if (decision === undefined)
-      return { isAllowed: false, key, max, timeWindow, remaining: max, ttl: 0, ttlInSeconds: 0, isExceeded: false, isBanned: false };
+      return {
+        isAllowed: false,
+        key,
+        max,
+        timeWindow,
+        remaining: max,
+        ttl: 0,
+        ttlInSeconds: 0,
+        isExceeded: false,
+        isBanned: false,
+      };
     const ttl = decision.allowed ? decision.resetAfter : decision.retryAfter;
     return {
       isAllowed: false,
@@ -164,9 +189,10 @@ export class PeerLimit {
 
   private keyOf(request: FastifyRequest): Promise<PeerKey> | PeerKey {
     const { keyGenerator, ipv6Subnet } = this.params;
-    const group = (request.routeOptions.config as { rateLimit?: { groupId?: unknown } } | undefined)?.rateLimit
-      ?.groupId;
-    const grouped = (key: PeerKey): PeerKey => (typeof group === 'string' && group !== '' ? `${key}${group}` : key);
+    const group = (request.routeOptions.config as { rateLimit?: { groupId?: unknown } } | undefined)
+      ?.rateLimit?.groupId;
+    const grouped = (key: PeerKey): PeerKey =>
+      typeof group === 'string' && group !== '' ? `${key}${group}` : key;
     if (keyGenerator === undefined) return grouped(defaultPeerKey(request, ipv6Subnet));
     const key = keyGenerator(request);
     return key instanceof Promise ? key.then(grouped) : grouped(key);
@@ -234,11 +260,14 @@ export class PeerLimit {
     if (state.allowed === true) return undefined;
     return (async () => {
       const decision = request.rateLimit;
+      // A store that answers its failures itself (RedisStore) let the request through uncounted.
+      if (decision?.reason === 'store-unavailable' && !params.skipOnError)
+        throw this.storeError.last ?? new Error('the rate limit store is unavailable');
       const max = state.max ?? (await this.maxOf(request));
       // No decision: the store failed and `skipOnError` let the request through (the peer then
       // reports an untouched window).
       const peer: PeerState =
-        decision === undefined
+        decision === undefined || decision.reason === 'store-unavailable'
           ? { max, remaining: max, resetSeconds: 0 }
           : { max, remaining: decision.remaining, resetSeconds: Math.ceil(decision.resetAfter / 1000) };
       writeAdmittedHeaders(reply, params.labels, params.addHeadersOnExceeding, peer);
@@ -256,7 +285,8 @@ export class PeerLimit {
     // sluice's own Retry-After: the peer's is sent (or not) by `addHeaders`.
     reply.removeHeader('retry-after');
     const state = this.resolved(request);
-    if (decision.reason === 'store-unavailable') throw state.error ?? new Error('rate limit store unavailable');
+    if (decision.reason === 'store-unavailable')
+      throw state.error ?? this.storeError.last ?? new Error('the rate limit store is unavailable');
     const key = (await state.key) as string;
     const max = state.max ?? (await this.maxOf(request));
     params.onExceeded(request, key);

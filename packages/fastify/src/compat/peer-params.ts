@@ -89,7 +89,9 @@ function hookOf(where: string, value: unknown): PeerHook {
   throw new SluiceError(
     value === 'preParsing' ? ErrorCode.UNSUPPORTED : ErrorCode.INVALID_OPTION,
     `${where}: hook ${describeValue(value)} is not supported; use ${HOOKS.map((hook) => `'${hook}'`).join(', ')}${
-      value === 'preParsing' ? " (preParsing hooks take the payload stream, which sluice's hook does not)" : ''
+      value === 'preParsing'
+        ? " (preParsing hooks take the payload stream, which sluice's hook does not)"
+        : ''
     }`,
     { option: 'hook', value },
   );
@@ -119,10 +121,14 @@ export function pluginParams(options: FastifyRateLimitOptions): PeerParams {
  */
 export function mergedParams(where: string, plugin: PeerParams, own: Record<string, unknown>): PeerParams {
   if (own.groupId !== undefined && typeof own.groupId !== 'string') {
-    throw new SluiceError(ErrorCode.INVALID_OPTION, `${where}: groupId must be a string; got ${describeValue(own.groupId)}`, {
-      option: 'groupId',
-      value: own.groupId,
-    });
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `${where}: groupId must be a string; got ${describeValue(own.groupId)}`,
+      {
+        option: 'groupId',
+        value: own.groupId,
+      },
+    );
   }
   return resolve(where, { ...plugin, ...own });
 }

@@ -23,7 +23,10 @@ export type PeerStoreClass = new (options: Record<string, unknown>) => PeerStore
 
 /** Whether `store` is an @fastify/rate-limit store class rather than a sluice store. */
 export function isPeerStoreClass(store: unknown): store is PeerStoreClass {
-  return typeof store === 'function' && typeof (store as { prototype?: { incr?: unknown } }).prototype?.incr === 'function';
+  return (
+    typeof store === 'function' &&
+    typeof (store as { prototype?: { incr?: unknown } }).prototype?.incr === 'function'
+  );
 }
 
 /**
@@ -65,10 +68,22 @@ export class PeerStore implements Store {
     const timeWindow = call.algorithm.window;
     return new Promise((resolve, reject) => {
       const done = (error: Error | null, result?: { current: number; ttl: number }) => {
-        if (error !== null || result === undefined) return reject(error ?? new Error('the store answered nothing'));
+        if (error !== null || result === undefined)
+          return reject(error ?? new Error('the store answered nothing'));
         const { current, ttl } = result;
         const allowed = current <= max;
-        resolve(decide(allowed, max, Math.max(0, max - current), ttl, allowed ? 0 : ttl, 0, call.policy, allowed ? undefined : 'rate-limited'));
+        resolve(
+          decide(
+            allowed,
+            max,
+            Math.max(0, max - current),
+            ttl,
+            allowed ? 0 : ttl,
+            0,
+            call.policy,
+            allowed ? undefined : 'rate-limited',
+          ),
+        );
       };
       if (method === 'read') this.store.read!(call.key, done, timeWindow, max);
       else this.store.incr(call.key, done, timeWindow, max);
