@@ -66,7 +66,7 @@ function refuseUnknown(options: Record<string, unknown>): void {
 function isSluiceStore(value: unknown): value is Store {
   if (value === null || typeof value !== 'object') return false;
   const store = value as Record<string, unknown>;
-  return typeof store.batch === 'function' || typeof store.check === 'function';
+  return typeof store.consume === 'function' && typeof store.peek === 'function';
 }
 
 /** A route's `config.rateLimit`, as @fastify/rate-limit takes it: absent, `false` or an object. */
@@ -128,7 +128,10 @@ async function fastifyRateLimitCompat(app: FastifyInstance, options: FastifyRate
   const compile = (name: string, own: PeerParams, route?: RouteOptions): PeerLimit => {
     if (peerStore === undefined) return new PeerLimit(name, own, store, defaults, store, storeError);
     const counts = own === params ? peerStore : peerStore.child({ ...own, routeInfo: route ?? {} });
-    return new PeerLimit(name, own, new PeerStore(counts), defaults, store, storeError);
+    const failed = (error: unknown) => {
+      storeError.last = error;
+    };
+    return new PeerLimit(name, own, new PeerStore(counts, failed), defaults, store, storeError);
   };
   const global = compile('global', params);
   let decorators = 0;

@@ -93,10 +93,12 @@ export class PeerLimit {
       algorithm: fixed ? this.bucket(max, timeWindow) : (request) => this.plan(request),
       store,
       headers: false,
-      storeFailure: params.skipOnError ? 'allow' : 'deny',
+      // A key or plan function that throws fails the request with its error (500 through the
+      // app's error handler), `skipOnError` or not, as there: it covers the store alone. The
+      // stores answer their own failures (`'store-unavailable'`), for `admitted` to decide.
+      storeFailure: 'deny',
       onError: (error, request) => {
         this.resolved(request).error = error;
-        if (params.skipOnError) defaults.onError(error, request);
       },
     };
     // A plan per request: asked on every request, as there (`max(req, key)` runs each time).
@@ -104,9 +106,14 @@ export class PeerLimit {
     if (allowList !== undefined) options.skip = (request) => this.allowListed(request);
     // An @fastify/rate-limit store backs off by itself.
     if (params.exponentialBackoff && typeof timeWindow === 'number' && strikeStore === store)
-      // The streak ends with its block: @fastify/rate-limit's counter expires with the backoff's
-      // window, and the next request starts afresh.
-      options.block = { duration: Math.max(1, timeWindow), factor: 2, max: LONGEST_BLOCK, decay: 1 };
+      // sluice doubles per block of a streak, forgotten a window after a block ends, where the
+      // peer doubles at each refusal inside the window (a difference the migration doc lists).
+      options.block = {
+        duration: Math.max(1, timeWindow),
+        factor: 2,
+        max: LONGEST_BLOCK - Math.max(1, timeWindow),
+        decay: Math.max(1, timeWindow),
+      };
     this.limiter = new HttpLimiter<FastifyRequest>(
       `fromFastifyRateLimit ${name}`,
       options,
@@ -144,9 +151,10 @@ export class PeerLimit {
       return { isAllowed: true, key };
     const answered = increment ? await this.limiter.evaluate(request) : await this.limiter.peek(request);
     const state = this.resolved(request);
-    const failed = state.error !== undefined || answered?.reason === 'store-unavailable';
+    if (state.error !== undefined) throw state.error;
+    const failed = answered?.reason === 'store-unavailable';
     if (failed && !this.params.skipOnError)
-      throw state.error ?? this.storeError.last ?? new Error('the rate limit store is unavailable');
+      throw this.storeError.last ?? new Error('the rate limit store is unavailable');
     // A failure let through reports an untouched window, as there.
     const decision = failed ? undefined : answered;
     const max = state.max ?? (await this.maxOf(request));
@@ -181,7 +189,15 @@ export class PeerLimit {
   private resolved(request: FastifyRequest): Resolved {
     let state = this.requests.get(request);
     if (state === undefined) {
-      state = { key: this.keyOf(request) };
+      let key: Promise<PeerKey> | PeerKey;
+      try {
+        key = this.keyOf(request);
+      } catch (error) {
+        // Thrown once, answered once: every later read of the key rejects with the same error.
+        key = Promise.reject(error);
+        key.catch(() => {});
+      }
+      state = { key };
       this.requests.set(request, state);
     }
     return state;
@@ -286,7 +302,7 @@ export class PeerLimit {
     reply.removeHeader('retry-after');
     const state = this.resolved(request);
     if (decision.reason === 'store-unavailable')
-      throw state.error ?? this.storeError.last ?? new Error('the rate limit store is unavailable');
+      throw state.error ?? new Error('the rate limit store is unavailable');
     const key = (await state.key) as string;
     const max = state.max ?? (await this.maxOf(request));
     params.onExceeded(request, key);

@@ -38,13 +38,36 @@ export function isPeerStoreClass(store: unknown): store is PeerStoreClass {
  */
 export class PeerStore implements Store {
   private readonly store: PeerStoreInstance;
+  private readonly failed: (error: unknown) => void;
 
-  constructor(store: PeerStoreInstance) {
+  /** @param failed hears each error of the store, answered as a RedisStore under `failurePolicy: 'allow'` answers its own */
+  constructor(store: PeerStoreInstance, failed: (error: unknown) => void) {
     this.store = store;
+    this.failed = failed;
   }
 
+  /**
+   * The store's counts; a failure answers "let through, uncounted" (`'store-unavailable'`), and
+   * each limit's `skipOnError` then says whether the request goes on or fails with the error.
+   */
   consume(calls: readonly LimitCall[]): Promise<Decision[]> {
-    return Promise.all(calls.map((call) => this.call('incr', call)));
+    return Promise.all(
+      calls.map((call) =>
+        this.call('incr', call).catch((error: unknown) => {
+          this.failed(error);
+          return decide(
+            true,
+            call.algorithm.limit,
+            call.algorithm.limit,
+            0,
+            0,
+            0,
+            call.policy,
+            'store-unavailable',
+          );
+        }),
+      ),
+    );
   }
 
   peek(calls: readonly LimitCall[]): Promise<Decision[]> {
