@@ -112,6 +112,16 @@ describe('fromFastifyRateLimit: max and timeWindow', () => {
     expect(quota(await get())).toEqual([200, '1000', '999', '60', undefined]);
   });
 
+  it('max: 0 is refused at registration by name (the peer refuses every request); a function answering 0 fails the request', async () => {
+    app = Fastify();
+    await expect(app.register(fromFastifyRateLimit, { max: 0 })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_UNSUPPORTED',
+      option: 'max',
+    });
+    await build({ max: () => 0 });
+    expect((await get()).statusCode).toBe(500);
+  });
+
   it('takes max and timeWindow as functions of (request, key), async ones awaited, on every request', async () => {
     const asked: string[] = [];
     await build({

@@ -74,7 +74,7 @@ export type HeaderSwitches = Readonly<Record<string, boolean>>;
 export interface FastifyRateLimitOptions extends FastifyRateLimitRouteOptions {
   /** Every route is limited (`true`) or only those with a `config.rateLimit` (`false`). @default true */
   global?: boolean;
-  /** Keys kept in memory (the default store's `maxKeys`). @default 5000 */
+  /** Keys kept in memory (the default store's `maxKeys`). @default 100000 (sluice's; @fastify/rate-limit keeps 5000) */
   cache?: number;
   /**
    * An ioredis client: the counters live in Redis through `RedisStore` from `@sluice/redis`, which

@@ -1,12 +1,20 @@
-import { type Algorithm, type Decision, Limiter, type Store, tokenBucket } from '@sluice/core';
-import { type AdapterDefaults, HttpLimiter } from '@sluice/core/adapter';
+import {
+  type Algorithm,
+  type Decision,
+  ErrorCode,
+  Limiter,
+  SluiceError,
+  type Store,
+  tokenBucket,
+} from '@sluice/core';
+import { type AdapterDefaults, describeValue, HttpLimiter } from '@sluice/core/adapter';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { fastifyAccess } from '../access.js';
 import { rateLimitHook, type SluiceHook } from '../hook.js';
 import type { SluiceOptions } from '../options.js';
 import { type PeerState, writeAdmittedHeaders, writeRefusedHeaders } from './peer-headers.js';
 import { defaultPeerKey } from './peer-key.js';
-import { DEFAULT_MAX, type PeerParams, retryWords } from './peer-params.js';
+import { type PeerParams, retryWords } from './peer-params.js';
 
 /** A key as @fastify/rate-limit's `keyGenerator` may answer it. */
 type PeerKey = string | number;
@@ -249,11 +257,20 @@ export class PeerLimit {
 
   /**
    * `max` tokens, all back `timeWindow` after a key's first request: @fastify/rate-limit's window.
-   * A function's answer that is not a finite number ≥ 1 falls back to the default (1000), and a
-   * window under 1 ms is 1 ms.
+   * A window under 1 ms is 1 ms. A `max` below 1 (0 refuses every request there, NaN from a
+   * function admits every one) is refused: at registration when given as a number, and for a
+   * function's answer the request fails with the error (500 through the app's error handler),
+   * never limiting off in silence.
    */
   private bucket(max: number, timeWindow: number): Algorithm {
-    const capacity = Number.isFinite(max) && max >= 1 ? Math.trunc(max) : DEFAULT_MAX;
+    if (!(Number.isFinite(max) && max >= 1)) {
+      throw new SluiceError(
+        ErrorCode.UNSUPPORTED,
+        `fromFastifyRateLimit ${this.name}: max must be at least 1; got ${describeValue(max)} (max: 0 refuses every request in @fastify/rate-limit: give the route config.rateLimit: false and refuse it in its handler, or a max of 1 or more)`,
+        { option: 'max', value: max },
+      );
+    }
+    const capacity = Math.trunc(max);
     const interval = Number.isFinite(timeWindow) && timeWindow >= 1 ? Math.trunc(timeWindow) : 1;
     const id = `${capacity}/${interval}`;
     let bucket = this.buckets.get(id);
