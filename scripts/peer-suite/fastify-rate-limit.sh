@@ -56,5 +56,5 @@ run() {
 }
 run test /tmp/peer-suite-frl-self.tap
 run test-sluice /tmp/peer-suite-frl-sluice.tap
-echo "failing against sluice:"
+echo "failing against sluice (a describe block holding a failing test is listed too):"
 grep -E '^not ok|^    not ok|^  not ok' /tmp/peer-suite-frl-sluice.tap | sed 's/^ *//' || true
