@@ -27,6 +27,7 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
 fi
 stop() { [ -n "$STARTED" ] && redis-cli -h 127.0.0.1 -p 6379 shutdown nosave >/dev/null 2>&1 || true; }
 trap stop EXIT
+trap "exit 130" INT TERM
 
 # The shim: the peer's module shape (the plugin, .default, .fastifyRateLimit, .normalizeIP).
 cat > "$PEER/sluice-shim.cjs" <<SHIM
