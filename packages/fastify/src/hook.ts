@@ -12,6 +12,7 @@ import {
 } from '@sluice/core/adapter';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { FastifyHookOptions } from './options.js';
+import { hasAppErrorHandler, RateLimitedError } from './refused-error.js';
 
 type Handler = FastifyHookOptions['handler'];
 
@@ -36,7 +37,10 @@ const toError = (error: unknown): Error => (error instanceof Error ? error : new
  * `getHeader`: the reply's headers are not the raw response's until sent, and a route's limits
  * are merged with the plugin's into one hook.
  */
-function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, FastifyRequest, void> {
+function fastifyExchange(
+  handler: Handler,
+  presetStatus = true,
+): HttpExchange<FastifyContext, FastifyRequest, void> {
   return nodeExchange<FastifyContext, FastifyRequest, void>({
     request: (ctx) => ctx.request,
     response: (ctx) => ctx.reply.raw,
@@ -47,21 +51,29 @@ function fastifyExchange(handler: Handler): HttpExchange<FastifyContext, Fastify
       ctx.request.rateLimit = decision;
     },
     proceed: (ctx) => ctx.done(),
-    refuse: ({ request, reply }, decision, refusal) => {
-      reply.code(refusal.status);
+    refuse: ({ request, reply, done }, decision, refusal) => {
       if (handler === undefined) {
-        reply.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(refusal.body));
+        // Through the app's error handler when it has one, as @fastify/rate-limit's refusals go:
+        // its custom body and its logging see them. The headers are already on the reply.
+        if (hasAppErrorHandler(request)) {
+          done(new RateLimitedError(refusal, decision));
+          return;
+        }
+        reply.code(refusal.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(refusal.body));
         return;
       }
-      // Replying from a hook: `done` must not be called; whatever the handler returns is the payload.
+      if (presetStatus) reply.code(refusal.status);
+      // Replying from a hook: `done` is not called when the reply is sent; whatever the handler
+      // returns is the payload.
       Promise.resolve()
         .then(() => handler(request, reply, decision))
         .then(
           (payload) => {
             if (!reply.sent) reply.send(payload);
           },
+          // A thrown refusal goes to the app's error handler, as a hook's error does.
           (error: unknown) => {
-            if (!reply.sent) reply.send(error);
+            if (!reply.sent) done(error as Error);
           },
         );
     },
@@ -76,9 +88,21 @@ function hookOf(run: Lifecycle<FastifyContext, void>, name: string): SluiceHook 
   }, name);
 }
 
-/** The hook that applies one compiled limiter to a request. */
-export function rateLimitHook(limiter: HttpLimiter<FastifyRequest>, handler: Handler): SluiceHook {
-  return hookOf(rateLimitLifecycle(limiter, fastifyExchange(handler)), RATE_LIMIT_FUNCTION_NAME);
+/**
+ * The hook that applies one compiled limiter to a request.
+ * @param presetStatus whether the reply's status is the refusal's before `handler` runs; the
+ *   @fastify/rate-limit layer leaves it as it was, for the app's error handler, as there
+ *   (`reply.redirect()` in it then answers 302, not the status set before)
+ */
+export function rateLimitHook(
+  limiter: HttpLimiter<FastifyRequest>,
+  handler: Handler,
+  presetStatus = true,
+): SluiceHook {
+  return hookOf(
+    rateLimitLifecycle(limiter, fastifyExchange(handler, presetStatus)),
+    RATE_LIMIT_FUNCTION_NAME,
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
 import { type HttpLimit, httpLimits } from '@sluice/core/adapter';
 import type { FastifyRequest } from 'fastify';
 import type { SluiceOptions } from './options.js';
+import { scopedToRoute } from './route-scope.js';
 
 type Limits = readonly HttpLimit<FastifyRequest>[];
 
@@ -39,7 +40,8 @@ function settings(options: SluiceOptions): SluiceOptions {
 
 /**
  * A route's `config.rateLimit` over the plugin options: every other option of the route wins; a
- * route limit with the name of a global limit replaces it in place, other route limits are added.
+ * route limit with the name of a global limit replaces it in place, with its own counter on this
+ * route (`scopedToRoute`), other route limits are added (and shared with every limit of their name).
  * @param everywhere whether the plugin's limits (its own, or the default limit) apply to every
  *   route (`global`); when not, a route without limits of its own gets the default limit, with
  *   its `key`, `enforce` and `block`
@@ -48,6 +50,7 @@ export function mergeRouteOptions(
   global: SluiceOptions,
   everywhere: boolean,
   route: SluiceOptions,
+  scope: string,
 ): SluiceOptions {
   const base: Limits = everywhere ? httpLimits(global) : [];
   if (base.length === 0 && !hasLimits(route)) return { ...settings(global), ...route };
@@ -62,7 +65,10 @@ export function mergeRouteOptions(
   }
   const extra: Limits = httpLimits(route);
   const replacing = new Map(extra.map((limit) => [nameOf(limit), limit]));
-  const limits = base.map((limit) => replacing.get(nameOf(limit)) ?? limit);
+  const limits = base.map((limit) => {
+    const own = replacing.get(nameOf(limit));
+    return own === undefined ? limit : scopedToRoute(own, scope);
+  });
   const kept = new Set(base.map(nameOf));
   for (const limit of extra) if (!kept.has(nameOf(limit))) limits.push(limit);
   return { ...settings(global), ...settings(route), limits };

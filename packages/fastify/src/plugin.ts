@@ -29,6 +29,7 @@ import {
   type SluiceOptions,
   type SluicePluginOptions,
 } from './options.js';
+import { routeScope } from './route-scope.js';
 
 const HOOKS = ['onRequest', 'preHandler'] as const;
 type Stage = (typeof HOOKS)[number];
@@ -153,7 +154,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
           ? plugin
           : compileRateLimit(
               `config.rateLimit of ${route.url}`,
-              mergeRouteOptions(global, everywhere, config),
+              mergeRouteOptions(global, everywhere, config, routeScope(route.method, route.url)),
             );
       if (limits !== undefined) applied.push(limits);
     }

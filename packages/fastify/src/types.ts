@@ -1,4 +1,6 @@
 import type { Decision, RateLimitControl } from '@sluice/core';
+import type { FastifyRateLimitRouteOptions } from './compat/options.js';
+import type { PeerCheck } from './compat/peer-limit.js';
 import type { SluiceHook } from './hook.js';
 import type {
   ConcurrencyLimitOptions,
@@ -45,6 +47,14 @@ declare module 'fastify' {
      * decorator's).
      */
     rateLimits: RateLimitControl<FastifyRequest>;
+    /**
+     * With `fromFastifyRateLimit` registered: @fastify/rate-limit's check for a handler's own use,
+     * `(request, { increment })` answering `{ isAllowed, key, max, remaining, ttl, isExceeded… }`
+     * (`increment: false` reads without counting).
+     */
+    createRateLimit(
+      options?: FastifyRateLimitRouteOptions,
+    ): (request: FastifyRequest, call?: { increment?: boolean }) => Promise<PeerCheck>;
     /** A hook applying this concurrency limit, for a route's `onRequest` or `preHandler`. */
     concurrencyLimit(options: ConcurrencyLimitOptions): SluiceHook;
     /** A hook applying this fleet shedder, for a route's `onRequest` or `preHandler`. */
