@@ -76,50 +76,50 @@ export interface ExpressRateLimitInfo extends Decision {
   readonly key: string;
 }
 
-/** Every option of express-rate-limit 8, with its call signatures. */
+/** Every option of express-rate-limit 8, with its call signatures; an option given as `undefined` is left out, as there. */
 export interface ExpressRateLimitOptions {
   /** The window, ms: an integer from 1 to 2³¹−1 (a Node timer's range). @default 60_000 */
-  windowMs?: number;
+  windowMs?: number | undefined;
   /** Requests per window per client: an integer ≥ 0 (0 refuses every request), or `(req, res)` answering it, sync or async. @default 5 */
-  limit?: ValueOrFunction<number>;
+  limit?: ValueOrFunction<number> | undefined;
   /** The old name of `limit`; `limit` wins when both are given. @default 5 */
-  max?: ValueOrFunction<number>;
+  max?: ValueOrFunction<number> | undefined;
   /** The body of a refusal, sent with `res.send`: a value, or `(req, res)` answering it, sync or async. @default 'Too many requests, please try again later.' */
-  message?: unknown;
+  message?: unknown | undefined;
   /** The status of a refusal: an integer from 100 to 999 (what Node can send). @default 429 */
-  statusCode?: number;
+  statusCode?: number | undefined;
   /** Answers a refusal instead of `statusCode` + `message`; a throw goes to `next(error)`. @default sends `statusCode` and `message` */
-  handler?: ExpressRateLimitHandler;
+  handler?: ExpressRateLimitHandler | undefined;
   /** `X-RateLimit-Limit`, `-Remaining`, `-Reset` (epoch seconds). @default true */
-  legacyHeaders?: boolean;
+  legacyHeaders?: boolean | undefined;
   /** The express-rate-limit 5 name of `legacyHeaders`. @default true */
-  headers?: boolean;
+  headers?: boolean | undefined;
   /** IETF headers: `true` (draft-6), `'draft-6'`, `'draft-7'`, `'draft-8'`; an unknown value warns and sends none. @default false */
-  standardHeaders?: boolean | HeaderDraft;
+  standardHeaders?: boolean | HeaderDraft | undefined;
   /** draft-8's quota name: a string or `(req, res)`. @default `${limit}-in-${window}` ("5-in-2hrs") */
-  identifier?: ValueOrFunction<string>;
+  identifier?: ValueOrFunction<string> | undefined;
   /** Where the request's `ExpressRateLimitInfo` goes on `req`. @default 'rateLimit' */
-  requestPropertyName?: string;
+  requestPropertyName?: string | undefined;
   /** Give failed requests (status ≥ 400, a closed or failed response) their hit back. @default false */
-  skipFailedRequests?: boolean;
+  skipFailedRequests?: boolean | undefined;
   /** Give successful requests their hit back. @default false */
-  skipSuccessfulRequests?: boolean;
+  skipSuccessfulRequests?: boolean | undefined;
   /** The client's key, `(req, res)`, sync or async. @default the client address, IPv6 by `ipv6Subnet` */
-  keyGenerator?: (req: Request, res: Response) => string | Promise<string>;
+  keyGenerator?: (req: Request, res: Response) => string | Promise<string> | undefined;
   /** The default key's IPv6 prefix length, an integer from 32 to 64, `false` for the full address, or `(req, res)`. @default 56 */
-  ipv6Subnet?: number | false | ((req: Request, res: Response) => number | Promise<number>);
+  ipv6Subnet?: number | false | ((req: Request, res: Response) => number | Promise<number>) | undefined;
   /** `true`: the request is not counted. `(req, res)`, sync or async. @default never */
-  skip?: (req: Request, res: Response) => boolean | Promise<boolean>;
+  skip?: (req: Request, res: Response) => boolean | Promise<boolean> | undefined;
   /** What "successful" means to the two `skip…Requests` options, `(req, res)`, sync or async. @default `res.statusCode < 400` */
-  requestWasSuccessful?: (req: Request, res: Response) => boolean | Promise<boolean>;
+  requestWasSuccessful?: (req: Request, res: Response) => boolean | Promise<boolean> | undefined;
   /** An express-rate-limit store (or a legacy callback store). @default a memory store whose window starts at a client's first hit */
-  store?: ExpressRateLimitStore | LegacyExpressRateLimitStore;
+  store?: ExpressRateLimitStore | LegacyExpressRateLimitStore | undefined;
   /** express-rate-limit's checks: `false` turns them all off, an object turns named ones on or off. @default true */
-  validate?: boolean | Record<string, boolean>;
+  validate?: boolean | Record<string, boolean> | undefined;
   /** `true`: a store failure lets the request through (logged); `false`: it goes to `next(error)` (a 500). @default false */
-  passOnStoreError?: boolean;
+  passOnStoreError?: boolean | undefined;
   /** Where errors and warnings go. @default the console */
-  logger?: ExpressRateLimitLogger;
+  logger?: ExpressRateLimitLogger | undefined;
 }
 
 /** The options as the store's `init` and the `handler` receive them: defaults filled in, the store's contract promised. */
