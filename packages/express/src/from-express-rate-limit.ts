@@ -23,8 +23,8 @@ export interface ExpressRateLimitPlan {
  * @example app.use(rateLimit(fromExpressRateLimit({ windowMs: 15 * 60 * 1000, limit: 100 })));
  */
 export function fromExpressRateLimit(options?: ExpressRateLimitOptions): ExpressRateLimitPlan {
-  const { options: resolved, check } = resolveOptions(options, sendMessage);
-  return { [PLAN]: () => expressRateLimitMiddleware(resolved, check) };
+  const { options: resolved, store, check } = resolveOptions(options, sendMessage);
+  return { [PLAN]: () => expressRateLimitMiddleware(resolved, store, check) };
 }
 
 /** Whether `rateLimit()` was handed `fromExpressRateLimit`'s plan. */

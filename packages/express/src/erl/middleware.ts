@@ -6,6 +6,7 @@ import { watchOutcome } from './outcome.js';
 import type {
   ClientRateLimitInfo,
   ExpressRateLimitInfo,
+  ExpressRateLimitStore,
   HeaderDraft,
   ResolvedExpressRateLimitOptions,
   ValueOrFunction,
@@ -36,22 +37,21 @@ const resolveValue = <T>(value: ValueOrFunction<T>, req: Request, res: Response)
  */
 export function expressRateLimitMiddleware(
   options: ResolvedExpressRateLimitOptions,
+  store: ExpressRateLimitStore,
   check: (name: CheckName) => void,
 ): ExpressRateLimitMiddleware {
-  const { store, logger, windowMs, requestPropertyName: property } = options;
+  const { logger, windowMs, requestPropertyName: property } = options;
   if (storesInUse.has(store)) check('unsharedStore');
   storesInUse.add(store);
-  initStore(options);
-  if (options.standardHeaders !== false && !DRAFTS.includes(options.standardHeaders))
-    check('headersDraftVersion');
+  initStore(options, store);
+  const standard = String(options.standardHeaders);
+  if (options.standardHeaders !== false && !DRAFTS.includes(standard)) check('headersDraftVersion');
   if (options.limit === 0) check('limit');
-  const draft = DRAFTS.includes(options.standardHeaders as string)
-    ? (options.standardHeaders as HeaderDraft)
-    : undefined;
+  const draft = DRAFTS.includes(standard) ? (standard as HeaderDraft) : undefined;
   const headersOn = options.legacyHeaders || draft !== undefined;
 
   async function limit(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const arm = watchOutcome(req, res, options);
+    const arm = watchOutcome(req, res, options, store);
     if (await options.skip(req, res)) return next();
     const key = await options.keyGenerator(req, res);
     if (typeof key !== 'string')
@@ -114,8 +114,8 @@ export async function sendMessage(
 }
 
 /** A store's `init` runs once, now; its failure is logged (as express-rate-limit does): the first requests then meet the store's own error. */
-function initStore(options: ResolvedExpressRateLimitOptions): void {
-  const { store, logger } = options;
+function initStore(options: ResolvedExpressRateLimitOptions, store: ExpressRateLimitStore): void {
+  const { logger } = options;
   if (typeof store.init !== 'function') return;
   try {
     const started = store.init(options);

@@ -15,6 +15,7 @@ import { storeOption } from './store.js';
 import type {
   ExpressRateLimitLogger,
   ExpressRateLimitOptions,
+  ExpressRateLimitStore,
   ResolvedExpressRateLimitOptions,
 } from './types.js';
 
@@ -64,7 +65,11 @@ const REMOVED: Record<string, string> = {
 export function resolveOptions(
   given: ExpressRateLimitOptions | undefined,
   handler: ResolvedExpressRateLimitOptions['handler'],
-): { options: ResolvedExpressRateLimitOptions; check: (name: CheckName) => void } {
+): {
+  options: ResolvedExpressRateLimitOptions;
+  store: ExpressRateLimitStore;
+  check: (name: CheckName) => void;
+} {
   void allKnown;
   const options = definedOnly(given ?? {});
   for (const name of Object.keys(options)) {
@@ -106,6 +111,7 @@ export function resolveOptions(
       { option: 'requestPropertyName', value: requestPropertyName },
     );
   }
+  const store = options.store === undefined ? new FirstHitMemoryStore() : storeOption(options.store);
   const resolved = {
     ...options,
     windowMs,
@@ -134,12 +140,12 @@ export function resolveOptions(
     requestWasSuccessful:
       functionOption('requestWasSuccessful', options.requestWasSuccessful) ??
       ((_req: Request, res: Response) => res.statusCode < 400),
-    store: options.store === undefined ? new FirstHitMemoryStore() : storeOption(options.store),
+    store,
     validate,
     passOnStoreError: booleanOption('passOnStoreError', options.passOnStoreError ?? false),
     logger,
   } as ResolvedExpressRateLimitOptions;
-  return { options: resolved, check };
+  return { options: resolved, store, check };
 }
 
 /** express-rate-limit drops options given as `undefined` (`{ store: undefined }` is `{}`); the caller's object is not touched. */

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { ResolvedExpressRateLimitOptions } from './types.js';
+import type { ExpressRateLimitStore, ResolvedExpressRateLimitOptions } from './types.js';
 
 /**
  * `skipSuccessfulRequests` / `skipFailedRequests`: gives a request's hit back once its outcome is
@@ -12,6 +12,7 @@ export function watchOutcome(
   req: Request,
   res: Response,
   options: ResolvedExpressRateLimitOptions,
+  store: ExpressRateLimitStore,
 ): ((key: string, resetTime: Date | undefined) => void) | undefined {
   const { skipFailedRequests: failed, skipSuccessfulRequests: succeeded } = options;
   if ((!failed && !succeeded) || typeof res.once !== 'function') return undefined;
@@ -24,7 +25,7 @@ export function watchOutcome(
     const giveBack = async (): Promise<void> => {
       if (given || (resetTime !== undefined && Date.now() >= resetTime.getTime())) return;
       given = true;
-      await options.store.decrement(key);
+      await store.decrement(key);
     };
     const log = (error: unknown) =>
       options.logger.error(error, 'sluice (fromExpressRateLimit): giving a hit back failed');

@@ -130,16 +130,18 @@ export interface ResolvedExpressRateLimitOptions {
   readonly statusCode: number;
   readonly handler: ExpressRateLimitHandler;
   readonly legacyHeaders: boolean;
-  readonly standardHeaders: false | HeaderDraft | string;
+  /** `true` is resolved to `'draft-6'` (typed as express-rate-limit types it, for its stores' `init`). (A name that is no draft stays as given, warned about, and sends no standard headers, as in express-rate-limit.) */
+  readonly standardHeaders: boolean | HeaderDraft;
   readonly identifier: ValueOrFunction<string>;
   readonly requestPropertyName: string;
   readonly skipFailedRequests: boolean;
   readonly skipSuccessfulRequests: boolean;
   readonly keyGenerator: (req: Request, res: Response) => string | Promise<string>;
-  readonly ipv6Subnet: ExpressRateLimitOptions['ipv6Subnet'];
+  readonly ipv6Subnet: Exclude<ExpressRateLimitOptions['ipv6Subnet'], undefined>;
   readonly skip: (req: Request, res: Response) => boolean | Promise<boolean>;
   readonly requestWasSuccessful: (req: Request, res: Response) => boolean | Promise<boolean>;
-  readonly store: ExpressRateLimitStore;
+  /** The store in its promise form (a legacy store wrapped); typed as express-rate-limit types it, for its stores' `init`. */
+  readonly store: ExpressRateLimitStore | LegacyExpressRateLimitStore;
   readonly validate: boolean | Record<string, boolean>;
   readonly passOnStoreError: boolean;
   readonly logger: ExpressRateLimitLogger;
