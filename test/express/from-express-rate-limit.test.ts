@@ -117,6 +117,22 @@ describe('function options get (req, res) and are awaited (defects 1–3)', () =
     expect(await statuses(served, '/?user=root', 3)).toEqual([200, 200, 200]);
   });
 
+  it('a keyGenerator answering a number keys by it; one answering undefined shares one key, said once', async () => {
+    const logger = quiet();
+    const served = app(
+      erl({
+        limit: 1,
+        logger,
+        keyGenerator: (req) =>
+          (req.query.id === undefined ? (undefined as unknown as string) : Number(req.query.id)) as string,
+      }),
+    );
+    expect(await statuses(served, '/?id=1', 2)).toEqual([200, 429]);
+    expect(await statuses(served, '/?id=2', 1)).toEqual([200]);
+    expect(await statuses(served, '/', 2)).toEqual([200, 429]);
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+  });
+
   it.each([
     ['a value', 'slow down'],
     ['a function', (req: Request) => `slow down, ${String(req.query.user)}`],
@@ -146,6 +162,11 @@ describe('function options get (req, res) and are awaited (defects 1–3)', () =
     );
     const response = await supertest(served).get('/');
     expect([response.status, response.text]).toEqual([500, 'app error handler: no user']);
+  });
+
+  it('a limit function answering no number is the app\u2019s error, not an unlimited request', async () => {
+    const served = app(erl({ limit: () => undefined as unknown as number }));
+    expect((await supertest(served).get('/')).status).toBe(500);
   });
 
   it('handler(req, res, next, options) answers refusals; options are the resolved ones', async () => {

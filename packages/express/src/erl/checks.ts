@@ -14,6 +14,9 @@ export const CHECKS = {
   /** `standardHeaders` names no draft sluice knows: no standard headers are sent. */
   headersDraftVersion:
     "standardHeaders is not true, false, 'draft-6', 'draft-7' or 'draft-8': no standard headers are sent",
+  /** keyGenerator answered neither a string nor a number: its text (`'undefined'`…) is the key. */
+  keyType:
+    'keyGenerator answered neither a string nor a number; its text is the key (String(key)), shared by every such request',
   /** The store answered a count that is not a positive integer. */
   positiveHits: 'the store answered a hit count that is not a positive integer',
   /** The store instance is also another limiter's: their counts mix. */

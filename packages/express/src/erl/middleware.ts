@@ -1,7 +1,7 @@
 import { decide, named } from '@sluice/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { CheckName } from './checks.js';
-import { setLegacyHeaders, setRetryAfter, setStandardHeaders } from './headers.js';
+import { quotaName, setLegacyHeaders, setRetryAfter, setStandardHeaders } from './headers.js';
 import { watchOutcome } from './outcome.js';
 import type {
   ClientRateLimitInfo,
@@ -48,14 +48,17 @@ export function expressRateLimitMiddleware(
   if (options.standardHeaders !== false && !DRAFTS.includes(standard)) check('headersDraftVersion');
   if (options.limit === 0) check('limit');
   const draft = DRAFTS.includes(standard) ? (standard as HeaderDraft) : undefined;
-  const headersOn = options.legacyHeaders || draft !== undefined;
+  // As there: `Retry-After` whenever some header option is on, even a draft name it does not know.
+  const headersOn = options.legacyHeaders || options.standardHeaders !== false;
 
   async function limit(req: Request, res: Response, next: NextFunction): Promise<void> {
     const arm = watchOutcome(req, res, options, store);
     if (await options.skip(req, res)) return next();
-    const key = await options.keyGenerator(req, res);
-    if (typeof key !== 'string')
-      throw new TypeError(`keyGenerator answered ${typeof key}; it must answer a string`);
+    const answered: unknown = await options.keyGenerator(req, res);
+    // express-rate-limit hands any answer to the store, which makes text of it: a numeric id is
+    // a fine key; `undefined` (an anonymous request) is one shared key there too, so said once.
+    if (typeof answered !== 'string' && typeof answered !== 'number') check('keyType');
+    const key = String(answered);
     let hit: ClientRateLimitInfo;
     try {
       hit = await store.increment(key);
@@ -69,9 +72,10 @@ export function expressRateLimitMiddleware(
     }
     const used = hit.totalHits;
     if (!Number.isInteger(used) || used < 1) check('positiveHits');
-    const max = await resolveValue(options.limit, req, res);
-    if (typeof max !== 'number' || !(max >= 0))
-      throw new TypeError(`limit answered ${String(max)}; it must answer a number ≥ 0`);
+    // A numeric string is a number to express-rate-limit's comparison; anything else would
+    // silently never limit there, so it is the app's error here (next(error)).
+    const max = Number(await resolveValue(options.limit, req, res));
+    if (!(max >= 0)) throw new TypeError(`limit answered ${String(max)}; it must answer a number ≥ 0`);
     const info = requestInfo(max, used, hit.resetTime, key, windowMs);
     (req as unknown as Record<string, unknown>)[property] = info;
     const facts = { limit: max, remaining: info.remaining, resetTime: hit.resetTime, windowMs };
@@ -146,7 +150,7 @@ function requestInfo(
     resetAfter,
     allowed ? 0 : resetAfter,
     0,
-    `${limit}-in-${windowMs}ms`,
+    quotaName(limit, windowMs),
     allowed ? undefined : 'rate-limited',
   );
   const info = { ...decision, used, resetTime, key };
