@@ -186,6 +186,33 @@ describe('function options get (req, res) and are awaited (defects 1–3)', () =
     expect([refused.status, refused.body]).toEqual([420, { refused: true }]);
     expect(seen).toEqual([420, 60_000]);
   });
+  it('a handler that calls next() and then throws: the app runs once, the error is logged', async () => {
+    const logger = quiet();
+    let served = 0;
+    const a = express();
+    a.use(
+      erl({
+        limit: 0,
+        logger,
+        validate: false,
+        handler: (_req, _res, next) => {
+          next();
+          throw new Error('late');
+        },
+      }),
+    );
+    a.get('/', (_req, res) => {
+      served += 1;
+      res.send('ok');
+    });
+    a.use((_error: Error, _req: Request, res: Response, _next: NextFunction) => {
+      served += 100;
+      res.sendStatus(500);
+    });
+    expect((await supertest(a).get('/')).status).toBe(200);
+    expect(served).toBe(1);
+    expect(logger.error).toHaveBeenCalledWith(new Error('late'), expect.stringContaining('moved on'));
+  });
 });
 
 describe('a store failure (defect 4)', () => {

@@ -91,10 +91,18 @@ export function expressRateLimitMiddleware(
   }
 
   const middleware = named(async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    try {
-      await limit(req, res, next);
-    } catch (error) {
+    let passed = false;
+    const onward = ((error?: unknown) => {
+      passed = true;
       next(error);
+    }) as NextFunction;
+    try {
+      await limit(req, res, onward);
+    } catch (error) {
+      // Once the request has moved on (a handler that called next, then threw), a second next
+      // would run the rest of the app twice: the error is logged instead.
+      if (!passed) next(error);
+      else logger.error(error, 'sluice (fromExpressRateLimit): an error after the request moved on');
     }
   }, 'sluiceExpressRateLimit') as ExpressRateLimitMiddleware;
   middleware.resetKey = (key) => store.resetKey(key);
