@@ -3,10 +3,15 @@
 #
 #   scripts/peer-suite/express-rate-limit.sh <checkout> [peer|sluice]
 #
-# <checkout>: express-rate-limit at v8.6.2 with its dev dependencies installed (this script
-# fetches nothing), e.g.
-#   mkdir /tmp/erl && git -C <mirror> archive v8.6.2 | tar -x -C /tmp/erl && cd /tmp/erl &&
-#   npm install --ignore-scripts   # (drop mintlify, husky… and @express-rate-limit/tsconfig if the registry lacks them)
+# <checkout>: express-rate-limit at v8.6.2 with the dev dependencies its tests need installed
+# (this script fetches nothing), e.g.
+#   mkdir /tmp/erl && git -C <its repository> archive v8.6.2 | tar -x -C /tmp/erl && cd /tmp/erl
+#   # drop the dev dependencies of its docs, lint and build (the registry answered 404 for
+#   # @express-rate-limit/tsconfig 1.0.5, and mintlify is large), then install the rest:
+#   node -e 'const p=require("./package.json");for(const d of ["mintlify","@asyncapi/specs","husky","lint-staged","prettier","del-cli","dts-bundle-generator","esbuild","@express-rate-limit/prettier","@express-rate-limit/tsconfig","npm-run-all","@biomejs/biome"])delete p.devDependencies[d];delete p.scripts.prepare;require("fs").writeFileSync("package.json",JSON.stringify(p,null,2))'
+#   rm pnpm-lock.yaml && npm install --ignore-scripts
+# Their types test (test/library/types-test.ts) checks their own built .d.ts and skips without a
+# build: 243 passed + 1 skipped is the whole suite against express-rate-limit itself.
 # `peer` runs the suite as it is; `sluice` (default) swaps the one import of the three test files
 # that create a limiter (middleware, headers, options) for a `rateLimit(options)` that returns
 # `rateLimit(fromExpressRateLimit(options))` of this worktree's built @sluice/express
