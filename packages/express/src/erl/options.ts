@@ -43,6 +43,7 @@ const KNOWN = [
   'passOnStoreError',
   'logger',
 ] as const satisfies readonly (keyof ExpressRateLimitOptions)[];
+// The other direction: an option added to the type but not to KNOWN fails to compile here.
 type AllKnown = Exclude<keyof ExpressRateLimitOptions, (typeof KNOWN)[number]> extends never ? true : never;
 const allKnown: AllKnown = true;
 
@@ -100,14 +101,11 @@ export function resolveOptions(
   const ipv6Subnet = ipv6SubnetOption(options.ipv6Subnet ?? 56);
   const keyGenerator =
     functionOption('keyGenerator', options.keyGenerator) ?? ipKey(ipv6Subnet, () => check('ip'));
-  const requestPropertyName = stringOrFunction(
-    'requestPropertyName',
-    options.requestPropertyName ?? 'rateLimit',
-  );
-  if (typeof requestPropertyName !== 'string') {
+  const requestPropertyName = options.requestPropertyName ?? 'rateLimit';
+  if (typeof requestPropertyName !== 'string' || requestPropertyName === '') {
     throw new SluiceError(
       ErrorCode.INVALID_OPTION,
-      `requestPropertyName must be a string; got ${describeValue(requestPropertyName)}`,
+      `requestPropertyName must be a non-empty string; got ${describeValue(requestPropertyName)}`,
       { option: 'requestPropertyName', value: requestPropertyName },
     );
   }
