@@ -6,7 +6,11 @@ import {
   byIp,
   concurrencyLimit,
   type Decision,
+  type ExpressRateLimitMiddleware,
+  type ExpressRateLimitOptions,
+  type ExpressRateLimitStore,
   fixedWindow,
+  fromExpressRateLimit,
   type RateLimitControl,
   type RateLimitMiddleware,
   rateLimit,
@@ -16,6 +20,7 @@ import * as hono from '@sluice/hono';
 import * as koa from '@sluice/koa';
 import * as nest from '@sluice/nestjs';
 import express, { type Request, type RequestHandler } from 'express';
+import type { MemoryStore as TheirMemoryStore, Options as TheirOptions } from 'express-rate-limit';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import Koa, { type Context as KoaContext, type Middleware } from 'koa';
@@ -33,6 +38,21 @@ describe('@sluice/express', () => {
     express().use(limiter, concurrencyLimit({ limit: 10 }));
     // @ts-expect-error an unknown option
     rateLimit({ algorithm, windowMs: 60_000 });
+  });
+
+  test('fromExpressRateLimit takes what express-rate-limit takes, and gives its middleware', () => {
+    // An app's typed options object and its stores move over without a cast.
+    expectTypeOf<Partial<TheirOptions>>().toMatchTypeOf<ExpressRateLimitOptions>();
+    expectTypeOf<TheirMemoryStore>().toMatchTypeOf<ExpressRateLimitStore>();
+    const limiter = rateLimit(
+      fromExpressRateLimit({ limit: async (_req, res) => (res.locals.pro ? 100 : 10) }),
+    );
+    expectTypeOf(limiter).toEqualTypeOf<ExpressRateLimitMiddleware>();
+    expectTypeOf(limiter).toMatchTypeOf<RequestHandler>();
+    expectTypeOf(limiter.resetKey).parameter(0).toEqualTypeOf<string>();
+    rateLimit(fromExpressRateLimit());
+    // @ts-expect-error an unknown option
+    fromExpressRateLimit({ limt: 5 });
   });
 
   test("req.rateLimit is the last sluice middleware's Decision", () => {

@@ -49,6 +49,7 @@ export type { GuardName } from './http/guards.js';
 export { HttpGuard } from './http/guards.js';
 export type { GetHeader, HeaderLimit, PlanOf, SetHeader } from './http/headers.js';
 export { HEADER_FORMATS, RateLimitHeaders } from './http/headers.js';
+export { clientAddress } from './http/ip.js';
 export type { EndedResponse, HttpExchange, Lifecycle } from './http/lifecycle.js';
 export { guardLifecycle, rateLimitLifecycle, whenEnded } from './http/lifecycle.js';
 export type { HttpGuardOptionsByName, MiddlewareAdapter } from './http/middleware-factories.js';

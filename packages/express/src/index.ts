@@ -4,7 +4,18 @@ import './types.js';
 export * from '@sluice/core';
 // How sluice reads an Express request (core's expressRequestAccess, typed for Express): for frameworks built on Express.
 export { expressAccess } from './access.js';
-export type { ExpressRateLimitOptions } from './from-express-rate-limit.js';
+export type { ExpressRateLimitMiddleware } from './erl/middleware.js';
+export type {
+  ClientRateLimitInfo,
+  ExpressRateLimitHandler,
+  ExpressRateLimitInfo,
+  ExpressRateLimitLogger,
+  ExpressRateLimitOptions,
+  ExpressRateLimitStore,
+  LegacyExpressRateLimitStore,
+  ResolvedExpressRateLimitOptions,
+} from './erl/types.js';
+export type { ExpressRateLimitPlan } from './from-express-rate-limit.js';
 export { fromExpressRateLimit } from './from-express-rate-limit.js';
 export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
 export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';

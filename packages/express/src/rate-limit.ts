@@ -1,7 +1,13 @@
 import type { RateLimitControl } from '@sluice/core';
 import { type HttpLimitOptions, rateLimitLifecycle, rateLimitMiddleware } from '@sluice/core/adapter';
 import type { Request, RequestHandler } from 'express';
+import type { ExpressRateLimitMiddleware } from './erl/middleware.js';
 import { EXPRESS, expressMiddleware } from './exchange.js';
+import {
+  type ExpressRateLimitPlan,
+  expressRateLimit,
+  isExpressRateLimitPlan,
+} from './from-express-rate-limit.js';
 import { handlerOption, type RefusalHandler } from './refuse.js';
 
 /** Options of `rateLimit()`: the shared options plus the Express response hook. */
@@ -31,7 +37,13 @@ export type RateLimitMiddleware = RequestHandler & RateLimitControl<Request>;
  * ] }));
  * app.post('/login', rateLimit({ name: 'login', algorithm: fixedWindow({ limit: 5, window: '15m' }) }), login);
  */
-export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
+export function rateLimit(options?: RateLimitOptions): RateLimitMiddleware;
+/** express-rate-limit's middleware, from `fromExpressRateLimit(options)`. */
+export function rateLimit(options: ExpressRateLimitPlan): ExpressRateLimitMiddleware;
+export function rateLimit(
+  options: RateLimitOptions | ExpressRateLimitPlan = {},
+): RateLimitMiddleware | ExpressRateLimitMiddleware {
+  if (isExpressRateLimitPlan(options)) return expressRateLimit(options);
   return rateLimitMiddleware(EXPRESS, options, (limiter, name) =>
     expressMiddleware(
       (exchange) => rateLimitLifecycle(limiter, exchange),
