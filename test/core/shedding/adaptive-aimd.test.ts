@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type AimdState, aimd, aimdParams, aimdStart, aimdUpdate } from '../../../packages/core/src/adaptive/aimd.js';
+import {
+  type AimdState,
+  aimd,
+  aimdParams,
+  aimdStart,
+  aimdUpdate,
+} from '../../../packages/core/src/adaptive/aimd.js';
 import { win } from './adaptive-helpers.js';
 
 describe('AIMD (Netflix concurrency-limits AIMDLimit)', () => {

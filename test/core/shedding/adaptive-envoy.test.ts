@@ -11,7 +11,12 @@ import {
 /** A finished request admitted at `start`, ending at `end`. */
 const rq = (start: number, end: number, dropped = false) => ({ start, end, inFlight: 3, dropped });
 
-function feed(state: EnvoyGradientState, samples: ReturnType<typeof rq>[], params: ReturnType<typeof envoyGradientParams>, draw = 0.5) {
+function feed(
+  state: EnvoyGradientState,
+  samples: ReturnType<typeof rq>[],
+  params: ReturnType<typeof envoyGradientParams>,
+  draw = 0.5,
+) {
   let s = state;
   for (const sample of samples) s = envoyGradientUpdate(s, sample, params, draw);
   return s;

@@ -8,7 +8,11 @@ import {
 } from '../../../packages/core/src/adaptive/gradient2.js';
 import { win } from './adaptive-helpers.js';
 
-function run(state: Gradient2State, windows: Parameters<typeof gradient2Update>[1][], params: ReturnType<typeof gradient2Params>) {
+function run(
+  state: Gradient2State,
+  windows: Parameters<typeof gradient2Update>[1][],
+  params: ReturnType<typeof gradient2Params>,
+) {
   const out: Gradient2State[] = [];
   let s = state;
   for (const w of windows) {
@@ -51,7 +55,11 @@ describe('Gradient2 (Netflix concurrency-limits Gradient2Limit)', () => {
   it('after the 10-window warm-up the long RTT is an exponential average over longWindow (f = 2/601), and the gradient floors at 0.5', () => {
     const params = gradient2Params({ initialLimit: 100, minLimit: 1 });
     // Ten app-limited windows at 10 ms: the limit holds at 100, long = 10.
-    const warm = run(gradient2Start(params, 0), Array.from({ length: 10 }, () => win(10, 1)), params).at(-1)!;
+    const warm = run(
+      gradient2Start(params, 0),
+      Array.from({ length: 10 }, () => win(10, 1)),
+      params,
+    ).at(-1)!;
     expect(warm).toMatchObject({ estimate: 100, longRtt: 10, warm: 10 });
     // long = 10 × (1 − 2/601) + 100 × 2/601 = 10.2995; gradient = max(0.5, 1.5 × 10.2995/100 = 0.154) = 0.5;
     // new = 100 × 0.5 + 4 = 54; 100 × 0.8 + 54 × 0.2 = 90.8
@@ -69,7 +77,10 @@ describe('Gradient2 (Netflix concurrency-limits Gradient2Limit)', () => {
     expect(slow!.estimate).toBe(20);
     // Without the floor it would go below: minLimit 1 gives 19.83.
     const free = gradient2Params({ minLimit: 1 });
-    expect(run(gradient2Start(free, 0), [win(10, 1), win(1000, 20)], free)[1]!.estimate).toBeCloseTo(19.83, 9);
+    expect(run(gradient2Start(free, 0), [win(10, 1), win(1000, 20)], free)[1]!.estimate).toBeCloseTo(
+      19.83,
+      9,
+    );
     expect(gradient2Update(seeded!, win(undefined, 20, true), params)).toBe(seeded);
     const capped = gradient2Params({ initialLimit: 200 });
     expect(gradient2Update(gradient2Start(capped, 0), win(10, 200), capped).estimate).toBe(200); // 200.8 → 200

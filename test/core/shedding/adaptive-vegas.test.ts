@@ -10,7 +10,12 @@ import {
 import { win } from './adaptive-helpers.js';
 
 /** Feeds windows in order; returns the state after each. */
-function run(state: VegasState, windows: Parameters<typeof vegasUpdate>[1][], params = vegasParams(), draw = 0) {
+function run(
+  state: VegasState,
+  windows: Parameters<typeof vegasUpdate>[1][],
+  params = vegasParams(),
+  draw = 0,
+) {
   const out: VegasState[] = [];
   let s = state;
   for (const w of windows) {
@@ -60,7 +65,9 @@ describe('Vegas (Netflix concurrency-limits VegasLimit)', () => {
       ],
       params,
     );
-    expect([grown!.estimate, near!.estimate, within!.estimate, shrunk!.estimate]).toEqual([112, 112, 112, 110]);
+    expect([grown!.estimate, near!.estimate, within!.estimate, shrunk!.estimate]).toEqual([
+      112, 112, 112, 110,
+    ]);
   });
 
   it('smoothing blends the new estimate in, and maxLimit caps it before the blend', () => {

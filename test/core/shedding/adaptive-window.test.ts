@@ -8,7 +8,12 @@ import {
   windowParams,
 } from '../../../packages/core/src/adaptive/sample-window.js';
 
-const rq = (start: number, end: number, inFlight = 1, dropped = false): RttSample => ({ start, end, inFlight, dropped });
+const rq = (start: number, end: number, inFlight = 1, dropped = false): RttSample => ({
+  start,
+  end,
+  inFlight,
+  dropped,
+});
 
 describe('sample windows (Netflix WindowedLimit)', () => {
   const params = windowParams({}, { windowSamples: 3, minWindow: 100, maxWindow: 1000 });
@@ -43,7 +48,8 @@ describe('sample windows (Netflix WindowedLimit)', () => {
 
   it('drops count and mark the window but record no RTT (Netflix #176): a fast failure is not a fast request', () => {
     let w: WindowState = openWindow(params, 0);
-    for (const s of [rq(0, 40), rq(10, 10.5, 1, true), rq(20, 21, 1, true)]) w = addSample(w, s, params).window;
+    for (const s of [rq(0, 40), rq(10, 10.5, 1, true), rq(20, 21, 1, true)])
+      w = addSample(w, s, params).window;
     const { closed } = addSample(w, rq(60, 120), params);
     // RTTs kept: 40 and 60 (the drops' 0.5 and 1 ms are not): mean 50, min 40.
     expect(closed).toEqual({ rtt: 50, minRtt: 40, maxInFlight: 1, dropped: true, samples: 4 });

@@ -107,6 +107,8 @@ export class AdaptiveConcurrency<S = unknown> {
   private readonly random: () => number;
   private readonly clock: () => number;
   private state: S;
+  /** Whether the controller has been started on the first request's time (see `acquire`). */
+  private started = false;
   private current: number;
   private guaranteed: number[];
   private total = 0;
@@ -139,6 +141,13 @@ export class AdaptiveConcurrency<S = unknown> {
   acquire(priority?: string, options?: { now?: number }): AdaptiveLease {
     const p = this.partitionOf(priority);
     const now = readNow(options, ACQUIRE_KNOWN) ?? this.clock();
+    if (!this.started) {
+      // The controller's windows and epochs start on the requests' own time line, which may be
+      // the caller's (`now` passed in) rather than this limiter's clock.
+      this.started = true;
+      this.state = this.controller.start(now, this.random());
+      this.setLimit(this.controller.limit(this.state));
+    }
     this.asked[p] = now;
     const limit = this.current;
     if (!admits(p, limit, this.total, this.counts, this.guaranteed, this.active(now))) {
@@ -200,11 +209,13 @@ export class AdaptiveConcurrency<S = unknown> {
 
   private learn(sample: { start: number; end: number; inFlight: number; dropped: boolean }): void {
     this.state = this.controller.update(this.state, sample, this.random());
-    const limit = this.controller.limit(this.state);
-    if (limit !== this.current) {
-      this.current = limit;
-      this.guaranteed = guaranteedSlots(limit, this.plan.shares);
-    }
+    this.setLimit(this.controller.limit(this.state));
+  }
+
+  private setLimit(limit: number): void {
+    if (limit === this.current) return;
+    this.current = limit;
+    this.guaranteed = guaranteedSlots(limit, this.plan.shares);
   }
 
   private active(now: number): boolean[] {
