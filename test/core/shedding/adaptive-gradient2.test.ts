@@ -47,9 +47,13 @@ describe('Gradient2 (Netflix concurrency-limits Gradient2Limit)', () => {
       params,
     );
     const expected = [100.8, 101.6, 99.86, 99.86, 100.66];
-    steps.forEach((s, i) => expect(s.estimate).toBeCloseTo(expected[i]!, 9));
+    steps.forEach((s, i) => {
+      expect(s.estimate).toBeCloseTo(expected[i]!, 9);
+    });
     const longs = [10, 15, 70 / 3, 20, 15.3];
-    steps.forEach((s, i) => expect(s.longRtt).toBeCloseTo(longs[i]!, 9));
+    steps.forEach((s, i) => {
+      expect(s.longRtt).toBeCloseTo(longs[i]!, 9);
+    });
   });
 
   it('after the 10-window warm-up the long RTT is an exponential average over longWindow (f = 2/601), and the gradient floors at 0.5', () => {
