@@ -24,6 +24,13 @@ export function partitionsOption(value: unknown): PartitionPlan {
     );
   }
   const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      'partitions must name at least one priority; leave the option out for one partition holding the whole limit',
+      { option: 'partitions', value },
+    );
+  }
   const names = prioritiesOption(
     entries.map(([name]) => name),
     1,
