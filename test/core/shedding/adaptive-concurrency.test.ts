@@ -3,8 +3,11 @@ import {
   adaptiveConcurrency,
   aimd,
   ErrorCode,
+  envoyGradient,
+  gradient2,
   type LimitController,
   type RttSample,
+  vegas,
 } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { draws } from './adaptive-helpers.js';
@@ -158,6 +161,13 @@ describe('AdaptiveConcurrency', () => {
     expect(() => lease.release({ now: 2, drop: true } as never)).toThrow(
       expect.objectContaining({ code: ErrorCode.UNKNOWN_OPTION }),
     );
+  });
+
+  it('takes any controller, one chosen at run time included (the type is checked by tsc)', () => {
+    const pick = (name: string) =>
+      name === 'vegas' ? vegas() : name === 'envoy' ? envoyGradient() : gradient2();
+    expect(adaptiveConcurrency({ controller: pick('envoy') }).limit).toBe(3);
+    expect(adaptiveConcurrency({ controller: pick('gradient2') }).controller.kind).toBe('gradient2');
   });
 
   it('defaults to Vegas (initial limit 20) and reads its clock when no time is passed', () => {

@@ -138,7 +138,12 @@ describe('adaptive concurrency options are validated at creation', () => {
       ErrorCode.INVALID_OPTION,
       'partitions.low',
     );
-    rejects(() => adaptiveConcurrency({ partitions: {} }), ErrorCode.INVALID_OPTION, 'partitions', /at least one/);
+    rejects(
+      () => adaptiveConcurrency({ partitions: {} }),
+      ErrorCode.INVALID_OPTION,
+      'partitions',
+      /at least one/,
+    );
     rejects(() => adaptiveConcurrency({ partitions: { '': 1 } }), ErrorCode.INVALID_OPTION, 'priorities[0]');
     rejects(
       () => adaptiveConcurrency({ partitions: ['critical'] as never }),

@@ -1,4 +1,12 @@
-import { type AdaptiveLease, adaptiveConcurrency, aimd, envoyGradient, gradient2, vegas } from '@sluice/core';
+import {
+  type AdaptiveLease,
+  adaptiveConcurrency,
+  aimd,
+  envoyGradient,
+  gradient2,
+  type LimitController,
+  vegas,
+} from '@sluice/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { guaranteedSlots } from '../../../packages/core/src/adaptive/partitions.js';
@@ -64,7 +72,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 /** Controllers tuned to move on almost every release, so the limit changes all through a run. */
-const CONTROLLERS = {
+const CONTROLLERS: Record<'vegas' | 'gradient2' | 'aimd' | 'envoyGradient', () => LimitController> = {
   vegas: () =>
     vegas({
       initialLimit: 8,

@@ -15,13 +15,13 @@ import type { LimitController } from './controller.js';
 import { admits, guaranteedSlots, type PartitionPlan, partitionsOption, SINGLE } from './partitions.js';
 import { vegas } from './vegas.js';
 
-export interface AdaptiveConcurrencyOptions<S = unknown> {
+export interface AdaptiveConcurrencyOptions {
   /**
    * What finds the limit: `vegas()`, `gradient2()`, `aimd()` or `envoyGradient()`, each with its
    * own options.
    * @default vegas() (Netflix concurrency-limits' default)
    */
-  controller?: LimitController<S>;
+  controller?: LimitController;
   /**
    * Priority → guaranteed share of the limit (0–1, adding up to at most 1), most important first
    * by convention. A partition below its share is admitted whenever the limit has room; above
@@ -94,8 +94,8 @@ export interface PartitionSnapshot {
  * if (!lease.decision.allowed) return reply503(lease.decision);
  * try { await work(); lease.release(); } catch (e) { lease.release({ dropped: true }); throw e; }
  */
-export class AdaptiveConcurrency<S = unknown> {
-  readonly controller: LimitController<S>;
+export class AdaptiveConcurrency {
+  readonly controller: LimitController;
   readonly name: string;
   /** Priority names, in the order of `partitions` (empty without partitions). */
   readonly priorities: readonly string[];
@@ -106,7 +106,7 @@ export class AdaptiveConcurrency<S = unknown> {
   private readonly retryRange: ResolvedRetryRange;
   private readonly random: () => number;
   private readonly clock: () => number;
-  private state: S;
+  private state: unknown;
   /** Whether the controller has been started on the first request's time (see `acquire`). */
   private started = false;
   private current: number;
@@ -116,9 +116,9 @@ export class AdaptiveConcurrency<S = unknown> {
   /** ms of each partition's last acquire; -Infinity before one. */
   private readonly asked: number[];
 
-  constructor(options: AdaptiveConcurrencyOptions<S> = {}) {
+  constructor(options: AdaptiveConcurrencyOptions = {}) {
     assertKnownOptions('adaptiveConcurrency', options, KNOWN);
-    this.controller = controllerOption(options.controller ?? (vegas() as unknown as LimitController<S>));
+    this.controller = controllerOption(options.controller ?? vegas());
     this.plan = options.partitions === undefined ? SINGLE : partitionsOption(options.partitions);
     this.priorities = options.partitions === undefined ? [] : this.plan.names;
     this.index = priorityIndex(this.plan.names);
@@ -261,14 +261,12 @@ export class AdaptiveConcurrency<S = unknown> {
  * @example
  * const limiter = adaptiveConcurrency({ controller: vegas(), partitions: { critical: 0.8, low: 0.2 } });
  */
-export function adaptiveConcurrency<S = unknown>(
-  options: AdaptiveConcurrencyOptions<S> = {},
-): AdaptiveConcurrency<S> {
+export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrency {
   return new AdaptiveConcurrency(options);
 }
 
-function controllerOption<S>(value: LimitController<S>): LimitController<S> {
-  const c = value as Partial<LimitController<S>> | null;
+function controllerOption(value: LimitController): LimitController {
+  const c = value as Partial<LimitController> | null;
   if (
     c === null ||
     typeof c !== 'object' ||
