@@ -60,7 +60,17 @@ describe('adaptive concurrency options are validated at creation', () => {
   it("each controller's own options", () => {
     rejects(() => vegas({ smoothing: 0 }), ErrorCode.INVALID_OPTION, 'smoothing', /\(0, 1\]/);
     rejects(() => vegas({ probeMultiplier: 0 }), ErrorCode.INVALID_OPTION, 'probeMultiplier');
-    rejects(() => vegas({ rttNoLoadFloor: -1 }), ErrorCode.INVALID_OPTION, 'rttNoLoadFloor');
+    rejects(
+      () => vegas({ rttNoLoadFloor: -1 }),
+      ErrorCode.INVALID_OPTION,
+      'rttNoLoadFloor',
+      /must be a number ≥ 0; got -1/,
+    );
+    rejects(
+      () => vegas({ rttNoLoadFloor: Number.POSITIVE_INFINITY }),
+      ErrorCode.INVALID_OPTION,
+      'rttNoLoadFloor',
+    );
     rejects(() => gradient2({ rttTolerance: 0.9 }), ErrorCode.INVALID_OPTION, 'rttTolerance');
     rejects(() => gradient2({ queueSize: -1 }), ErrorCode.INVALID_OPTION, 'queueSize');
     rejects(() => gradient2({ longWindow: 0 }), ErrorCode.INVALID_OPTION, 'longWindow');

@@ -61,7 +61,7 @@ export function boundsOption(
   return { initialLimit, minLimit, maxLimit };
 }
 
-/** A finite number within `[min, max]` (`open` excludes the ends it names). */
+/** A finite number within `[min, max]` (`open` excludes the ends it names; `max` may be Infinity). */
 export function rangeOption(
   option: string,
   value: unknown,
@@ -75,10 +75,13 @@ export function rangeOption(
     (open.min ? value > min : value >= min) &&
     (open.max ? value < max : value <= max);
   if (!ok) {
-    const range = `${open.min ? '(' : '['}${min}, ${max}${open.max ? ')' : ']'}`;
+    const range =
+      max === Number.POSITIVE_INFINITY
+        ? `${open.min ? '>' : '≥'} ${min}`
+        : `in ${open.min ? '(' : '['}${min}, ${max}${open.max ? ')' : ']'}`;
     throw new SluiceError(
       ErrorCode.INVALID_OPTION,
-      `${option} must be a number in ${range}; got ${describeValue(value)}`,
+      `${option} must be a number ${range}; got ${describeValue(value)}`,
       { option, value },
     );
   }

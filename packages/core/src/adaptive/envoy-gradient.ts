@@ -103,7 +103,7 @@ export function envoyGradientParams(options: EnvoyGradientOptions = {}): EnvoyGr
     minRttRequests: integerOption('minRttRequests', options.minRttRequests ?? 50),
     minRttInterval: parseDuration('minRttInterval', options.minRttInterval ?? '60s'),
     jitter: rangeOption('jitter', options.jitter ?? 0.15, 0, 1),
-    buffer: rangeOption('buffer', options.buffer ?? 0.25, 0, Number.MAX_VALUE),
+    buffer: rangeOption('buffer', options.buffer ?? 0.25, 0, Number.POSITIVE_INFINITY),
     // Envoy's sample window is time-based: one aggregate per update interval, however few samples.
     window: windowParams(
       options.ignoreRttBelow === undefined ? {} : { ignoreRttBelow: options.ignoreRttBelow },

@@ -74,7 +74,7 @@ export function gradient2Params(options: Gradient2Options = {}): Gradient2Params
   return Object.freeze({
     ...bounds,
     smoothing: rangeOption('smoothing', options.smoothing ?? 0.2, 0, 1, { min: true }),
-    rttTolerance: rangeOption('rttTolerance', options.rttTolerance ?? 1.5, 1, Number.MAX_VALUE),
+    rttTolerance: rangeOption('rttTolerance', options.rttTolerance ?? 1.5, 1, Number.POSITIVE_INFINITY),
     queueSize: integerOption('queueSize', options.queueSize ?? 4, 0),
     longWindow: integerOption('longWindow', options.longWindow ?? 600),
     window: windowParams(options, { windowSamples: 10, minWindow: '1s', maxWindow: '1s' }),

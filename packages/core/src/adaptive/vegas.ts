@@ -74,7 +74,7 @@ export function vegasParams(options: VegasOptions = {}): VegasParams {
     ...bounds,
     smoothing: rangeOption('smoothing', options.smoothing ?? 1, 0, 1, { min: true }),
     probeMultiplier: integerOption('probeMultiplier', options.probeMultiplier ?? 30),
-    rttNoLoadFloor: rangeOption('rttNoLoadFloor', options.rttNoLoadFloor ?? 0.1, 0, Number.MAX_VALUE),
+    rttNoLoadFloor: rangeOption('rttNoLoadFloor', options.rttNoLoadFloor ?? 0.1, 0, Number.POSITIVE_INFINITY),
     window: windowParams(options, { windowSamples: 10, minWindow: '1s', maxWindow: '1s' }),
   });
 }
