@@ -117,7 +117,12 @@ describe('AdaptiveConcurrency', () => {
     });
     // A low request ends; low asks again and is refused: the slot is critical's (8 unused).
     low[0]!.release({ now: 2, ignore: true });
-    expect(limiter.acquire('low', { now: 2 }).decision.allowed).toBe(false);
+    // One slot is free, but not for low: the refusal says nothing remains for it.
+    expect(limiter.acquire('low', { now: 2 }).decision).toMatchObject({
+      allowed: false,
+      limit: 10,
+      remaining: 0,
+    });
     expect(limiter.acquire('critical', { now: 2 }).decision.allowed).toBe(true);
     // Every low slot that frees goes to critical, up to its 8.
     const critical: AdaptiveLease[] = [];

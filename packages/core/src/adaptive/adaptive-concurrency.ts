@@ -150,18 +150,10 @@ export class AdaptiveConcurrency {
     }
     this.asked[p] = now;
     const limit = this.current;
-    if (!admits(p, limit, this.total, this.counts, this.guaranteed, this.active(now))) {
+    if (!admits(p, limit, this.total, this.counts, this.guaranteed, (q) => this.hasDemand(q, now))) {
+      // Nothing is left for this request, whatever the limit's free slots: they are reserved.
       const retryAfter = retryHint(this.retryRange, this.random());
-      const decision = decide(
-        false,
-        limit,
-        Math.max(0, limit - this.total),
-        0,
-        retryAfter,
-        0,
-        this.name,
-        'shed',
-      );
+      const decision = decide(false, limit, 0, 0, retryAfter, 0, this.name, 'shed');
       return { decision, release: () => false };
     }
     this.total += 1;
@@ -218,8 +210,9 @@ export class AdaptiveConcurrency {
     this.guaranteed = guaranteedSlots(limit, this.plan.shares);
   }
 
-  private active(now: number): boolean[] {
-    return this.counts.map((count, q) => count > 0 || now - this.asked[q]! < this.demandWindow);
+  /** Requests in flight, or one within `demandWindow`. */
+  private hasDemand(q: number, now: number): boolean {
+    return this.counts[q]! > 0 || now - this.asked[q]! < this.demandWindow;
   }
 
   private partitionOf(priority: string | undefined): number {

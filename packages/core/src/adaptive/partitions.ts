@@ -87,8 +87,8 @@ export function guaranteedSlots(limit: number, shares: readonly number[]): numbe
  *
  * - Below its guarantee, a partition is admitted whenever the limit has room.
  * - At or above it, it borrows: admitted only if what stays free afterwards still covers the
- *   unused guarantees of every other partition that has demand (`active`: requests in flight, or
- *   asked recently). So an idle partition's share is lent out, and once it asks again, every slot
+ *   unused guarantees of every other partition that has demand (`hasDemand`: requests in flight,
+ *   or asked recently). So an idle partition's share is lent out, and once it asks again, every slot
  *   that ends goes to it (or to another partition below its guarantee) until it has its share.
  */
 export function admits(
@@ -97,13 +97,13 @@ export function admits(
   inFlight: number,
   counts: readonly number[],
   guaranteed: readonly number[],
-  active: readonly boolean[],
+  hasDemand: (q: number) => boolean,
 ): boolean {
   if (inFlight >= limit) return false;
   if (counts[p]! < guaranteed[p]!) return true;
   let reserved = 0;
   for (let q = 0; q < counts.length; q++) {
-    if (q !== p && active[q]) reserved += Math.max(0, guaranteed[q]! - counts[q]!);
+    if (q !== p && counts[q]! < guaranteed[q]! && hasDemand(q)) reserved += guaranteed[q]! - counts[q]!;
   }
   return inFlight + 1 + reserved <= limit;
 }
