@@ -190,4 +190,34 @@ describe('AdaptiveConcurrency', () => {
     expect(controller.samples[0]).toMatchObject({ start: 1012, end: 1030 });
     expect(lease.release()).toBe(true);
   });
+
+  it.each([
+    ['vegas', () => vegas({ windowSamples: 1, minWindow: 1, maxWindow: 1 })],
+    ['gradient2', () => gradient2({ minLimit: 1, windowSamples: 1, minWindow: 1, maxWindow: 1 })],
+    ['aimd', () => aimd({ minLimit: 1, timeout: 30, windowSamples: 1, minWindow: 1, maxWindow: 1 })],
+    ['envoyGradient', () => envoyGradient({ initialLimit: 20, minRttRequests: 3, updateInterval: 1 })],
+  ] as const)(
+    '%s, wired in: the limit rises while fully used at a flat latency, and falls when latency quadruples',
+    (_name, make) => {
+      const limiter = adaptiveConcurrency({ controller: make(), random: draws(0.5) });
+      let t = 0;
+      /** One round: admit all the limit allows at `t`, and let every request take `rtt` ms. */
+      const round = (rtt: number) => {
+        const leases: AdaptiveLease[] = [];
+        for (;;) {
+          const lease = limiter.acquire(undefined, { now: t });
+          if (!lease.decision.allowed) break;
+          leases.push(lease);
+        }
+        expect(limiter.inFlight).toBe(limiter.limit);
+        for (const lease of leases) lease.release({ now: t + rtt });
+        t += rtt + 1;
+      };
+      for (let i = 0; i < 20; i++) round(10);
+      const peak = limiter.limit;
+      expect(peak).toBeGreaterThan(20);
+      for (let i = 0; i < 20; i++) round(40);
+      expect(limiter.limit).toBeLessThan(peak);
+    },
+  );
 });
