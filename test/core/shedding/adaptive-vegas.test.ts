@@ -1,3 +1,4 @@
+import { adaptiveConcurrency } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { log10Root } from '../../../packages/core/src/adaptive/log10-root.js';
 import {
@@ -132,5 +133,20 @@ describe('Vegas (Netflix concurrency-limits VegasLimit)', () => {
       s = c.update(s, { start, end, inFlight: 20, dropped: false }, 0);
     }
     expect(c.limit(s)).toBe(26);
+  });
+
+  it('regression, "Vegas never recovered": at limit 1 with a 200 ms RTT (5 requests a 1 s window) the limit rises again', () => {
+    const limiter = adaptiveConcurrency({ controller: vegas({ initialLimit: 1 }), random: () => 0.5 });
+    // One request at a time, 200 ms each. Windows need 10 samples: the first closes with the
+    // 10th request (at 2000 ms; RTT 200 becomes the no-load RTT), the second with the 20th: queue
+    // = ⌈1 × (1 − 200/200)⌉ = 0 ≤ threshold 1 → 1 + 6 = 7. Had the short windows been discarded
+    // (Netflix's WindowedLimit), none would ever count and the limit would stay at 1.
+    for (let i = 0; i < 20; i++) {
+      const lease = limiter.acquire(undefined, { now: i * 200 });
+      expect(lease.decision.allowed).toBe(true);
+      lease.release((i + 1) * 200);
+      if (i === 18) expect(limiter.limit).toBe(1);
+    }
+    expect(limiter.limit).toBe(7);
   });
 });

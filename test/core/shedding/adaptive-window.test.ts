@@ -34,10 +34,16 @@ describe('sample windows (Netflix WindowedLimit)', () => {
     expect(w.end).toBe(201);
   });
 
-  it('a window with fewer than windowSamples samples is discarded', () => {
-    const step = addSample(openWindow(params, 0), rq(0, 150), params);
-    expect(step.closed).toBeUndefined();
-    expect(step.window.count).toBe(0);
+  it('a window short of windowSamples at its end stays open until it has them (Netflix discards it)', () => {
+    let w = openWindow(params, 0);
+    const first = addSample(w, rq(0, 150), params);
+    expect(first.closed).toBeUndefined();
+    expect(first.window.count).toBe(1);
+    w = addSample(first.window, rq(100, 300), params).window;
+    // The third sample, long after the window's end, closes it: RTTs 150, 200, 100 → mean 150.
+    const third = addSample(w, rq(400, 500), params);
+    expect(third.closed).toMatchObject({ rtt: 150, samples: 3 });
+    expect(third.window.end).toBe(700); // 500 + 2 × min RTT 100
   });
 
   it('the window lasts 2 × the last min RTT within [minWindow, maxWindow]', () => {

@@ -17,8 +17,8 @@ export interface RttSample {
 /** How samples are grouped before a controller sees them. */
 export interface WindowOptions {
   /**
-   * Fewest samples (drops included) a window needs to count; a window that closes with fewer is
-   * discarded. Integer ≥ 1 (Netflix's `WindowedLimit` requires ≥ 10).
+   * Fewest samples (drops included) a window needs: one still short of them at its end stays
+   * open until it has them. Integer ≥ 1 (Netflix's `WindowedLimit` requires ≥ 10).
    * @default 10
    */
   windowSamples?: number;
@@ -96,9 +96,15 @@ export function openWindow(params: WindowParams, now: number, lastMinRtt?: numbe
 }
 
 /**
- * Adds one sample. When the sample ends after the window's end, the window closes (with this
- * sample in it) and a new one opens at the sample's end; the closed window's summary is returned
- * when it holds at least `windowSamples` samples.
+ * Adds one sample. When the sample ends after the window's end and the window holds at least
+ * `windowSamples` samples (this one included), the window closes, its summary is returned, and a
+ * new one opens at the sample's end.
+ *
+ * A window still short of samples at its end stays open until it has them. Netflix's
+ * `WindowedLimit` discards it instead, and so a limit that has fallen low enough that fewer than
+ * 10 requests finish per window (limit 1 at an RTT above 100 ms) is never updated again: it
+ * cannot rise back (the "Vegas never recovered" reports). Here it rises, one window per
+ * `windowSamples` requests.
  *
  * - A drop counts and marks the window, but records no RTT: a request that failed fast (a refusal
  *   by a downstream, a connection reset) would otherwise read as a very fast request
@@ -135,10 +141,11 @@ export function addSample(
       maxInFlight: Math.max(window.maxInFlight, sample.inFlight),
     };
   }
-  if (!(sample.end > next.end)) return { window: next, closed: undefined };
+  // A window short of samples at its end stays open until it has them (see above).
+  if (!(sample.end > next.end) || next.count < params.windowSamples)
+    return { window: next, closed: undefined };
   const minRtt = next.kept > 0 ? next.min : undefined;
-  const closed = next.count >= params.windowSamples ? summarize(next, params) : undefined;
-  return { window: openWindow(params, sample.end, minRtt), closed };
+  return { window: openWindow(params, sample.end, minRtt), closed: summarize(next, params) };
 }
 
 function summarize(window: WindowState, params: WindowParams): WindowSummary {
