@@ -136,7 +136,8 @@ export class AdaptiveConcurrency {
 
   /**
    * Takes a slot for a request of this priority (none without partitions), or refuses it. Release
-   * the lease when the request ends, however it ends: the limit learns from it.
+   * the lease when the request ends, however it ends: the limit learns from it. Leases have no
+   * ttl: one never released keeps its slot for good.
    */
   acquire(priority?: string, options?: { now?: number }): AdaptiveLease {
     const p = this.partitionOf(priority);
