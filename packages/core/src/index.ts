@@ -1,6 +1,23 @@
 // The public API for apps: algorithms, limiters, shedders, keys, stores, errors. What adapters and
 // stores are built from (validation helpers, HTTP plumbing, the store contract's parts) is
 // `@sluice/core/adapter`. A name added here is pinned by test/core/public-api.test.ts.
+export type {
+  AdaptiveConcurrencyOptions,
+  AdaptiveLease,
+  PartitionSnapshot,
+  ReleaseOutcome,
+} from './adaptive/adaptive-concurrency.js';
+export { AdaptiveConcurrency, adaptiveConcurrency } from './adaptive/adaptive-concurrency.js';
+export type { AimdOptions } from './adaptive/aimd.js';
+export { aimd } from './adaptive/aimd.js';
+export type { ControllerKind, LimitController } from './adaptive/controller.js';
+export type { EnvoyGradientOptions } from './adaptive/envoy-gradient.js';
+export { envoyGradient } from './adaptive/envoy-gradient.js';
+export type { Gradient2Options } from './adaptive/gradient2.js';
+export { gradient2 } from './adaptive/gradient2.js';
+export type { RttSample, WindowOptions } from './adaptive/sample-window.js';
+export type { VegasOptions } from './adaptive/vegas.js';
+export { vegas } from './adaptive/vegas.js';
 export type { Algorithm } from './algorithm.js';
 export type { AlgorithmKind } from './algorithm-kinds.js';
 export type { FixedWindowOptions } from './algorithms/fixed-window.js';

@@ -1,0 +1,279 @@
+import { nameOption, readNow } from '../concurrency/common-options.js';
+import type { Lease } from '../concurrency/lease.js';
+import { decide } from '../decision.js';
+import { type Duration, parseDuration } from '../duration.js';
+import { describeValue, ErrorCode, SluiceError } from '../errors.js';
+import { lookupPriority, priorityIndex } from '../shedding/priorities.js';
+import {
+  type ResolvedRetryRange,
+  type RetryRange,
+  retryHint,
+  retryRangeOption,
+} from '../shedding/retry-hint.js';
+import { assertKnownOptions, assertTime, booleanOption, functionOption } from '../validate.js';
+import type { LimitController } from './controller.js';
+import { admits, guaranteedSlots, type PartitionPlan, partitionsOption, SINGLE } from './partitions.js';
+import { vegas } from './vegas.js';
+
+export interface AdaptiveConcurrencyOptions {
+  /**
+   * What finds the limit: `vegas()`, `gradient2()`, `aimd()` or `envoyGradient()`, each with its
+   * own options.
+   * @default vegas() (Netflix concurrency-limits' default)
+   */
+  controller?: LimitController;
+  /**
+   * Priority → guaranteed share of the limit (0–1, adding up to at most 1), most important first
+   * by convention. A partition below its share is admitted whenever the limit has room; above
+   * it, it borrows what the others leave unused, never the unused share of one that has demand.
+   * With partitions, `acquire` takes the request's priority.
+   * @default none: one partition, the whole limit
+   * @example { critical: 0.8, low: 0.2 }
+   */
+  partitions?: Readonly<Record<string, number>>;
+  /** How long after its last request a partition counts as having demand (its unused share is then not lent): ms or `'1s'`… @default '1s' */
+  demandWindow?: Duration;
+  /** The range a refused request's `retryAfter` is drawn from. @default { min: '1s', max: '5s' } */
+  retryAfter?: RetryRange;
+  /** Uniform draws in [0, 1): the controller's jitter and the retry hints. @default Math.random */
+  random?: () => number;
+  /** A monotonic clock in ms, for calls without `now`. @default performance.now */
+  clock?: () => number;
+  /** Shown in `decision.policy`. @default 'adaptive' */
+  name?: string;
+}
+
+const KNOWN = [
+  'controller',
+  'partitions',
+  'demandWindow',
+  'retryAfter',
+  'random',
+  'clock',
+  'name',
+] as const satisfies readonly (keyof AdaptiveConcurrencyOptions)[];
+const ACQUIRE_KNOWN = ['now'] as const;
+const RELEASE_KNOWN = ['now', 'dropped', 'ignore'] as const satisfies readonly (keyof ReleaseOutcome)[];
+
+/** How a request ended, told to `release`. */
+export interface ReleaseOutcome {
+  /** ms, on the clock `acquire` used. @default the limiter's clock */
+  now?: number;
+  /** A drop (a timeout, a 5xx the app marks, a refusal by a downstream): the controllers back off. @default false */
+  dropped?: boolean;
+  /** Frees the slot but tells the controller nothing (the client went away: not a latency). @default false */
+  ignore?: boolean;
+}
+
+/** A slot of the adaptive limit. A plain `Lease` too: `release(now)` reports a success. */
+export interface AdaptiveLease extends Lease {
+  /**
+   * Gives the slot back and reports the request's RTT (from acquire to this call) or its drop.
+   * Idempotent: only the first call counts; it answers whether it freed a slot.
+   */
+  release(outcome?: number | ReleaseOutcome): boolean;
+}
+
+/** One partition's state, for metrics. */
+export interface PartitionSnapshot {
+  readonly share: number;
+  /** Slots guaranteed at the current limit. */
+  readonly guaranteed: number;
+  readonly inFlight: number;
+}
+
+/**
+ * A concurrency limit found from latency: each finished request's RTT (or its drop) goes to a
+ * controller, whose limit caps the requests in flight; above it, requests are refused with
+ * reason `'shed'` (HTTP 503) and a jittered `retryAfter`. With `partitions`, each priority has a
+ * guaranteed share and borrows what others leave unused; in flight never exceeds the limit, even
+ * when it shrinks while leases are out (new requests then wait for in flight to fall below it).
+ * @example
+ * const limiter = adaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
+ * const lease = limiter.acquire(isPayment(req) ? 'critical' : 'low');
+ * if (!lease.decision.allowed) return reply503(lease.decision);
+ * try { await work(); lease.release(); } catch (e) { lease.release({ dropped: true }); throw e; }
+ */
+export class AdaptiveConcurrency {
+  readonly controller: LimitController;
+  readonly name: string;
+  /** Priority names, in the order of `partitions` (empty without partitions). */
+  readonly priorities: readonly string[];
+  /** ms. */
+  readonly demandWindow: number;
+  private readonly plan: PartitionPlan;
+  private readonly index: ReadonlyMap<string, number>;
+  private readonly retryRange: ResolvedRetryRange;
+  private readonly random: () => number;
+  private readonly clock: () => number;
+  private state: unknown;
+  /** Whether the controller has been started on the first request's time (see `acquire`). */
+  private started = false;
+  private current: number;
+  private guaranteed: number[];
+  private total = 0;
+  private readonly counts: number[];
+  /** ms of each partition's last acquire; -Infinity before one. */
+  private readonly asked: number[];
+
+  constructor(options: AdaptiveConcurrencyOptions = {}) {
+    assertKnownOptions('adaptiveConcurrency', options, KNOWN);
+    this.controller = controllerOption(options.controller ?? vegas());
+    this.plan = options.partitions === undefined ? SINGLE : partitionsOption(options.partitions);
+    this.priorities = options.partitions === undefined ? [] : this.plan.names;
+    this.index = priorityIndex(this.plan.names);
+    this.demandWindow = parseDuration('demandWindow', options.demandWindow ?? '1s');
+    this.retryRange = retryRangeOption(options.retryAfter);
+    this.random = functionOption('random', options.random) ?? Math.random;
+    this.clock = functionOption('clock', options.clock) ?? (() => performance.now());
+    this.name = nameOption(options.name ?? 'adaptive');
+    this.counts = this.plan.names.map(() => 0);
+    this.asked = this.plan.names.map(() => Number.NEGATIVE_INFINITY);
+    this.state = this.controller.start(this.clock(), this.random());
+    this.current = this.controller.limit(this.state);
+    this.guaranteed = guaranteedSlots(this.current, this.plan.shares);
+  }
+
+  /**
+   * Takes a slot for a request of this priority (none without partitions), or refuses it. Release
+   * the lease when the request ends, however it ends: the limit learns from it. Leases have no
+   * ttl: one never released keeps its slot for good.
+   */
+  acquire(priority?: string, options?: { now?: number }): AdaptiveLease {
+    const p = this.partitionOf(priority);
+    const now = readNow(options, ACQUIRE_KNOWN) ?? this.clock();
+    if (!this.started) {
+      // The controller's windows and epochs start on the requests' own time line, which may be
+      // the caller's (`now` passed in) rather than this limiter's clock.
+      this.started = true;
+      this.state = this.controller.start(now, this.random());
+      this.setLimit(this.controller.limit(this.state));
+    }
+    this.asked[p] = now;
+    const limit = this.current;
+    if (!admits(p, limit, this.total, this.counts, this.guaranteed, (q) => this.hasDemand(q, now))) {
+      // Nothing is left for this request, whatever the limit's free slots: they are reserved.
+      const retryAfter = retryHint(this.retryRange, this.random());
+      const decision = decide(false, limit, 0, 0, retryAfter, 0, this.name, 'shed');
+      return { decision, release: () => false };
+    }
+    this.total += 1;
+    this.counts[p]! += 1;
+    const inFlight = this.total;
+    const decision = decide(true, limit, Math.max(0, limit - inFlight), 0, 0, 0, this.name, undefined);
+    let released = false;
+    return {
+      decision,
+      release: (outcome?: number | ReleaseOutcome): boolean => {
+        if (released) return false;
+        const { end, dropped, ignore } = this.readOutcome(outcome);
+        released = true;
+        this.total -= 1;
+        this.counts[p]! -= 1;
+        if (!ignore) this.learn({ start: now, end, inFlight, dropped });
+        return true;
+      },
+    };
+  }
+
+  /** The concurrency limit now. */
+  get limit(): number {
+    return this.current;
+  }
+
+  /** Requests in flight now, all partitions together. */
+  get inFlight(): number {
+    return this.total;
+  }
+
+  /** The controller's no-load RTT estimate, ms (`undefined` before one is known). */
+  get rttNoLoad(): number | undefined {
+    return this.controller.rttNoLoad(this.state);
+  }
+
+  /** Each partition's share, guarantee and in flight now (empty without partitions). */
+  partitions(): Record<string, PartitionSnapshot> {
+    const out: Record<string, PartitionSnapshot> = {};
+    this.priorities.forEach((name, i) => {
+      out[name] = { share: this.plan.shares[i]!, guaranteed: this.guaranteed[i]!, inFlight: this.counts[i]! };
+    });
+    return out;
+  }
+
+  private learn(sample: { start: number; end: number; inFlight: number; dropped: boolean }): void {
+    this.state = this.controller.update(this.state, sample, this.random());
+    this.setLimit(this.controller.limit(this.state));
+  }
+
+  private setLimit(limit: number): void {
+    if (limit === this.current) return;
+    this.current = limit;
+    this.guaranteed = guaranteedSlots(limit, this.plan.shares);
+  }
+
+  /** Requests in flight, or one within `demandWindow`. */
+  private hasDemand(q: number, now: number): boolean {
+    return this.counts[q]! > 0 || now - this.asked[q]! < this.demandWindow;
+  }
+
+  private partitionOf(priority: string | undefined): number {
+    if (this.priorities.length === 0) {
+      if (priority !== undefined) {
+        throw new SluiceError(
+          ErrorCode.INVALID_OPTION,
+          `priority needs partitions: this limiter has none; got ${describeValue(priority)}`,
+          { option: 'priority', value: priority },
+        );
+      }
+      return 0;
+    }
+    return lookupPriority(this.index, this.priorities, priority);
+  }
+
+  private readOutcome(outcome: number | ReleaseOutcome | undefined): {
+    end: number;
+    dropped: boolean;
+    ignore: boolean;
+  } {
+    if (outcome === undefined) return { end: this.clock(), dropped: false, ignore: false };
+    if (typeof outcome === 'number') {
+      assertTime(outcome);
+      return { end: outcome, dropped: false, ignore: false };
+    }
+    assertKnownOptions('release', outcome, RELEASE_KNOWN);
+    if (outcome.now !== undefined) assertTime(outcome.now);
+    return {
+      end: outcome.now ?? this.clock(),
+      dropped: booleanOption('dropped', outcome.dropped ?? false),
+      ignore: booleanOption('ignore', outcome.ignore ?? false),
+    };
+  }
+}
+
+/**
+ * A concurrency limit found from latency, with priority partitions. See `AdaptiveConcurrency`.
+ * @example
+ * const limiter = adaptiveConcurrency({ controller: vegas(), partitions: { critical: 0.8, low: 0.2 } });
+ */
+export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrency {
+  return new AdaptiveConcurrency(options);
+}
+
+function controllerOption(value: LimitController): LimitController {
+  const c = value as Partial<LimitController> | null;
+  if (
+    c === null ||
+    typeof c !== 'object' ||
+    typeof c.start !== 'function' ||
+    typeof c.update !== 'function' ||
+    typeof c.limit !== 'function' ||
+    typeof c.rttNoLoad !== 'function'
+  ) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `controller must be a limit controller (vegas(), gradient2(), aimd(), envoyGradient()); got ${describeValue(value)}`,
+      { option: 'controller', value },
+    );
+  }
+  return value;
+}

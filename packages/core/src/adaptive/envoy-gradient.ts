@@ -1,0 +1,232 @@
+import { type Duration, parseDuration } from '../duration.js';
+import { describeValue, ErrorCode, SluiceError } from '../errors.js';
+import { assertKnownOptions, integerOption } from '../validate.js';
+import { boundsOption, clamp, type LimitController, rangeOption } from './controller.js';
+import {
+  addSample,
+  openWindow,
+  percentileOf,
+  type RttSample,
+  type WindowParams,
+  type WindowState,
+  windowParams,
+} from './sample-window.js';
+
+export interface EnvoyGradientOptions {
+  /** The limit after the first minRTT measurement. Integer in `[minLimit, maxLimit]`. @default 3 */
+  initialLimit?: number;
+  /** The limit never goes below it (Envoy's `min_concurrency`). Integer ≥ 1. @default 3 */
+  minLimit?: number;
+  /** The limit never goes above it (Envoy's `max_concurrency_limit`). @default 1000 */
+  maxLimit?: number;
+  /** The limit while the minRTT is measured (Envoy's `min_concurrency`). Integer ≥ 1. @default 3 */
+  minRttConcurrency?: number;
+  /** Requests sampled to measure the minRTT (Envoy's `request_count`). Integer ≥ 1. @default 50 */
+  minRttRequests?: number;
+  /** Time between minRTT measurements (Envoy's `min_rtt_calc_params.interval`): ms or `'60s'`… @default '60s' */
+  minRttInterval?: Duration;
+  /** Up to this share of `minRttInterval` is added at random to each interval (Envoy's `jitter`), so hosts do not measure at once. In [0, 1]. @default 0.15 */
+  jitter?: number;
+  /** Latency allowed above the minRTT before the limit shrinks, as a share of it (Envoy's `buffer`). ≥ 0. @default 0.25 */
+  buffer?: number;
+  /** The percentile of a window's RTTs that stands for it (Envoy's `sample_aggregate_percentile`). In (0, 1]. @default 0.5 */
+  percentile?: number;
+  /** How often the limit is recalculated (Envoy's `concurrency_update_interval`): ms or `'100ms'`… @default '100ms' */
+  updateInterval?: Duration;
+  /** RTTs below this, in ms, are ignored. 0 keeps every RTT. @default 0.1 */
+  ignoreRttBelow?: number;
+}
+
+const KNOWN = [
+  'initialLimit',
+  'minLimit',
+  'maxLimit',
+  'minRttConcurrency',
+  'minRttRequests',
+  'minRttInterval',
+  'jitter',
+  'buffer',
+  'percentile',
+  'updateInterval',
+  'ignoreRttBelow',
+] as const satisfies readonly (keyof EnvoyGradientOptions)[];
+
+/** Consecutive windows at `minLimit` after which the minRTT is measured again at once (Envoy's 5). */
+const AT_MIN_REMEASURE = 5;
+
+export interface EnvoyGradientParams {
+  readonly initialLimit: number;
+  readonly minLimit: number;
+  readonly maxLimit: number;
+  readonly minRttConcurrency: number;
+  readonly minRttRequests: number;
+  /** ms. */
+  readonly minRttInterval: number;
+  readonly jitter: number;
+  readonly buffer: number;
+  readonly window: WindowParams;
+}
+
+export interface EnvoyGradientState {
+  /** The limit in force, an integer (pinned to `minRttConcurrency` while measuring). */
+  readonly limit: number;
+  /** ms; `undefined` before the first measurement ends. */
+  readonly minRtt: number | undefined;
+  /** Measuring the minRTT: the limit to restore after it, else `undefined`. */
+  readonly restore: number | undefined;
+  /** ms the current measurement started: requests admitted before it are not sampled. */
+  readonly epoch: number;
+  /** RTTs gathered for the minRTT measurement. */
+  readonly minRttSamples: readonly number[];
+  /** ms at which the next measurement starts (while not measuring). */
+  readonly nextMeasure: number;
+  /** Consecutive windows that set the limit to `minLimit` from `minLimit`. */
+  readonly atMin: number;
+  readonly window: WindowState;
+}
+
+export function envoyGradientParams(options: EnvoyGradientOptions = {}): EnvoyGradientParams {
+  assertKnownOptions('envoyGradient', options, KNOWN);
+  const bounds = boundsOption(options, { initialLimit: 3, minLimit: 3, maxLimit: 1000 });
+  const minRttConcurrency = integerOption('minRttConcurrency', options.minRttConcurrency ?? 3);
+  if (minRttConcurrency > bounds.maxLimit) {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `minRttConcurrency must be ≤ maxLimit (${bounds.maxLimit}); got ${describeValue(minRttConcurrency)}`,
+      { option: 'minRttConcurrency', value: minRttConcurrency },
+    );
+  }
+  const updateInterval = parseDuration('updateInterval', options.updateInterval ?? '100ms');
+  return Object.freeze({
+    ...bounds,
+    minRttConcurrency,
+    minRttRequests: integerOption('minRttRequests', options.minRttRequests ?? 50),
+    minRttInterval: parseDuration('minRttInterval', options.minRttInterval ?? '60s'),
+    jitter: rangeOption('jitter', options.jitter ?? 0.15, 0, 1),
+    buffer: rangeOption('buffer', options.buffer ?? 0.25, 0, Number.POSITIVE_INFINITY),
+    // Envoy's sample window is time-based: one aggregate per update interval, however few samples.
+    window: windowParams(
+      options.ignoreRttBelow === undefined ? {} : { ignoreRttBelow: options.ignoreRttBelow },
+      { windowSamples: 1, minWindow: updateInterval, maxWindow: updateInterval },
+      rangeOption('percentile', options.percentile ?? 0.5, 0, 1, { min: true }),
+    ),
+  });
+}
+
+/** Envoy starts by measuring the minRTT, the limit pinned; the initial limit follows it. */
+export function envoyGradientStart(params: EnvoyGradientParams, now: number): EnvoyGradientState {
+  return measuring(
+    {
+      limit: params.initialLimit,
+      minRtt: undefined,
+      atMin: 0,
+      nextMeasure: now,
+      window: openWindow(params.window, now),
+    },
+    params,
+    now,
+  );
+}
+
+function measuring(
+  state: Pick<EnvoyGradientState, 'limit' | 'minRtt' | 'atMin' | 'nextMeasure' | 'window'>,
+  params: EnvoyGradientParams,
+  now: number,
+): EnvoyGradientState {
+  return {
+    ...state,
+    restore: state.limit,
+    limit: params.minRttConcurrency,
+    epoch: now,
+    minRttSamples: [],
+    atMin: 0,
+  };
+}
+
+/**
+ * The limit from one window's RTT, as Envoy's `GradientController::calculateNewLimit`:
+ *
+ *   gradient = clamp((minRTT + minRTT × buffer) / sampleRTT, 0.5, 2)
+ *   limit'   = limit × gradient
+ *   new      = ⌊limit' + √limit'⌋   (the √ is the burst headroom)
+ *
+ * clamped to `[minLimit, maxLimit]`.
+ */
+export function envoyGradientLimit(
+  limit: number,
+  minRtt: number,
+  sampleRtt: number,
+  params: EnvoyGradientParams,
+): number {
+  const gradient = clamp((minRtt + minRtt * params.buffer) / sampleRtt, 0.5, 2);
+  const scaled = limit * gradient;
+  return clamp(Math.floor(scaled + Math.sqrt(scaled)), params.minLimit, params.maxLimit);
+}
+
+/**
+ * One finished request, as Envoy's adaptive concurrency filter's gradient controller:
+ *
+ * - Requests admitted before the current minRTT measurement started are not sampled, nor are
+ *   drops (Envoy cancels their sample) or RTTs under `ignoreRttBelow`.
+ * - Measuring: the RTT is kept; at `minRttRequests` RTTs, `minRTT` = their percentile, the limit
+ *   from before the measurement is restored, and the next measurement is due
+ *   `minRttInterval + ⌊draw × ⌈minRttInterval × jitter⌉⌋` ms later.
+ * - Otherwise, a request ending past the due time starts a measurement (the limit pinned to
+ *   `minRttConcurrency`); else its RTT joins the window, and each window (one `updateInterval`)
+ *   that closes gives `sampleRTT` = its percentile and the limit `envoyGradientLimit`. Five
+ *   windows in a row at `minLimit` start a measurement at once: the minRTT is likely wrong.
+ */
+export function envoyGradientUpdate(
+  state: EnvoyGradientState,
+  sample: RttSample,
+  params: EnvoyGradientParams,
+  draw: number,
+): EnvoyGradientState {
+  const rtt = sample.end - sample.start;
+  if (state.restore !== undefined) {
+    if (sample.start < state.epoch || sample.dropped || !(rtt >= params.window.ignoreRttBelow && rtt >= 0))
+      return state;
+    const minRttSamples = [...state.minRttSamples, rtt];
+    if (minRttSamples.length < params.minRttRequests) return { ...state, minRttSamples };
+    const spread = Math.ceil(params.minRttInterval * params.jitter);
+    return {
+      ...state,
+      limit: state.restore,
+      restore: undefined,
+      minRtt: percentileOf(minRttSamples, params.window.percentile ?? 0.5),
+      minRttSamples: [],
+      nextMeasure: sample.end + params.minRttInterval + Math.floor(draw * spread),
+      window: openWindow(params.window, sample.end),
+    };
+  }
+  if (sample.end >= state.nextMeasure) return measuring(state, params, sample.end);
+  if (sample.start < state.epoch) return state;
+  const { window, closed } = addSample(state.window, sample, params.window);
+  if (closed?.rtt === undefined || state.minRtt === undefined) return { ...state, window };
+  const limit = envoyGradientLimit(state.limit, state.minRtt, closed.rtt, params);
+  const atMin = limit === params.minLimit && state.limit === params.minLimit ? state.atMin + 1 : 0;
+  if (atMin >= AT_MIN_REMEASURE) return measuring({ ...state, limit, window }, params, sample.end);
+  return { ...state, limit, atMin, window };
+}
+
+/**
+ * Envoy's adaptive concurrency filter's gradient controller: the minRTT measured with the limit
+ * pinned low, then every 100 ms `limit = gradient × limit + √(gradient × limit)`. See
+ * `envoyGradientUpdate` and `envoyGradientLimit`.
+ * @example
+ * const limiter = adaptiveConcurrency({ controller: envoyGradient({ minRttInterval: '30s' }) });
+ */
+export function envoyGradient(options: EnvoyGradientOptions = {}): LimitController<EnvoyGradientState> {
+  const params = envoyGradientParams(options);
+  return Object.freeze({
+    kind: 'envoy-gradient' as const,
+    minLimit: Math.min(params.minLimit, params.minRttConcurrency),
+    maxLimit: params.maxLimit,
+    params,
+    start: (now: number) => envoyGradientStart(params, now),
+    update: (state: EnvoyGradientState, sample: RttSample, draw: number) =>
+      envoyGradientUpdate(state, sample, params, draw),
+    limit: (state: EnvoyGradientState) => state.limit,
+    rttNoLoad: (state: EnvoyGradientState) => state.minRtt,
+  });
+}

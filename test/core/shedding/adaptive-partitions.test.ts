@@ -1,0 +1,220 @@
+import {
+  type AdaptiveLease,
+  adaptiveConcurrency,
+  aimd,
+  envoyGradient,
+  gradient2,
+  type LimitController,
+  vegas,
+} from '@sluice/core';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { guaranteedSlots } from '../../../packages/core/src/adaptive/partitions.js';
+
+describe('guaranteed slots (largest remainders)', () => {
+  it('worked examples', () => {
+    expect(guaranteedSlots(10, [0.8, 0.2])).toEqual([8, 2]);
+    // 3 × 0.8 = 2.4, 3 × 0.2 = 0.6: floors 2 + 0, one slot left → the larger remainder (0.6)
+    expect(guaranteedSlots(3, [0.8, 0.2])).toEqual([2, 1]);
+    // 1 × 0.8, 1 × 0.2: floors 0 + 0, one slot → 0.8
+    expect(guaranteedSlots(1, [0.8, 0.2])).toEqual([1, 0]);
+    // shares adding up to 0.8: ⌊10 × 0.8⌋ = 8 slots guaranteed, 2 only borrowed
+    expect(guaranteedSlots(10, [0.5, 0.3])).toEqual([5, 3]);
+    // ties go to the earlier partition: 5 × 0.5 = 2.5 each → [3, 2]
+    expect(guaranteedSlots(5, [0.5, 0.5])).toEqual([3, 2]);
+  });
+
+  it('never more than the limit, each at least ⌊limit × share⌋ and at most one above', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 5000 }),
+        fc.array(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 6 }),
+        (limit, weights) => {
+          const total = weights.reduce((a, b) => a + b, 0);
+          const shares = weights.map((w) => w / total);
+          const slots = guaranteedSlots(limit, shares);
+          expect(slots.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(limit);
+          slots.forEach((s, i) => {
+            expect(s).toBeGreaterThanOrEqual(Math.floor(limit * shares[i]! + 1e-9));
+            expect(s).toBeLessThanOrEqual(Math.floor(limit * shares[i]! + 1e-9) + 1);
+          });
+        },
+      ),
+    );
+  });
+});
+
+/** One step of a random run: a request of a partition arrives, or a request in flight ends. */
+type Op =
+  | { kind: 'acquire'; partition: number; dt: number }
+  | { kind: 'release'; pick: number; dt: number; rtt: number; outcome: 'ok' | 'dropped' | 'ignore' };
+
+// Arrivals outnumber endings 3 to 2, so runs reach the limit and stay near it.
+const op: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('acquire' as const),
+      partition: fc.nat(2),
+      dt: fc.integer({ min: 0, max: 30 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('release' as const),
+      pick: fc.nat(),
+      dt: fc.integer({ min: 0, max: 30 }),
+      rtt: fc.integer({ min: 0, max: 400 }),
+      outcome: fc.constantFrom('ok' as const, 'ok' as const, 'dropped' as const, 'ignore' as const),
+    }),
+  },
+);
+
+/** Controllers tuned to move on almost every release, so the limit changes all through a run. */
+const CONTROLLERS: Record<'vegas' | 'gradient2' | 'aimd' | 'envoyGradient', () => LimitController> = {
+  vegas: () =>
+    vegas({
+      initialLimit: 8,
+      maxLimit: 30,
+      windowSamples: 1,
+      minWindow: 1,
+      maxWindow: 5,
+      probeMultiplier: 2,
+    }),
+  gradient2: () =>
+    gradient2({ initialLimit: 8, minLimit: 1, maxLimit: 40, windowSamples: 1, minWindow: 1, maxWindow: 5 }),
+  aimd: () =>
+    aimd({
+      initialLimit: 8,
+      minLimit: 1,
+      maxLimit: 40,
+      windowSamples: 1,
+      minWindow: 1,
+      maxWindow: 5,
+      timeout: 300,
+    }),
+  envoyGradient: () =>
+    envoyGradient({ initialLimit: 8, minRttRequests: 3, minRttInterval: 500, updateInterval: 5 }),
+};
+
+const NAMES = ['critical', 'normal', 'low'] as const;
+
+describe('partitioned acquire: every interleaving, every controller', () => {
+  it.each(Object.keys(CONTROLLERS) as (keyof typeof CONTROLLERS)[])(
+    '%s: in flight never exceeds the limit; a partition below its share is refused only at the limit; borrowing never takes the unused share of a partition with demand',
+    (name) => {
+      fc.assert(
+        fc.property(
+          fc.array(op, { minLength: 1, maxLength: 300 }),
+          fc.constantFrom([0.6, 0.3, 0.1], [0.5, 0.2, 0.2], [1 / 3, 1 / 3, 1 / 3]),
+          fc.infiniteStream(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })),
+          (ops, shares, randoms) => {
+            const demandWindow = 100;
+            const limiter = adaptiveConcurrency({
+              controller: CONTROLLERS[name](),
+              partitions: Object.fromEntries(NAMES.map((n, i) => [n, shares[i]!])),
+              demandWindow,
+              random: () => randoms.next().value as number,
+            });
+            let now = 0;
+            const out: { lease: AdaptiveLease; partition: number; start: number; load: number }[] = [];
+            const counts = [0, 0, 0];
+            const asked = [-Infinity, -Infinity, -Infinity];
+            for (const o of ops) {
+              now += o.dt;
+              if (o.kind === 'acquire') {
+                const limit = limiter.limit;
+                const before = limiter.inFlight;
+                const guaranteed = guaranteedSlots(limit, shares);
+                const active = counts.map((c, q) => c > 0 || now - asked[q]! < demandWindow);
+                asked[o.partition] = now;
+                active[o.partition] = true;
+                const lease = limiter.acquire(NAMES[o.partition], { now });
+                // The limit the decision was taken under (the first acquire starts the controller).
+                const decided = lease.decision.limit;
+                if (lease.decision.allowed) {
+                  expect(limiter.inFlight).toBe(before + 1);
+                  expect(limiter.inFlight).toBeLessThanOrEqual(decided);
+                  if (counts[o.partition]! >= guaranteed[o.partition]!) {
+                    // A borrower: what stays free covers every other active partition's unused share.
+                    let unused = 0;
+                    counts.forEach((c, q) => {
+                      if (q !== o.partition && active[q]) unused += Math.max(0, guaranteed[q]! - c);
+                    });
+                    expect(limiter.inFlight + unused).toBeLessThanOrEqual(decided);
+                  }
+                  counts[o.partition]! += 1;
+                  out.push({ lease, partition: o.partition, start: now, load: limiter.inFlight });
+                } else {
+                  expect(lease.decision).toMatchObject({ reason: 'shed', limit: decided });
+                  // Refused below its guarantee only when the whole limit is in use.
+                  if (counts[o.partition]! < guaranteedSlots(decided, shares)[o.partition]!) {
+                    expect(before).toBeGreaterThanOrEqual(decided);
+                  }
+                }
+                expect(limit === decided || before === 0).toBe(true);
+              } else if (out.length > 0) {
+                const [ended] = out.splice(o.pick % out.length, 1);
+                // A service that slows as load grows (so the limits shrink as well as grow):
+                // RTT = 5 ms + load at admission × a random 1–20 ms.
+                const end = Math.max(now, ended!.start + 5 + ended!.load * (1 + (o.rtt % 20)));
+                now = end;
+                const outcome = o.outcome === 'ok' ? { now: end } : { now: end, [o.outcome]: true };
+                expect(ended!.lease.release(outcome)).toBe(true);
+                counts[ended!.partition]! -= 1;
+              }
+              expect(limiter.inFlight).toBe(counts.reduce((a, b) => a + b, 0));
+              const snapshot = limiter.partitions();
+              NAMES.forEach((n, i) => {
+                expect(snapshot[n]!.inFlight).toBe(counts[i]);
+              });
+              expect(limiter.limit).toBeGreaterThanOrEqual(1);
+            }
+          },
+        ),
+        { numRuns: 150 },
+      );
+    },
+  );
+
+  it('with the limit fixed, a partition with steady demand reaches its share once the borrowers’ requests end', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 60 }),
+        fc.constantFrom([0.8, 0.2], [0.5, 0.5], [0.9, 0.1]),
+        (limit, shares) => {
+          const limiter = adaptiveConcurrency({
+            controller: aimd({
+              initialLimit: limit,
+              minLimit: 1,
+              maxLimit: limit,
+              minWindow: '1h',
+              maxWindow: '1h',
+            }),
+            partitions: { critical: shares[0]!, low: shares[1]! },
+          });
+          const guaranteed = guaranteedSlots(limit, shares);
+          // Low takes everything it can while critical is idle.
+          const low: AdaptiveLease[] = [];
+          for (let i = 0; i < limit + 2; i++) {
+            const lease = limiter.acquire('low', { now: 0 });
+            if (lease.decision.allowed) low.push(lease);
+          }
+          expect(low).toHaveLength(limit);
+          // Critical asks at every step while low's requests end one by one and low asks again.
+          let critical = 0;
+          for (let t = 1; t <= limit; t++) {
+            if (limiter.acquire('critical', { now: t }).decision.allowed) critical += 1;
+            low.shift()?.release({ now: t, ignore: true });
+            const again = limiter.acquire('low', { now: t });
+            if (again.decision.allowed) low.push(again);
+          }
+          if (limiter.acquire('critical', { now: limit + 1 }).decision.allowed) critical += 1;
+          expect(critical).toBeGreaterThanOrEqual(guaranteed[0]!);
+          expect(limiter.inFlight).toBeLessThanOrEqual(limit);
+        },
+      ),
+    );
+  });
+});
