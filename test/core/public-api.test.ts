@@ -249,13 +249,7 @@ describe('the public boundary of @sluice/core', () => {
   });
 
   it('internals that only core and its tests use are on neither entry point', () => {
-    for (const name of [
-      'CONCURRENCY_ENGINE',
-      'controlStep',
-      'LimitSet',
-      'Reporter',
-      'limitCall',
-    ]) {
+    for (const name of ['CONCURRENCY_ENGINE', 'controlStep', 'LimitSet', 'Reporter', 'limitCall']) {
       expect(Object.hasOwn(core, name), name).toBe(false);
       expect(Object.hasOwn(adapter, name), name).toBe(false);
     }
