@@ -36,10 +36,11 @@ export function retryDelayWarning(client: RedisClient, timeout: number): string 
 }
 
 /**
- * The warning for an ioredis Cluster that re-sends a command refused with `CLUSTERDOWN`, or
- * undefined. While the cluster is down (a primary failed, Redis' default full coverage), every
- * node refuses at once; ioredis re-sends after `retryDelayOnClusterDown` (100 ms by default), up
- * to `maxRedirections` times, so the store's call outlives its timeout: the node, which answered
+ * The warning for an ioredis Cluster that re-sends a command refused with `CLUSTERDOWN` for longer
+ * than the store's timeout, or undefined. While the cluster is down (a primary failed, Redis'
+ * default full coverage), every node refuses at once; ioredis re-sends after
+ * `retryDelayOnClusterDown` (100 ms by default), up to `maxRedirections` (16) times, so with the
+ * default 100 ms timeout the store's call outlives it: the node, which answered
  * at once, is then counted as away, its breaker opens, and its keys stay the failure policy's for
  * a cooldown after the cluster serves again. With 0 the refusal reaches the store at once, the
  * policy answers, and the next call goes to Redis.
@@ -49,8 +50,10 @@ export function clusterDownRetryWarning(client: RedisClient, timeout: number): s
   if (options === undefined) return undefined;
   const given = options.retryDelayOnClusterDown;
   const delay = typeof given === 'number' ? given : IOREDIS_CLUSTER_DOWN_DELAY;
-  if (delay <= 0) return undefined;
-  return `RedisStore: the Cluster client re-sends commands refused with CLUSTERDOWN after retryDelayOnClusterDown (${delay} ms; ioredis' default is 100), for longer than the store's timeout (${timeout} ms): while the cluster is down, nodes that answer at once look away, their breakers open, and their keys stay the failure policy's for a cooldown after the cluster serves again. Give the Cluster retryDelayOnClusterDown: 0 (the policy answers the refusal at once).`;
+  const redirections = typeof options.maxRedirections === 'number' ? options.maxRedirections : 16;
+  // The re-sends end (with the refusal, which the gate counts as answered) within the timeout.
+  if (delay <= 0 || delay * redirections <= timeout) return undefined;
+  return `RedisStore: the Cluster client re-sends commands refused with CLUSTERDOWN after retryDelayOnClusterDown (${delay} ms; ioredis' default is 100) up to ${redirections} times, for longer than the store's timeout (${timeout} ms): while the cluster is down, nodes that answer at once look away, their breakers open, and their keys stay the failure policy's for a cooldown after the cluster serves again. Give the Cluster retryDelayOnClusterDown: 0 (the policy answers the refusal at once).`;
 }
 
 /**
