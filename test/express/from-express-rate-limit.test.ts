@@ -19,6 +19,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import { rateLimit as expressRateLimit } from 'express-rate-limit';
 import supertest from 'supertest';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FirstHitMemoryStore } from '../../packages/express/src/erl/memory-store.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 30);
 
@@ -438,5 +439,23 @@ describe("sluice's own rateLimit when a key function throws", () => {
     });
     expect(await statuses(app(limiter), '/', 2)).toEqual([status, status]);
     expect(errors).toHaveLength(2);
+  });
+});
+
+describe("fromExpressRateLimit's default store", () => {
+  it('holds at most maxKeys clients under a flood of new keys (memory bounded under any traffic): the oldest windows go first', async () => {
+    const store = new FirstHitMemoryStore(3);
+    store.init({ windowMs: 60_000 } as never);
+    try {
+      for (const key of ['a', 'b', 'c', 'd', 'e']) await store.increment(key);
+      expect(store.size).toBe(3);
+      // The two oldest were forgotten (a fresh window if they come back); the newest still count.
+      expect(await store.get('a')).toBeUndefined();
+      expect(await store.get('b')).toBeUndefined();
+      expect((await store.get('e'))?.totalHits).toBe(1);
+      expect((await store.increment('c')).totalHits).toBe(2);
+    } finally {
+      store.shutdown();
+    }
   });
 });

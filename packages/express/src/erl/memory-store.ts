@@ -18,6 +18,19 @@ export class FirstHitMemoryStore implements ExpressRateLimitStore {
   readonly #clients = new Map<string, Client>();
   #sweep: ReturnType<typeof setInterval> | undefined;
 
+  /**
+   * @param maxKeys the most clients held at once: past it, the client whose window opened first
+   *   is forgotten (it starts a fresh window if it returns), so a flood of new addresses within
+   *   one window cannot grow memory without bound (express-rate-limit's own store has no bound).
+   *   The same default as sluice's `MemoryStore`.
+   */
+  constructor(readonly maxKeys = 100_000) {}
+
+  /** Clients held now. */
+  get size(): number {
+    return this.#clients.size;
+  }
+
   init(options: ResolvedExpressRateLimitOptions): void {
     this.#windowMs = options.windowMs;
     clearInterval(this.#sweep);
@@ -36,6 +49,9 @@ export class FirstHitMemoryStore implements ExpressRateLimitStore {
     let client = this.#live(key, now);
     if (client === undefined) {
       client = { hits: 0, resetAt: now + this.#windowMs };
+      // A Map keeps insertion order: its first key is the window that opened first.
+      this.#clients.delete(key);
+      if (this.#clients.size >= this.maxKeys) this.#clients.delete(this.#clients.keys().next().value!);
       this.#clients.set(key, client);
     }
     client.hits += 1;
