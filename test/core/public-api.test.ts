@@ -148,6 +148,7 @@ const ADAPTER = [
   'HttpLimitOptions',
   'HttpLimiter',
   'HttpUtilizationShedOptions',
+  'LIMIT_OPTIONS',
   'LeakyBucketQueueState',
   'LeaseAcquire',
   'LeaseCall',
