@@ -193,6 +193,8 @@ const ADAPTER = [
   'fastifyRequestAccess',
   'fewErrorLines',
   'fingerprint',
+  // Each configuration warning once per process, shared by every package (@sluice/redis' Cluster warnings).
+  'firstInProcess',
   'functionOption',
   'guardFunctionName',
   'guardLifecycle',
