@@ -148,6 +148,7 @@ const ADAPTER = [
   'HttpLimitOptions',
   'HttpLimiter',
   'HttpUtilizationShedOptions',
+  'LIMIT_OPTIONS',
   'LeakyBucketQueueState',
   'LeaseAcquire',
   'LeaseCall',
@@ -192,6 +193,8 @@ const ADAPTER = [
   'fastifyRequestAccess',
   'fewErrorLines',
   'fingerprint',
+  // Each configuration warning once per process, shared by every package (@sluice/redis' Cluster warnings).
+  'firstInProcess',
   'functionOption',
   'guardFunctionName',
   'guardLifecycle',

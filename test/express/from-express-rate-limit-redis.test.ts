@@ -4,11 +4,11 @@
  * redis-server. Counts, outcome give-backs, resetKey/getKey, and a store that fails under traffic.
  */
 import { fromExpressRateLimit, rateLimit } from '@sluice/express';
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { RedisStore } from 'rate-limit-redis';
 import supertest from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectRedis, type Redis, uniquePrefix } from '../redis/clients.js';
+import { app, statuses } from './erl-app.js';
 
 const clients: Redis[] = [];
 afterEach(() => {
@@ -23,27 +23,6 @@ async function redisStore(): Promise<{ store: RedisStore; client: Redis }> {
     sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as never,
   });
   return { store, client };
-}
-
-function app(limiter: RequestHandler) {
-  const a = express();
-  a.use(limiter);
-  a.get('/', (_req, res) => {
-    res.send('ok');
-  });
-  a.get('/fail', (_req, res) => {
-    res.sendStatus(400);
-  });
-  a.use((error: Error, _req: Request, res: Response, _next: NextFunction) => {
-    res.status(500).send(`app error handler: ${error.message}`);
-  });
-  return a;
-}
-
-async function statuses(served: express.Express, path: string, n: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) out.push((await supertest(served).get(path)).status);
-  return out;
 }
 
 describe('rate-limit-redis behind fromExpressRateLimit', () => {

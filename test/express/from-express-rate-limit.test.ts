@@ -20,33 +20,11 @@ import { rateLimit as expressRateLimit } from 'express-rate-limit';
 import supertest from 'supertest';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FirstHitMemoryStore } from '../../packages/express/src/erl/memory-store.js';
+import { app, statuses } from './erl-app.js';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 30);
 
-/** An app with `limiter` in front of `/` (200), `/fail` (400) and an error handler that says what reached it. */
-function app(limiter: RequestHandler, before?: RequestHandler) {
-  const a = express();
-  if (before !== undefined) a.use(before);
-  a.use(limiter);
-  a.get('/', (_req, res) => {
-    res.send('ok');
-  });
-  a.get('/fail', (_req, res) => {
-    res.sendStatus(400);
-  });
-  a.use((error: Error, _req: Request, res: Response, _next: NextFunction) => {
-    res.status(500).send(`app error handler: ${error.message}`);
-  });
-  return a;
-}
-
 const erl = (options?: ExpressRateLimitOptions) => rateLimit(fromExpressRateLimit(options));
-
-async function statuses(served: express.Express, path: string, n: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) out.push((await supertest(served).get(path)).status);
-  return out;
-}
 
 const quiet = () => ({ error: vi.fn(), warn: vi.fn() });
 

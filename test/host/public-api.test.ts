@@ -12,6 +12,7 @@ const STATE = [
   'EnvOwner',
   'MAX_KEY_BYTES',
   'Queued',
+  'StateBatch',
   'StateDb',
   'StateDbOptions',
   'StateTxn',

@@ -36,6 +36,19 @@ async function flood(url: string, count: number, sockets: number): Promise<numbe
   }
 }
 
+/**
+ * `increment(key, ttl, limit, blockDuration, name)` on a SluiceThrottlerStorage over a MemoryStore,
+ * each hit at the time it is given (the store's clock).
+ */
+function hitsAt(key: string, ttl: number, limit: number, blockDuration: number) {
+  let now = 0;
+  const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
+  return (at: number, name = 'default') => {
+    now = at;
+    return storage.increment(key, ttl, limit, blockDuration, name);
+  };
+}
+
 describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
   it('a flood of 1000 requests against a limit of 100 on Redis admits exactly 100 (nestjs/throttler#1303)', async () => {
     // The issue: a get-then-set Redis storage let ~400 of 1000 flood requests through. Each
@@ -84,36 +97,21 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
   });
 
   it('answers the record @nestjs/throttler reads: hits, expiry and the block (blockDuration from the refusal on)', async () => {
-    let now = 0;
-    const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
-    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toEqual({
+    const hit = hitsAt('k', 10_000, 2, 10_000);
+    expect(await hit(0)).toEqual({
       totalHits: 1,
       timeToExpire: 10,
       isBlocked: false,
       timeToBlockExpire: 0,
     });
-    now = 4_000;
-    expect((await storage.increment('k', 10_000, 2, 10_000, 'default')).totalHits).toBe(2);
+    expect((await hit(4_000)).totalHits).toBe(2);
     // Over the limit: blocked for blockDuration (10 s) from now, as the default storage blocks.
-    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toMatchObject({
-      totalHits: 3,
-      isBlocked: true,
-      timeToBlockExpire: 10,
-    });
+    expect(await hit(4_000)).toMatchObject({ totalHits: 3, isBlocked: true, timeToBlockExpire: 10 });
     // Another throttler name counts on its own.
-    expect((await storage.increment('k', 10_000, 2, 10_000, 'burst')).isBlocked).toBe(false);
+    expect((await hit(4_000, 'burst')).isBlocked).toBe(false);
     // The window has passed, the block has not (it was 9 s out of a fixed window here before).
-    now = 10_000;
-    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toMatchObject({
-      isBlocked: true,
-      timeToBlockExpire: 4,
-    });
-    now = 14_000;
-    expect(await storage.increment('k', 10_000, 2, 10_000, 'default')).toMatchObject({
-      totalHits: 1,
-      isBlocked: false,
-      timeToBlockExpire: 0,
-    });
+    expect(await hit(10_000)).toMatchObject({ isBlocked: true, timeToBlockExpire: 4 });
+    expect(await hit(14_000)).toMatchObject({ totalHits: 1, isBlocked: false, timeToBlockExpire: 0 });
     expect(() => new SluiceThrottlerStorage({} as never)).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_MISSING_OPTION' }),
     );
@@ -122,36 +120,23 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
   it('regression: each hit expires ttl after it happened, as the default storage counts; a burst across a wall-clock boundary is not doubled (issue 32.7)', async () => {
     // 2 per 10 s; the burst straddles 1_000_010_000, a multiple of 10 s. Counted in windows aligned
     // to the clock, it passed 4 in 150 ms (a login throttle doubled).
-    let now = 1_000_009_900;
-    const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
+    const hit = hitsAt('login', 10_000, 2, 0);
     const blocked: boolean[] = [];
     for (const at of [1_000_009_900, 1_000_009_950, 1_000_010_000, 1_000_010_050]) {
-      now = at;
-      blocked.push((await storage.increment('login', 10_000, 2, 0, 'default')).isBlocked);
+      blocked.push((await hit(at)).isBlocked);
     }
     expect(blocked).toEqual([false, false, true, true]);
     // 10 s after the first hit, one place is back; after the second, two.
-    now = 1_000_019_900;
-    expect((await storage.increment('login', 10_000, 2, 0, 'default')).isBlocked).toBe(false);
-    expect((await storage.increment('login', 10_000, 2, 0, 'default')).isBlocked).toBe(true);
+    expect((await hit(1_000_019_900)).isBlocked).toBe(false);
+    expect((await hit(1_000_019_900)).isBlocked).toBe(true);
   });
 
   it('regression: blockDuration longer than the window keeps the client out for the block (issue 32.7: back after 1 s of 5)', async () => {
-    let now = 0;
-    const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
-    expect((await storage.increment('k', 1_000, 1, 5_000, 'default')).isBlocked).toBe(false);
-    now = 100;
-    expect(await storage.increment('k', 1_000, 1, 5_000, 'default')).toMatchObject({
-      isBlocked: true,
-      timeToBlockExpire: 5,
-    });
-    now = 1_500;
-    expect(await storage.increment('k', 1_000, 1, 5_000, 'default')).toMatchObject({
-      isBlocked: true,
-      timeToBlockExpire: 4,
-    });
-    now = 5_100;
-    expect((await storage.increment('k', 1_000, 1, 5_000, 'default')).isBlocked).toBe(false);
+    const hit = hitsAt('k', 1_000, 1, 5_000);
+    expect((await hit(0)).isBlocked).toBe(false);
+    expect(await hit(100)).toMatchObject({ isBlocked: true, timeToBlockExpire: 5 });
+    expect(await hit(1_500)).toMatchObject({ isBlocked: true, timeToBlockExpire: 4 });
+    expect((await hit(5_100)).isBlocked).toBe(false);
   });
 
   it('regression: a block shorter than ttl forgets the hits before it, as the default storage does (the key starts afresh)', async () => {

@@ -37,6 +37,19 @@ export const clientFamilyName: ClientFamilyName = (() => {
   return name as ClientFamilyName;
 })();
 
+/**
+ * Whether what a suite does without the family's own client runs exactly as in project `ioredis`
+ * (which runs every file on ioredis 5), so that running it here again repeats it to the letter:
+ * anything on a memory store, on any family but ioredis; under node-redis also a store given the
+ * tests' own clients (ioredis 5's) rather than `storeClient`'s twin. Such blocks are skipped here.
+ */
+export const repeatsIoredis = {
+  /** A block with no Redis client at all (a memory store, in process). */
+  withoutRedis: clientFamilyName !== 'ioredis',
+  /** A store given the tests' own client directly (not `storeClient`): ioredis 5's under node-redis. */
+  ownClient: clientFamilyName === 'node-redis',
+};
+
 /** `new Redis(...)` of the family under test. */
 export const Redis = CLIENT_FAMILIES[clientFamilyName].Redis;
 /** `new Cluster(...)` of the family under test. */

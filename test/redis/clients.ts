@@ -8,6 +8,7 @@ export {
   Cluster,
   clientFamilyName,
   Redis,
+  repeatsIoredis,
   storeClient,
 } from './client-family.js';
 

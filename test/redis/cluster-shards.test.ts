@@ -2,6 +2,7 @@ import { type Decision, fixedWindow, Limiter } from '@sluice/core';
 import { type BreakerState, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { hashSlot } from '../../packages/redis/src/slot.js';
+import { forgetWarnings } from '../setup/process-warnings.js';
 import { type RedisProcess, startCluster } from '../setup/redis-server.js';
 import { Cluster, storeClient, storeClientReady } from './client-family.js';
 import { uniquePrefix } from './clients.js';
@@ -12,9 +13,10 @@ import { uniquePrefix } from './clients.js';
 
 const algorithm = fixedWindow({ limit: 100, window: 60_000 });
 
-// Runs first in this file: the warning is written once per process.
 describe('a Cluster client whose failover retry cannot fit in the timeout', () => {
   it('regression: is warned about at creation, once, with a code (a planned failover was answered by the policy)', () => {
+    // The warning is written once per process: start from none given (another file may have).
+    forgetWarnings();
     const ports = inject('redisClusterPorts');
     const lines: string[] = [];
     const logger = { warn: (line: string) => lines.push(line) };

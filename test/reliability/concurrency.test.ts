@@ -27,7 +27,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Cluster, Redis } from '../redis/client-family.js';
-import { connectCluster, connectRedis, storeClient } from '../redis/clients.js';
+import { connectCluster, connectRedis, repeatsIoredis, storeClient } from '../redis/clients.js';
 import type { AlgorithmSpec, AppConfig, RouteSpec } from './app-config.js';
 import {
   type AppProcess,
@@ -301,7 +301,8 @@ describe('three app processes (Express, Fastify, Express) on one Redis', () => {
   });
 });
 
-describe('memory store, one process', () => {
+// In process on a memory store: the same in every client project, run once (project ioredis).
+describe.skipIf(repeatsIoredis.withoutRedis)('memory store, one process', () => {
   const servers: Server[] = [];
   afterAll(async () => {
     for (const server of servers) {

@@ -62,8 +62,9 @@ export {
 export { guardFunctionName, named, RATE_LIMIT_FUNCTION_NAME } from './http/middleware-name.js';
 export type { NodeExchangeParts, NodeResponse } from './http/node-exchange.js';
 export { nodeExchange, nodeResponseHeaders, stringHeader, writeProblem } from './http/node-exchange.js';
+export { firstInProcess } from './http/once-per-process.js';
 export type { HttpLimit, HttpLimitOptions } from './http/options.js';
-export { HTTP_OPTIONS } from './http/options.js';
+export { HTTP_OPTIONS, LIMIT_OPTIONS } from './http/options.js';
 export type { Refusal } from './http/problem.js';
 export { PROBLEM_CONTENT_TYPE, refusal } from './http/problem.js';
 export { HttpLimiter, httpLimits } from './http/rate-limit.js';

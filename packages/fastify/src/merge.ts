@@ -1,4 +1,4 @@
-import { type HttpLimit, httpLimits } from '@sluice/core/adapter';
+import { type HttpLimit, httpLimits, LIMIT_OPTIONS } from '@sluice/core/adapter';
 import type { FastifyRequest } from 'fastify';
 import type { SluiceOptions } from './options.js';
 import { scopedToRoute } from './route-scope.js';
@@ -7,16 +7,6 @@ type Limits = readonly HttpLimit<FastifyRequest>[];
 
 const nameOf = (limit: HttpLimit<FastifyRequest>): string =>
   limit.name ?? (typeof limit.algorithm === 'function' ? '' : limit.algorithm?.kind);
-
-/** The options that make the limits (the rest are settings): what `merge` combines by name. */
-export const LIMIT_FIELDS = [
-  'limits',
-  'algorithm',
-  'key',
-  'name',
-  'enforce',
-  'block',
-] as const satisfies readonly (keyof SluiceOptions)[];
 
 function hasLimits(options: SluiceOptions): boolean {
   return options.limits !== undefined || options.algorithm !== undefined;
@@ -34,7 +24,7 @@ function overrides(route: SluiceOptions): Partial<HttpLimit<FastifyRequest>> | u
 /** The options without the limit fields, which `merge` combines by name instead. */
 function settings(options: SluiceOptions): SluiceOptions {
   const rest: Record<string, unknown> = { ...options };
-  for (const field of LIMIT_FIELDS) delete rest[field];
+  for (const field of LIMIT_OPTIONS) delete rest[field];
   return rest as SluiceOptions;
 }
 

@@ -11,6 +11,7 @@ import {
   HTTP_OPTIONS,
   type HttpGuard,
   HttpLimiter,
+  LIMIT_OPTIONS,
   oneOfOption,
   withControl,
 } from '@sluice/core/adapter';
@@ -19,7 +20,7 @@ import fp from 'fastify-plugin';
 import { fastifyAccess } from './access.js';
 import { fastifyDefaults } from './defaults.js';
 import { guardHook, rateLimitHook, type SluiceHook } from './hook.js';
-import { decoratorOptions, LIMIT_FIELDS, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
+import { decoratorOptions, mergeGuardOptions, mergeRouteOptions, withStore } from './merge.js';
 import {
   FASTIFY_OPTIONS,
   type FastifyHookOptions,
@@ -49,7 +50,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
   ]);
   const { concurrencyLimit, fleetShed, utilizationShed, global: applies, ...limitOptions } = options;
   const everywhere = booleanOption('global', applies ?? true);
-  const stray = LIMIT_FIELDS.find((field) => limitOptions[field] !== undefined);
+  const stray = LIMIT_OPTIONS.find((field) => limitOptions[field] !== undefined);
   if (!everywhere && stray !== undefined) {
     throw new SluiceError(
       ErrorCode.INVALID_OPTION,

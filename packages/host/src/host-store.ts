@@ -75,7 +75,7 @@ export class HostStore implements Store {
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
     const blockIds = blockIdsOf(calls);
-    return this.run((tx) => checkIn(tx, calls, ids, blockIds, now ?? tx.now, tx.now));
+    return this.run((tx) => checkIn(tx, { calls, ids, blockIds, now: now ?? tx.now, storeNow: tx.now }));
   }
 
   /** The Limiter's direct path for one plain limit: what `consume` answers, without the arrays. */
@@ -98,7 +98,13 @@ export class HostStore implements Store {
     if (this.closing !== undefined) throw shutDown();
     const storeNow = this.clock();
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
-    return peekIn(this.db.snapshot(), calls, ids, blockIdsOf(calls), now ?? storeNow, storeNow);
+    return peekIn(this.db.snapshot(), {
+      calls,
+      ids,
+      blockIds: blockIdsOf(calls),
+      now: now ?? storeNow,
+      storeNow,
+    });
   }
 
   /** Forgets each limit's state and block record for its key. */
@@ -113,13 +119,13 @@ export class HostStore implements Store {
   /** Gives back units taken earlier (`Algorithm.refund`). */
   refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
-    return this.run((tx) => refundIn(tx, calls, ids, now ?? tx.now, tx.now));
+    return this.run((tx) => refundIn(tx, { calls, ids, now: now ?? tx.now, storeNow: tx.now }));
   }
 
   /** Takes up to each call's cost, never below zero (core's `chargeStep`); answers the units taken. */
   charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[]> {
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
-    return this.run((tx) => chargeIn(tx, calls, ids, now ?? tx.now, tx.now));
+    return this.run((tx) => chargeIn(tx, { calls, ids, now: now ?? tx.now, storeNow: tx.now }));
   }
 
   /**

@@ -13,11 +13,21 @@ import type { StateTxn } from './state-txn.js';
 /**
  * Each `Store` operation over the states of a batch of limits, as one step inside a write
  * transaction (a StateTxn): sluice-server's `SL.*` commands and HostStore run the same steps, so
- * a decision is the same whichever of them makes it. `ids[i]` is where `calls[i]`'s state is
- * stored (stored-key.ts), `blockIds[i]` where its block record is (only for a call with `block`).
- * `now` is the decision's time (the caller's, or the store's clock), `storeNow` the store's clock,
- * which expiry runs on (inside a transaction, StateTxn.now: read once LMDB's lock is held).
+ * a decision is the same whichever of them makes it.
  */
+
+/** A batch of limits and where their states are, at one time. */
+export interface StateBatch {
+  readonly calls: readonly LimitCall[];
+  /** Where `calls[i]`'s state is stored (stored-key.ts). */
+  readonly ids: readonly string[];
+  /** Where `calls[i]`'s block record is (only for a call with `block`); absent when no call has one. */
+  readonly blockIds?: readonly (string | undefined)[] | undefined;
+  /** The decision's time: the caller's, or the store's clock. */
+  readonly now: number;
+  /** The store's clock, which expiry runs on (inside a transaction, StateTxn.now: read once LMDB's lock is held). */
+  readonly storeNow: number;
+}
 
 /**
  * Stores `next` for a call (`undefined` deletes it), for as long as the algorithm says it matters
@@ -37,14 +47,7 @@ function blocksOf(
 }
 
 /** consume: the all-or-nothing step over the batch (core's batchStep), its writes made. */
-export function checkIn(
-  tx: StateTxn,
-  calls: readonly LimitCall[],
-  ids: readonly string[],
-  blockIds: readonly (string | undefined)[] | undefined,
-  now: number,
-  storeNow: number,
-): Decision[] {
+export function checkIn(tx: StateTxn, { calls, ids, blockIds, now, storeNow }: StateBatch): Decision[] {
   const states = ids.map((id) => tx.read(id, storeNow));
   const step = batchStep(calls, states, now, blocksOf(tx, blockIds, storeNow));
   for (let i = 0; i < calls.length; i++) {
@@ -73,14 +76,7 @@ export function checkOneIn(
 }
 
 /** peek: each limit's decision as it stands (a block first), nothing written. */
-export function peekIn(
-  reader: StateReader,
-  calls: readonly LimitCall[],
-  ids: readonly string[],
-  blockIds: readonly (string | undefined)[] | undefined,
-  now: number,
-  storeNow: number,
-): Decision[] {
+export function peekIn(reader: StateReader, { calls, ids, blockIds, now, storeNow }: StateBatch): Decision[] {
   const blocks = blocksOf(reader, blockIds, storeNow);
   return calls.map((call, i) => {
     const left = blocks === undefined ? 0 : blockLeft(blocks[i], now);
@@ -90,13 +86,7 @@ export function peekIn(
 }
 
 /** refund: each stored state given its units back (`Algorithm.refund`; a call without it is passed over). */
-export function refundIn(
-  tx: StateTxn,
-  calls: readonly LimitCall[],
-  ids: readonly string[],
-  now: number,
-  storeNow: number,
-): void {
+export function refundIn(tx: StateTxn, { calls, ids, now, storeNow }: StateBatch): void {
   calls.forEach((call, i) => {
     const state = tx.read(ids[i]!, storeNow);
     if (state === undefined || call.algorithm.refund === undefined) return;
@@ -105,13 +95,7 @@ export function refundIn(
 }
 
 /** charge: up to each call's cost taken, never below zero (core's chargeStep); the units each took. */
-export function chargeIn(
-  tx: StateTxn,
-  calls: readonly LimitCall[],
-  ids: readonly string[],
-  now: number,
-  storeNow: number,
-): number[] {
+export function chargeIn(tx: StateTxn, { calls, ids, now, storeNow }: StateBatch): number[] {
   return calls.map((call, i) => {
     const step = chargeStep(call, tx.read(ids[i]!, storeNow), now);
     if (step.state !== UNCHANGED) writeState(tx, call.algorithm, ids[i]!, step.state, now);

@@ -4,6 +4,7 @@
 
 export type { EnvOwner } from './data-dir.js';
 export { acquireIn, peekLeaseIn, releaseIn } from './lease-steps.js';
+export type { StateBatch } from './limit-steps.js';
 export { chargeIn, checkIn, peekIn, refundIn, resetIn } from './limit-steps.js';
 export type { Durability, StateDbOptions } from './state-db.js';
 export { Queued, StateDb } from './state-db.js';

@@ -1,3 +1,4 @@
+import { firstInProcess } from '@sluice/core/adapter';
 import type { RedisClient } from './client.js';
 import type { StoreLogger } from './gate/failure-options.js';
 
@@ -57,12 +58,12 @@ export function clusterDownRetryWarning(client: RedisClient, timeout: number): s
 }
 
 /**
- * A configuration warning, once per process and code: to the store's logger, else (the user took
- * failures to `onError`) as a Node process warning with its code.
+ * A configuration warning, once per process and code (core's `firstInProcess`, which every sluice
+ * package shares, so two copies of this one in an app warn once too): to the store's logger, else
+ * (the user took failures to `onError`) as a Node process warning with its code.
  */
 export function warn(logger: StoreLogger | undefined, code: string, message: string): void {
-  if (warned.has(code)) return;
-  warned.add(code);
+  if (!firstInProcess(code)) return;
   if (logger !== undefined) {
     try {
       logger.warn(`[sluice] [${code}] ${message}`);
@@ -71,5 +72,3 @@ export function warn(logger: StoreLogger | undefined, code: string, message: str
     }
   } else process.emitWarning(message, { code });
 }
-
-const warned = new Set<string>();

@@ -1,12 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  type Algorithm,
-  type Decision,
-  ErrorCode,
-  type LimitCall,
-  SluiceError,
-  type Store,
-} from '@sluice/core';
+import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
 import { batchStep, chargeStep, UNCHANGED } from '@sluice/core/adapter';
 import { watchClusterNodes } from './cluster-nodes.js';
 import type { BreakerState } from './gate/breaker.js';
@@ -17,6 +10,7 @@ import { RESET_SCRIPT } from './scripts/reset-script.js';
 import { SYNC_SCRIPT } from './scripts/sync-script.js';
 import { ExactPath } from './synced/exact-path.js';
 import { type Entry, LocalTable } from './synced/local-table.js';
+import { assertNoBlocks } from './synced/no-blocks.js';
 import {
   type ResolvedSyncedOptions,
   resolveSyncedOptions,
@@ -275,23 +269,6 @@ export class SyncedStore implements Store {
     const entry = this.table.entry(algorithm, key);
     this.queue.add(entry);
     return entry;
-  }
-}
-
-/**
- * A block is one key's refusal for a while after it went over its limit: each node would block on
- * its own view, at its own time, and the fleet would not agree on it. Refused, coded, rather than
- * answered as a plain limit that never blocks.
- */
-function assertNoBlocks(calls: readonly LimitCall[]): void {
-  for (const call of calls) {
-    if (call.block !== undefined) {
-      throw new SluiceError(
-        ErrorCode.UNSUPPORTED,
-        `SyncedStore does not support block on limit ${JSON.stringify(call.policy)}; use RedisStore or MemoryStore for it`,
-        { option: 'block', value: call.policy },
-      );
-    }
   }
 }
 

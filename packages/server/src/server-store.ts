@@ -88,8 +88,11 @@ export class ServerStore implements Store {
     return this.client ?? this.ring!.nodeFor(key);
   }
 
-  /** The calls grouped by the server owning their key, with their positions in `calls`. */
-  private groups<C extends Pick<LimitCall, 'key'>>(calls: readonly C[]): Map<Redis, number[]> {
+  /**
+   * The calls split by the server owning their key: each part with its calls' positions in
+   * `calls`, those calls, and that server's failure handling (breaker, timeout, policy).
+   */
+  private parts<C extends Pick<LimitCall, 'key'>>(calls: readonly C[]): ServerPart<C>[] {
     const groups = new Map<Redis, number[]>();
     calls.forEach((call, i) => {
       const client = this.clientFor(call.key);
@@ -97,7 +100,12 @@ export class ServerStore implements Store {
       if (group === undefined) groups.set(client, [i]);
       else group.push(i);
     });
-    return groups;
+    return [...groups].map(([client, indices]) => ({
+      client,
+      indices,
+      mine: groups.size === 1 ? calls : indices.map((i) => calls[i]!),
+      ...this.callsTo(client),
+    }));
   }
 
   private args(
@@ -124,10 +132,9 @@ export class ServerStore implements Store {
   async consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     assertPlainCalls(calls);
     const at = now ?? this.clock?.();
-    const groups = [...this.groups(calls)];
-    if (groups.length === 1) {
-      const [client] = groups[0]!;
-      const { gate, answers } = this.callsTo(client);
+    const parts = this.parts(calls);
+    if (parts.length === 1) {
+      const { client, gate, answers } = parts[0]!;
       return gate.map(
         'consume',
         calls.length,
@@ -136,32 +143,28 @@ export class ServerStore implements Store {
         () => answers.consume(calls, now),
       );
     }
-    // Which groups the failure policy answered: their refund goes to it, not to their server.
-    const byPolicy = groups.map(() => false);
+    // Which parts the failure policy answered: their refund goes to it, not to their server.
+    const byPolicy = parts.map(() => false);
     const results = await Promise.all(
-      groups.map(([client, indices], g) => {
-        const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.callsTo(client);
-        return gate.map(
+      parts.map(({ client, mine, gate, answers }, p) =>
+        gate.map(
           'consume',
           mine.length,
           () => client.call('SL.CHECK', ...this.args(mine, at, true)),
           (reply) => compactDecisions(reply as Reply, mine),
           () => {
-            byPolicy[g] = true;
+            byPolicy[p] = true;
             return answers.consume(mine, now);
           },
-        );
-      }),
+        ),
+      ),
     );
     const admitted = results.map((decisions) => decisions.every((d) => d.allowed));
     if (!admitted.every(Boolean)) {
       await Promise.all(
-        groups.map(async ([client, indices], g) => {
-          if (!admitted[g]) return;
-          const mine = indices.map((i) => calls[i]!);
-          const { gate, answers } = this.callsTo(client);
-          if (byPolicy[g]) await answers.refund(mine, now);
+        parts.map(async ({ client, mine, gate, answers }, p) => {
+          if (!admitted[p]) return;
+          if (byPolicy[p]) await answers.refund(mine, now);
           else
             await gate.compensate('rollback', mine.length, () =>
               client.call('SL.REFUND', ...this.args(mine, at)),
@@ -169,36 +172,25 @@ export class ServerStore implements Store {
         }),
       );
     }
-    const decisions: Decision[] = new Array(calls.length);
-    results.forEach((result, g) => {
-      groups[g]![1].forEach((i, j) => {
-        decisions[i] = result[j]!;
-      });
-    });
-    return decisions;
+    return inPlace(calls.length, parts, results);
   }
 
   async peek(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     assertPlainCalls(calls);
     const at = now ?? this.clock?.();
-    const decisions: Decision[] = new Array(calls.length);
-    await Promise.all(
-      [...this.groups(calls)].map(async ([client, indices]) => {
-        const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.callsTo(client);
-        const reply = await gate.map(
+    const parts = this.parts(calls);
+    const replies = await Promise.all(
+      parts.map(({ client, mine, gate, answers }) =>
+        gate.map(
           'peek',
           mine.length,
           () => client.call('SL.PEEK', ...this.args(mine, at, true)),
           (reply) => compactDecisions(reply as Reply, mine),
           () => answers.peek(mine, now),
-        );
-        indices.forEach((i, j) => {
-          decisions[i] = reply[j]!;
-        });
-      }),
+        ),
+      ),
     );
-    return decisions;
+    return inPlace(calls.length, parts, replies);
   }
 
   /**
@@ -209,16 +201,14 @@ export class ServerStore implements Store {
   async refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
     const at = now ?? this.clock?.();
     await Promise.all(
-      [...this.groups(calls)].map(([client, indices]) => {
-        const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.callsTo(client);
-        return gate.run(
+      this.parts(calls).map(({ client, mine, gate, answers }) =>
+        gate.run(
           'refund',
           mine.length,
           () => client.call('SL.REFUND', ...this.args(mine, at)).then(() => undefined),
           () => answers.refund(mine, now),
-        );
-      }),
+        ),
+      ),
     );
   }
 
@@ -229,40 +219,29 @@ export class ServerStore implements Store {
    */
   async charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[]> {
     const at = now ?? this.clock?.();
-    const taken = calls.map(() => 0);
-    await Promise.all(
-      [...this.groups(calls)].map(async ([client, indices]) => {
-        const mine = indices.map((i) => calls[i]!);
-        const { gate, answers } = this.callsTo(client);
-        const units = await gate.map(
+    const parts = this.parts(calls);
+    const units = await Promise.all(
+      parts.map(async ({ client, mine, gate, answers }) => {
+        const taken = await gate.map(
           'charge',
           mine.length,
           () => client.call('SL.CHARGE', ...this.args(mine, at)),
           (reply) => (reply as unknown[]).map(Number),
           () => answers.charge(mine, now),
         );
-        indices.forEach((i, j) => {
-          taken[i] = units?.[j] ?? 0;
-        });
+        // Nothing taken where neither the server nor a fallback store took the charge.
+        return taken ?? mine.map(() => 0);
       }),
     );
-    return taken;
+    return inPlace(calls.length, parts, units);
   }
 
   /** Deletes the limits' state (and the fallback store's). Rejects with `ERR_SLUICE_STORE_FAILURE` when a server fails. */
   async reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): Promise<void> {
     await this.fallback?.reset(calls);
     await Promise.all(
-      [...this.groups(calls)].map(([client, indices]) =>
-        this.callsTo(client).gate.strict('reset', indices.length, () =>
-          client.call(
-            'SL.RESET',
-            ...this.args(
-              indices.map((i) => calls[i]!),
-              undefined,
-            ),
-          ),
-        ),
+      this.parts(calls).map(({ client, mine, gate }) =>
+        gate.strict('reset', mine.length, () => client.call('SL.RESET', ...this.args(mine, undefined))),
       ),
     );
   }
@@ -272,6 +251,30 @@ export class ServerStore implements Store {
     for (const calls of this.calls.values()) calls.leases.clear();
     await this.fallback?.shutdown();
   }
+}
+
+/** The calls of one server (`ServerStore.parts`). */
+interface ServerPart<C> extends RemoteCalls {
+  readonly client: Redis;
+  /** The positions in the batch of this server's calls. */
+  readonly indices: readonly number[];
+  /** This server's calls, in batch order. */
+  readonly mine: readonly C[];
+}
+
+/** Each part's answers (one per call of the part) placed at its calls' positions in the batch. */
+function inPlace<T>(
+  length: number,
+  parts: readonly ServerPart<unknown>[],
+  answers: readonly (readonly T[])[],
+): T[] {
+  const all: T[] = new Array(length);
+  parts.forEach(({ indices }, p) => {
+    indices.forEach((i, j) => {
+      all[i] = answers[p]![j]!;
+    });
+  });
+  return all;
 }
 
 function assertClient(option: string, client: unknown): asserts client is Redis {

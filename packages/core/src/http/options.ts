@@ -210,14 +210,22 @@ export interface HttpLimitOptions<Req> {
   hold?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-/** The option names every adapter accepts; each adapter adds its own. */
-export const HTTP_OPTIONS = [
+/**
+ * The options that make the limits (the rest are settings): what Fastify's route options merge
+ * by name over the plugin's.
+ */
+export const LIMIT_OPTIONS = [
   'limits',
   'algorithm',
   'key',
   'name',
   'enforce',
   'block',
+] as const satisfies readonly (keyof HttpLimitOptions<unknown>)[];
+
+/** The option names every adapter accepts; each adapter adds its own. */
+export const HTTP_OPTIONS = [
+  ...LIMIT_OPTIONS,
   'store',
   'headers',
   'skip',

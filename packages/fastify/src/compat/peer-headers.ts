@@ -65,15 +65,13 @@ export function writeAdmittedHeaders(
   if (on[labels.reset]) reply.header(labels.reset, state.resetSeconds);
 }
 
-/** The headers of a refused request (`addHeaders`): remaining is 0, `Retry-After` the reset. */
+/** The headers of a refused request (`addHeaders`): the same three, remaining 0, then `Retry-After` the reset. */
 export function writeRefusedHeaders(
   reply: FastifyReply,
   labels: HeaderLabels,
   on: HeaderSwitches,
   state: PeerState,
 ): void {
-  if (on[labels.limit]) reply.header(labels.limit, state.max);
-  if (on[labels.remaining]) reply.header(labels.remaining, 0);
-  if (on[labels.reset]) reply.header(labels.reset, state.resetSeconds);
+  writeAdmittedHeaders(reply, labels, on, { ...state, remaining: 0 });
   if (on[labels.retryAfter]) reply.header(labels.retryAfter, state.resetSeconds);
 }

@@ -1,7 +1,16 @@
 import type { LimitCall } from '@sluice/core';
 import { type Algorithm, type Decision, ErrorCode, SluiceError } from '@sluice/core';
 import { combine } from '@sluice/core/adapter';
-import { chargeIn, checkIn, peekIn, refundIn, resetIn, type StateTxn, storedId } from '@sluice/host/state';
+import {
+  chargeIn,
+  checkIn,
+  peekIn,
+  refundIn,
+  resetIn,
+  type StateBatch,
+  type StateTxn,
+  storedId,
+} from '@sluice/host/state';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
 import { keyTooLong } from '../key-too-long.js';
 import * as resp from '../resp.js';
@@ -161,14 +170,12 @@ function replyOf(parsed: Parsed, decisions: readonly Decision[]): resp.Reply {
   return parsed.compact ? compactReply(decisions) : decisionReply(decisions);
 }
 
-/** The parts of a parsed command a step runs on: its calls, their stored keys, their time. */
-interface Step {
+/**
+ * The parts of a parsed command a step runs on: its calls, their stored keys, their time (`now`:
+ * AT, or the server clock read in the transaction; `storeNow`: that clock, for expiry).
+ */
+interface Step extends StateBatch {
   readonly calls: readonly ParsedCall[];
-  readonly ids: readonly string[];
-  /** The decision's time: AT, or the server clock read in the transaction. */
-  readonly now: number;
-  /** The server clock read in the transaction (expiry): StateTxn.now. */
-  readonly serverNow: number;
 }
 
 /**
@@ -186,38 +193,34 @@ function overStates(
   const calls = parsed.calls;
   const ids = calls.map((call) => call.id);
   return ctx.db.enqueue((tx) =>
-    body(tx, { calls, ids, now: parsed.now ?? tx.now, serverNow: tx.now }, parsed),
+    body(tx, { calls, ids, now: parsed.now ?? tx.now, storeNow: tx.now }, parsed),
   );
 }
 
 function check(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }, parsed) =>
-    replyOf(parsed, checkIn(tx, calls, ids, undefined, now, serverNow)),
-  );
+  return overStates(args, ctx, (tx, step, parsed) => replyOf(parsed, checkIn(tx, step)));
 }
 
 function peek(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }, parsed) =>
-    replyOf(parsed, peekIn(tx, calls, ids, undefined, now, serverNow)),
-  );
+  return overStates(args, ctx, (tx, step, parsed) => replyOf(parsed, peekIn(tx, step)));
 }
 
 function refund(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }) => {
-    refundIn(tx, calls, ids, now, serverNow);
+  return overStates(args, ctx, (tx, step) => {
+    refundIn(tx, step);
     return resp.OK;
   });
 }
 
 function charge(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (tx, { calls, ids, now, serverNow }) =>
-    resp.array(chargeIn(tx, calls, ids, now, serverNow).map((taken) => resp.integer(taken))),
+  return overStates(args, ctx, (tx, step) =>
+    resp.array(chargeIn(tx, step).map((taken) => resp.integer(taken))),
   );
 }
 
 function reset(args: readonly Buffer[], ctx: CommandContext): CommandResult {
-  return overStates(args, ctx, (tx, { ids, serverNow }) => {
-    resetIn(tx, ids, serverNow);
+  return overStates(args, ctx, (tx, { ids, storeNow }) => {
+    resetIn(tx, ids, storeNow);
     return resp.OK;
   });
 }
