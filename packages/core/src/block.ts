@@ -1,4 +1,4 @@
-import { ceilMs, type Decision, decide, retryMs } from './decision.js';
+import { ceilMs, type Decision, decide, retryMs, withFields } from './decision.js';
 import { type Duration, MAX_DURATION, parseDuration } from './duration.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { assertKnownOptions } from './validate.js';
@@ -110,9 +110,8 @@ export function blockedDecision(limit: number, left: number, policy: string): De
 
 /** A refusal that started a block of `duration` ms: its retry (and reset) is no sooner than the block's end. */
 export function blockingDecision(decision: Decision, duration: number): Decision {
-  return {
-    ...decision,
+  return withFields(decision, {
     resetAfter: Math.max(decision.resetAfter, ceilMs(duration)),
     retryAfter: Math.max(decision.retryAfter, retryMs(duration)),
-  };
+  });
 }
