@@ -31,7 +31,12 @@ const ALGORITHMS: readonly Algorithm[] = [
   slidingWindowCounter({ limit: 5, window: 1000, precision: 10 }),
   leakyBucketQueue({ rate: 2, period: 1000, burst: 2, queue: 3 }),
 ];
-const BLOCK: BlockPolicy = { duration: 3000, factor: 2, max: 20_000, decay: 10_000 };
+/** No block, a block with a streak, and one that forgets the limit's state as it starts (`reset`). */
+const BLOCKS: readonly (BlockPolicy | undefined)[] = [
+  undefined,
+  { duration: 3000, factor: 2, max: 20_000, decay: 10_000, reset: false },
+  { duration: 1000, factor: 1, max: 1000, decay: 5_000, reset: true },
+];
 
 const limitStep = fc.record({
   op: fc.oneof(
@@ -51,7 +56,7 @@ const limitStep = fc.record({
         { arbitrary: fc.constantFrom('{c}', '\u{1F600}', '\uD800'), weight: 1 },
       ),
       shadow: fc.boolean(),
-      block: fc.boolean(),
+      block: fc.nat(BLOCKS.length - 1),
     }),
     { minLength: 1, maxLength: 2 },
   ),
@@ -81,14 +86,17 @@ describe('HostStore gives MemoryStore’s answers', () => {
         try {
           for (const { op, limits, cost, gap } of trace) {
             now += gap;
-            const calls: LimitCall[] = limits.map((limit, i) => ({
-              algorithm: ALGORITHMS[limit.algorithm]!,
-              key: limit.key,
-              cost,
-              policy: `l${i}`,
-              ...(limit.shadow ? { shadow: true } : {}),
-              ...(limit.block ? { block: BLOCK } : {}),
-            }));
+            const calls: LimitCall[] = limits.map((limit, i) => {
+              const block = BLOCKS[limit.block];
+              return {
+                algorithm: ALGORITHMS[limit.algorithm]!,
+                key: limit.key,
+                cost,
+                policy: `l${i}`,
+                ...(limit.shadow ? { shadow: true } : {}),
+                ...(block ? { block } : {}),
+              };
+            });
             // Half the calls give their time, half leave it to the store's clock.
             const at = gap % 2 === 0 ? now : undefined;
             if (op === 'consume') {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Controller, Get, Module } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
-import { MemoryStore, SluiceThrottlerStorage } from '@sluice/nestjs';
+import { MemoryStore, SluiceThrottlerStorage, type ThrottlerRecord } from '@sluice/nestjs';
 import { RedisStore } from '@sluice/redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectRedis, uniquePrefix } from '../redis/clients.js';
@@ -152,5 +152,27 @@ describe('SluiceThrottlerStorage with @nestjs/throttler', () => {
     });
     now = 5_100;
     expect((await storage.increment('k', 1_000, 1, 5_000, 'default')).isBlocked).toBe(false);
+  });
+
+  it('regression: a block shorter than ttl forgets the hits before it, as the default storage does (the key starts afresh)', async () => {
+    // 3 per 10 s, blocked 2 s. The default storage zeroes the count when the block ends; a log
+    // kept through the block refused the key until 10 s after its first hit.
+    let now = 0;
+    const storage = new SluiceThrottlerStorage({ store: new MemoryStore({ clock: () => now }) });
+    for (; now < 3; now++)
+      expect((await storage.increment('k', 10_000, 3, 2_000, 'default')).isBlocked).toBe(false);
+    expect(await storage.increment('k', 10_000, 3, 2_000, 'default')).toMatchObject({
+      isBlocked: true,
+      timeToBlockExpire: 2,
+    });
+    now = 2_003;
+    const after: ThrottlerRecord[] = [];
+    for (let n = 0; n < 4; n++) after.push(await storage.increment('k', 10_000, 3, 2_000, 'default'));
+    expect(after.map((r) => [r.totalHits, r.isBlocked])).toEqual([
+      [1, false],
+      [2, false],
+      [3, false],
+      [4, true],
+    ]);
   });
 });

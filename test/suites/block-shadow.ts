@@ -60,6 +60,40 @@ export function describeBlockAndShadow(name: string, makeStore: () => Store | Pr
         expect(await l.peek(key, { now: t0 + 5010 })).toMatchObject({ allowed: true, remaining: 1 });
       });
 
+      it('reset: a block that starts forgets the limit’s count, so the key starts afresh when it ends', async () => {
+        // A sliding log of 3 per 10 s, blocked 2 s: without reset, the hits before the block
+        // would still count after it (the window is longer than the block).
+        const algorithm = slidingWindowLog({ limit: 3, window: 10_000 });
+        const forgets = limiter({ name: 'f', algorithm, block: { duration: 2000, reset: true } });
+        const keeps = limiter({ name: 'k', algorithm, block: { duration: 2000 } });
+        // With reset the retry is the block's end; without, when the log frees a slot (10 s after the first hit).
+        for (const [l, label, retryAfter] of [
+          [forgets, 'reset', 2000],
+          [keeps, 'kept', 9997],
+        ] as const) {
+          const key = freshKey(label);
+          for (let at = 0; at < 3; at++) expect(await check(l, key, at)).toMatchObject({ allowed: true });
+          expect(await check(l, key, 3)).toMatchObject({
+            allowed: false,
+            reason: 'rate-limited',
+            retryAfter,
+          });
+          expect(await check(l, key, 1000)).toMatchObject({ allowed: false, reason: 'blocked' });
+        }
+        const reset = freshKey('reset-after');
+        for (let at = 0; at < 3; at++) await check(forgets, reset, at);
+        await check(forgets, reset, 3);
+        // The block's end: three fresh hits, as if the key had never been seen.
+        for (let n = 2; n >= 0; n--)
+          expect(await check(forgets, reset, 2003)).toMatchObject({ allowed: true, remaining: n });
+        expect(await check(forgets, reset, 2003)).toMatchObject({ allowed: false, reason: 'rate-limited' });
+        const kept = freshKey('kept-after');
+        for (let at = 0; at < 3; at++) await check(keeps, kept, at);
+        await check(keeps, kept, 3);
+        // Without reset the three hits still fill the log until 10 s after each.
+        expect(await check(keeps, kept, 2003)).toMatchObject({ allowed: false, reason: 'rate-limited' });
+      });
+
       it('escalates for repeat offenders (factor, max) and forgets the streak after decay', async () => {
         const block = { duration: 1000, factor: 2, max: 3000, decay: 10_000 };
         const l = limiter({ name: 'w', algorithm: fixedWindow({ limit: 1, window: 100 }), block });

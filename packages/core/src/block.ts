@@ -24,6 +24,13 @@ export interface BlockOptions {
    * @default '1d'
    */
   decay?: Duration;
+  /**
+   * When a block starts, forget the limit's own state (its count, its log), so the key starts
+   * afresh when the block ends, as @nestjs/throttler's storage does. Without it the hits before
+   * the block still count afterwards wherever the window outlasts the block.
+   * @default false
+   */
+  reset?: boolean;
 }
 
 /** A limit's block, resolved: every time in ms. */
@@ -32,6 +39,8 @@ export interface BlockPolicy {
   readonly factor: number;
   readonly max: number;
   readonly decay: number;
+  /** Forget the limit's state when a block starts (`BlockOptions.reset`). */
+  readonly reset: boolean;
 }
 
 /**
@@ -40,14 +49,20 @@ export interface BlockPolicy {
  */
 export type BlockState = readonly [until: number, strikes: number];
 
-const KNOWN = ['duration', 'factor', 'max', 'decay'] as const satisfies readonly (keyof BlockOptions)[];
+const KNOWN = [
+  'duration',
+  'factor',
+  'max',
+  'decay',
+  'reset',
+] as const satisfies readonly (keyof BlockOptions)[];
 const DAY = 86_400_000;
 
 /** Reads a limit's `block` option (`'1m'`, or `BlockOptions`); throws a coded error naming `option`. */
 export function resolveBlock(option: string, value: Duration | BlockOptions): BlockPolicy {
   if (typeof value !== 'object' || value === null) {
     const duration = parseDuration(option, value);
-    return Object.freeze({ duration, factor: 1, max: Math.max(duration, DAY), decay: DAY });
+    return Object.freeze({ duration, factor: 1, max: Math.max(duration, DAY), decay: DAY, reset: false });
   }
   assertKnownOptions(option, value, KNOWN);
   const duration = parseDuration(`${option}.duration`, value.duration);
@@ -75,7 +90,15 @@ export function resolveBlock(option: string, value: Duration | BlockOptions): Bl
       { option: `${option}.decay`, value: value.decay },
     );
   }
-  return Object.freeze({ duration, factor, max, decay });
+  const reset = value.reset ?? false;
+  if (typeof reset !== 'boolean') {
+    throw new SluiceError(
+      ErrorCode.INVALID_OPTION,
+      `${option}.reset must be true or false; got ${describeValue(reset)}`,
+      { option: `${option}.reset`, value: reset },
+    );
+  }
+  return Object.freeze({ duration, factor, max, decay, reset });
 }
 
 /** ms left of the block in `state` at `now`; 0 when the key is not blocked. */
@@ -108,10 +131,13 @@ export function blockedDecision(limit: number, left: number, policy: string): De
   return decide(false, limit, 0, ceilMs(left), retryMs(left), 0, policy, 'blocked');
 }
 
-/** A refusal that started a block of `duration` ms: its retry (and reset) is no sooner than the block's end. */
-export function blockingDecision(decision: Decision, duration: number): Decision {
+/**
+ * A refusal that started a block of `duration` ms: its retry (and reset) is no sooner than the
+ * block's end; with `reset` (the limit's state forgotten), exactly the block's end.
+ */
+export function blockingDecision(decision: Decision, duration: number, reset = false): Decision {
   return withFields(decision, {
-    resetAfter: Math.max(decision.resetAfter, ceilMs(duration)),
-    retryAfter: Math.max(decision.retryAfter, retryMs(duration)),
+    resetAfter: reset ? ceilMs(duration) : Math.max(decision.resetAfter, ceilMs(duration)),
+    retryAfter: reset ? retryMs(duration) : Math.max(decision.retryAfter, retryMs(duration)),
   });
 }

@@ -145,7 +145,9 @@ export function batchStep(
   const blockWrites = calls.map((call, i): BlockWrite => {
     if (call.block === undefined || decisions[i]!.reason !== 'rate-limited') return UNCHANGED;
     const started = startBlock(blocks?.[i], call.block, now);
-    decisions[i] = blockingDecision(decisions[i]!, started.duration);
+    decisions[i] = blockingDecision(decisions[i]!, started.duration, call.block.reset);
+    // `reset`: the block forgets the limit's state, so the key starts afresh when it ends.
+    if (call.block.reset) writes[i] = undefined;
     return { state: started.state, ttl: started.ttl };
   });
   return { decisions, writes, blocks: blockWrites };

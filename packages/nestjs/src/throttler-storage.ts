@@ -29,7 +29,8 @@ export interface SluiceThrottlerStorageOptions {
  * It counts as @nestjs/throttler's own storage does: each hit expires `ttl` after it happened (a
  * sliding window log, not windows aligned to the clock, which let a burst across a boundary
  * through twice), and a key that goes over is blocked for `blockDuration` from that hit
- * (`timeToBlockExpire`), whatever the window. One difference, kept: `timeToExpire`
+ * (`timeToBlockExpire`), whatever the window; when the block ends the key starts afresh (the hits
+ * before it are forgotten, as the default storage zeroes its count). One difference, kept: `timeToExpire`
  * (`X-RateLimit-Reset`) is when every counted hit has expired, where the default storage counts
  * down from the first hit of a period and starts again at `ttl`; telling the oldest hit's expiry
  * would cost a second store call per request.
@@ -79,7 +80,15 @@ export class SluiceThrottlerStorage {
       limiter = new Limiter({
         // The name is bound into the stored key: two throttlers with equal settings never share counts.
         // A block of 0 (or less) is none: the hit over the limit is refused, the next one counted.
-        limits: [{ name, algorithm, ...(blockDuration > 0 ? { block: blockDuration } : {}) }],
+        // A block forgets the hits before it (`reset`), as the default storage zeroes its count
+        // when a block ends: a block shorter than `ttl` lets the key start afresh.
+        limits: [
+          {
+            name,
+            algorithm,
+            ...(blockDuration > 0 ? { block: { duration: blockDuration, reset: true } } : {}),
+          },
+        ],
         store: this.store,
       });
       this.limiters.set(id, limiter);

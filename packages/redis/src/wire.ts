@@ -139,8 +139,15 @@ export function callArgs(calls: readonly LimitCall[], time: string, mode: string
     if (shadow !== true && block === undefined) continue;
     args[2] = (args[2] as number) + 1;
     args.push(i + 1, shadow === true ? 1 : 0);
-    if (block === undefined) args.push(0, 0, 0, 0);
-    else args.push(String(block.duration), String(block.factor), String(block.max), String(block.decay));
+    if (block === undefined) args.push(0, 0, 0, 0, 0);
+    else
+      args.push(
+        String(block.duration),
+        String(block.factor),
+        String(block.max),
+        String(block.decay),
+        block.reset ? 1 : 0,
+      );
   }
   for (const call of calls) pushCallArgs(args, call);
   return args;

@@ -875,9 +875,13 @@ local function start_block(key, field, rec, b, now, grace)
   return duration
 end
 
-local function blocking(d, duration)
-  d[4] = math.max(d[4], ceil_ms(duration))
-  d[5] = math.max(d[5], retry_ms(duration))
+local function blocking(d, duration, reset)
+  if reset then
+    d[4], d[5] = ceil_ms(duration), retry_ms(duration)
+  else
+    d[4] = math.max(d[4], ceil_ms(duration))
+    d[5] = math.max(d[5], retry_ms(duration))
+  end
   return d
 end
 
@@ -886,15 +890,15 @@ local mode = ARGV[2]
 local shadow, block = {}, {}
 local noptions = tonumber(ARGV[3])
 for j = 0, noptions - 1 do
-  local o = 4 + j * 6
+  local o = 4 + j * 7
   local i = tonumber(ARGV[o])
   shadow[i] = ARGV[o + 1] == '1'
   local duration = tonumber(ARGV[o + 2])
   if duration > 0 then
-    block[i] = { duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]) }
+    block[i] = { duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]), reset = ARGV[o + 6] == '1' }
   end
 end
-local calls = read_calls(4 + noptions * 6)
+local calls = read_calls(4 + noptions * 7)
 local left = {}
 for i, b in pairs(block) do
   b.key, b.field = KEYS[i], calls[i].field .. ':b'
@@ -943,7 +947,12 @@ for i = 1, #calls do
   -- A limit with a block that refused by itself starts the next block.
   local b = block[i]
   if b and decisions[i][7] == RATE then
-    decisions[i] = blocking(decisions[i], start_block(b.key, b.field, b.rec, b, now, grace))
+    decisions[i] = blocking(decisions[i], start_block(b.key, b.field, b.rec, b, now, grace), b.reset)
+    -- reset: the block forgets the limit's state (a refused limit is never undone by a split refund).
+    if b.reset then
+      redis.call('HDEL', KEYS[i], call.field)
+      written[i] = nil
+    end
   end
   push_decision(out, decisions[i])
 end

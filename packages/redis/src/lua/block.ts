@@ -12,7 +12,8 @@
  * - `blocked_decision(left)`: the refusal of a blocked key (reason `BLOCKED`, nothing left).
  * - `start_block(key, field, rec, b, now, grace)`: writes the next block of the streak for policy `b`
  *   (`duration`, `factor`, `max`, `decay`); returns its duration.
- * - `blocking(d, duration)`: a refusal's retry and reset pushed to the block's end.
+ * - `blocking(d, duration, reset)`: a refusal's retry and reset pushed to the block's end (with
+ *   `reset`, the limit's state forgotten: exactly the block's end).
  */
 export const BLOCK_LUA = `
 local BLOCKED = 3
@@ -54,9 +55,13 @@ local function start_block(key, field, rec, b, now, grace)
   return duration
 end
 
-local function blocking(d, duration)
-  d[4] = math.max(d[4], ceil_ms(duration))
-  d[5] = math.max(d[5], retry_ms(duration))
+local function blocking(d, duration, reset)
+  if reset then
+    d[4], d[5] = ceil_ms(duration), retry_ms(duration)
+  else
+    d[4] = math.max(d[4], ceil_ms(duration))
+    d[5] = math.max(d[5], retry_ms(duration))
+  end
   return d
 end
 `;

@@ -1,8 +1,8 @@
 import { LUA_ALGORITHMS, type LuaAlgorithm, libraryLua } from '../lua/algorithms.js';
 import { BLOCK_LUA } from '../lua/block.js';
 
-/** ARGV per entry of a batch's per-call options: call index, shadow 0/1, block duration, factor, max, decay. */
-export const OPTION_WIDTH = 6;
+/** ARGV per entry of a batch's per-call options: call index, shadow 0/1, block duration, factor, max, decay, reset 0/1. */
+export const OPTION_WIDTH = 7;
 
 /**
  * Evaluates one batch of layered limits, all-or-nothing, as `batchStep` in `@sluice/core`
@@ -20,7 +20,8 @@ export const OPTION_WIDTH = 6;
  *          split refund needs to undo it: one slot of a batch split across Cluster slots)
  * ARGV[3]  E, the number of calls with options (0 for a batch of plain limits)
  * ARGV[4…] E entries of {@link OPTION_WIDTH}: call index, shadow 0/1, block duration ms (0: no
- *          block), factor, max ms, decay ms
+ *          block), factor, max ms, decay ms, reset 0/1 (a block that starts deletes the limit's
+ *          state: `BlockOptions.reset`)
  * then     per call i, in order: algorithm code (see LUA_ALGORITHMS), cost, field (the
  *          limit's, in the hash), the algorithm's params
  *
@@ -46,7 +47,7 @@ for j = 0, noptions - 1 do
   shadow[i] = ARGV[o + 1] == '1'
   local duration = tonumber(ARGV[o + 2])
   if duration > 0 then
-    block[i] = { duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]) }
+    block[i] = { duration = duration, factor = tonumber(ARGV[o + 3]), max = tonumber(ARGV[o + 4]), decay = tonumber(ARGV[o + 5]), reset = ARGV[o + 6] == '1' }
   end
 end
 local calls = read_calls(4 + noptions * ${OPTION_WIDTH})
@@ -98,7 +99,12 @@ for i = 1, #calls do
   -- A limit with a block that refused by itself starts the next block.
   local b = block[i]
   if b and decisions[i][7] == RATE then
-    decisions[i] = blocking(decisions[i], start_block(b.key, b.field, b.rec, b, now, grace))
+    decisions[i] = blocking(decisions[i], start_block(b.key, b.field, b.rec, b, now, grace), b.reset)
+    -- reset: the block forgets the limit's state (a refused limit is never undone by a split refund).
+    if b.reset then
+      redis.call('HDEL', KEYS[i], call.field)
+      written[i] = nil
+    end
   end
   push_decision(out, decisions[i])
 end
