@@ -220,6 +220,8 @@ const ADAPTER = [
   'stringHeader',
   'whenEnded',
   'withControl',
+  // A decision with some fields replaced: a spread would drop `limits`, a getter (issue 36).
+  'withFields',
   'writeProblem',
 ];
 

@@ -12,8 +12,10 @@
  * (`--no-concurrent-recompilation`), so that what is measured does not depend on the load either.
  *
  * Subjects per algorithm, each with the configuration of the in-process table: sluice
- * `new Limiter({ algorithm, store: new MemoryStore(…) }).check(key)` not awaited, the raw step
- * over a `Map` and the floor; on the hot key and cycling through 10,000 keys.
+ * `new Limiter({ algorithm, store: new MemoryStore(…) }).check(key)` not awaited and awaited, the
+ * raw step over a `Map`, the floor, and express-rate-limit's MemoryStore awaited as its middleware
+ * awaits it (the awaited rows count the promises each await costs); on the hot key and cycling
+ * through 10,000 keys.
  *
  * usage: node --import tsx src/in-process/allocations.ts [--n=100000] [--only=token-bucket,gcra]
  *        (a child is started per algorithm with `--child=<algorithm>`)
@@ -59,6 +61,29 @@ function drive(x: Instance, keys: readonly string[], n: number, cursor: number):
   const length = keys.length;
   for (let k = 0; k < n; k++) {
     const answer = op(keys[i]!);
+    sink.last = answer;
+    if (!allowed(answer)) refused++;
+    if (++i === length) i = 0;
+  }
+  return [i, refused];
+}
+
+/**
+ * `drive` for a subject its users await (`await limiter.check(key)`, express-rate-limit's
+ * `await store.increment(key)`): the awaits' own promises are counted too, as each call costs them.
+ */
+async function driveAwaited(
+  x: Instance,
+  keys: readonly string[],
+  n: number,
+  cursor: number,
+): Promise<[number, number]> {
+  const { op, allowed } = x;
+  let i = cursor;
+  let refused = 0;
+  const length = keys.length;
+  for (let k = 0; k < n; k++) {
+    const answer = await op(keys[i]!);
     sink.last = answer;
     if (!allowed(answer)) refused++;
     if (++i === length) i = 0;
@@ -140,6 +165,9 @@ const newKeys: Subject = {
   },
 };
 
+/** The peer the awaited rows answer to (issue 36's goal), measured in every group as the floor is. */
+const ERL = 'express-rate-limit';
+
 const gc = (globalThis as { gc?: () => void }).gc;
 
 async function child(algorithm: string, n: number): Promise<void> {
@@ -149,7 +177,7 @@ async function child(algorithm: string, n: number): Promise<void> {
     for (const entry of list.getEntries()) gcs.push(entry.startTime);
   });
   observer.observe({ entryTypes: ['gc'] });
-  const ids = [`sluice:${algorithm}`, `raw:${algorithm}`, 'floor'];
+  const ids = [`sluice:${algorithm}`, `sluice-await:${algorithm}`, `raw:${algorithm}`, 'floor', ERL];
   if (algorithm === LOG) ids.push(...CLOCKED);
   if (algorithm === 'token-bucket') ids.push(NEW_KEYS);
   const result: Record<string, AllocationResult[string]> = {};
@@ -159,17 +187,17 @@ async function child(algorithm: string, n: number): Promise<void> {
     for (const id of ids) {
       // The hot key is one key: there are only new keys in the 10,000-key scenario.
       if (id === NEW_KEYS && count === 1) continue;
-      const instance = (CLOCKED.includes(id) ? clocked(id) : id === NEW_KEYS ? newKeys : subject(id)).make(
-        count,
-      );
-      let [cursor, refused] = drive(instance, keys, WARMUP, 0);
+      const made = CLOCKED.includes(id) ? clocked(id) : id === NEW_KEYS ? newKeys : subject(id);
+      const instance = made.make(count);
+      const run = made.async ? driveAwaited : async (...a: Parameters<typeof drive>) => drive(...a);
+      let [cursor, refused] = await run(instance, keys, WARMUP, 0);
       const measure = async (decisions: number) => {
         gc();
         gc();
         await new Promise((resolve) => setImmediate(resolve));
         const start = performance.now();
         const before = v8.getHeapStatistics().used_heap_size;
-        const [next, no] = drive(instance, keys, decisions, cursor);
+        const [next, no] = await run(instance, keys, decisions, cursor);
         const after = v8.getHeapStatistics().used_heap_size;
         const end = performance.now();
         cursor = next;
@@ -214,6 +242,7 @@ async function main(n: number): Promise<void> {
     `|---|${scenarios.map(() => '---:').join('|')}|`,
   ];
   let floorRow: string | undefined;
+  let erlRow: string | undefined;
   let invalid = 0;
   let moving = false;
   const only = argument('only')?.split(',');
@@ -253,6 +282,7 @@ async function main(n: number): Promise<void> {
       return `| ${label} | ${cells.join(' | ')} |`;
     };
     lines.push(row(`sluice:${algorithm}`, `sluice ${algorithm}, \`check(key)\``));
+    lines.push(row(`sluice-await:${algorithm}`, `sluice ${algorithm}, \`await check(key)\``));
     lines.push(row(`raw:${algorithm}`, `raw ${algorithm} + Map`));
     if (algorithm === 'token-bucket')
       lines.push(row(NEW_KEYS, 'sluice token-bucket, a new key every decision (insert and eviction)'));
@@ -261,8 +291,10 @@ async function main(n: number): Promise<void> {
       lines.push(row(CLOCKED[1]!, `raw ${LOG} + Map, simulated clock`));
     }
     floorRow ??= row('floor', 'inline Map token bucket (floor)');
+    erlRow ??= row(ERL, 'express-rate-limit MemoryStore, `await store.increment(key)`');
   }
   lines.push(floorRow!);
+  lines.push(erlRow!);
   if (moving)
     lines.push(
       '',

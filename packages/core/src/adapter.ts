@@ -23,7 +23,7 @@ export { leaseDecision } from './concurrency/lease-decision.js';
 export type { LeaseAcquire, LeaseCall, LeaseStore } from './concurrency/lease-store.js';
 export { MemoryLeases } from './concurrency/memory-leases.js';
 // Decisions, durations, errors, option checks.
-export { ceilMs, combine, decide } from './decision.js';
+export { ceilMs, combine, decide, withFields } from './decision.js';
 export { MAX_DURATION, parseDuration } from './duration.js';
 export { describeValue } from './errors.js';
 export { FingerprintMap } from './fingerprint-map.js';

@@ -1,4 +1,4 @@
-import { ceilMs, type Decision, decide, retryMs } from './decision.js';
+import { ceilMs, type Decision, decide, retryMs, withFields } from './decision.js';
 import { type Duration, MAX_DURATION, parseDuration } from './duration.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { assertKnownOptions } from './validate.js';
@@ -136,9 +136,8 @@ export function blockedDecision(limit: number, left: number, policy: string): De
  * block's end; with `reset` (the limit's state forgotten), exactly the block's end.
  */
 export function blockingDecision(decision: Decision, duration: number, reset = false): Decision {
-  return {
-    ...decision,
+  return withFields(decision, {
     resetAfter: reset ? ceilMs(duration) : Math.max(decision.resetAfter, ceilMs(duration)),
     retryAfter: reset ? retryMs(duration) : Math.max(decision.retryAfter, retryMs(duration)),
-  };
+  });
 }

@@ -54,6 +54,90 @@ export interface Decision {
 
 const NO_LIMITS: readonly Decision[] = Object.freeze([]);
 
+/**
+ * The built-in `Decision`: the fields users read, and `limits` kept apart. A check of one limit
+ * (the commonest there is) answers with its limit's own decision, and the list that names it in
+ * `limits` (a copy of it whose own `limits` is empty) is made only when someone reads it: one
+ * object per check instead of three (issue 36). `limits` is therefore a getter, not an own field:
+ * `JSON.stringify` includes it (`toJSON`), while a spread `{ ...decision }`, `Object.keys` and
+ * `structuredClone` copy the other fields without it (read `decision.limits`, or clone
+ * `decision.toJSON()`). Every field is written in the constructor, in one order: one V8 shape.
+ */
+class MadeDecision implements Decision {
+  /**
+   * Every layered limit's own decision; `NO_LIMITS` on a per-limit decision; `null` on a limit's
+   * own decision adopted as the answer of a check of that one limit (`limits` then makes a copy).
+   */
+  #limits: readonly Decision[] | null;
+  declare readonly shadow?: true;
+
+  constructor(
+    readonly allowed: boolean,
+    readonly limit: number,
+    readonly remaining: number,
+    readonly resetAfter: number,
+    readonly retryAfter: number,
+    readonly delay: number,
+    readonly policy: string,
+    readonly reason: RefusalReason | undefined,
+    limits: readonly Decision[] | null,
+  ) {
+    this.#limits = limits;
+  }
+
+  get limits(): readonly Decision[] {
+    const limits = this.#limits;
+    if (limits !== null) return limits;
+    const own = new MadeDecision(
+      this.allowed,
+      this.limit,
+      this.remaining,
+      this.resetAfter,
+      this.retryAfter,
+      this.delay,
+      this.policy,
+      this.reason,
+      NO_LIMITS,
+    );
+    this.#limits = [own];
+    return this.#limits;
+  }
+
+  /** The fields and `limits` (and `shadow` where set), in the order of the `Decision` type. */
+  toJSON(): Record<string, unknown> {
+    const json: Record<string, unknown> = {
+      allowed: this.allowed,
+      limit: this.limit,
+      remaining: this.remaining,
+      resetAfter: this.resetAfter,
+      retryAfter: this.retryAfter,
+      delay: this.delay,
+      policy: this.policy,
+      reason: this.reason,
+      limits: this.limits,
+    };
+    if (this.shadow === true) json.shadow = true;
+    return json;
+  }
+
+  /**
+   * `decision` as the answer of a check of its one limit, without a copy: a per-limit decision the
+   * store has just made for this call (never shared: see `Store.consume`). `undefined` when it is
+   * not a fresh per-limit decision of this class (a third-party store's object, a shadow limit's).
+   */
+  static adopt(decision: Decision): Decision | undefined {
+    if (!(decision instanceof MadeDecision) || decision.#limits !== NO_LIMITS || decision.shadow === true)
+      return undefined;
+    decision.#limits = null;
+    return decision;
+  }
+
+  /** `decision` as a per-limit decision: an adopted one's own copy (its `limits` empty). */
+  static perLimit(decision: Decision): Decision {
+    return decision instanceof MadeDecision && decision.#limits === null ? decision.limits[0]! : decision;
+  }
+}
+
 /** Builds a per-limit decision. Always creates every field, in one order, so V8 sees one shape. */
 export function decide(
   allowed: boolean,
@@ -65,12 +149,46 @@ export function decide(
   policy: string,
   reason: RefusalReason | undefined,
 ): Decision {
-  return { allowed, limit, remaining, resetAfter, retryAfter, delay, policy, reason, limits: NO_LIMITS };
+  return new MadeDecision(
+    allowed,
+    limit,
+    remaining,
+    resetAfter,
+    retryAfter,
+    delay,
+    policy,
+    reason,
+    NO_LIMITS,
+  );
+}
+
+/**
+ * `decision` with some of its fields replaced: the `Decision` form of `{ ...decision, ...fields }`,
+ * which would drop `limits` (a getter) and `shadow` stays as it was. A per-limit decision stays one.
+ */
+export function withFields(
+  decision: Decision,
+  fields: Partial<Omit<Decision, 'limits' | 'shadow'>>,
+  limits: readonly Decision[] = decision.limits,
+): Decision {
+  const made = new MadeDecision(
+    fields.allowed ?? decision.allowed,
+    fields.limit ?? decision.limit,
+    fields.remaining ?? decision.remaining,
+    fields.resetAfter ?? decision.resetAfter,
+    fields.retryAfter ?? decision.retryAfter,
+    fields.delay ?? decision.delay,
+    fields.policy ?? decision.policy,
+    'reason' in fields ? fields.reason : decision.reason,
+    limits.length === 0 ? NO_LIMITS : limits,
+  );
+  if (decision.shadow === true) (made as { shadow?: true }).shadow = true;
+  return made;
 }
 
 /** An admission with no wait: what every algorithm answers when the cost fits now. */
 export function admitted(limit: number, remaining: number, resetAfter: number, policy: string): Decision {
-  return decide(true, limit, remaining, resetAfter, 0, 0, policy, undefined);
+  return new MadeDecision(true, limit, remaining, resetAfter, 0, 0, policy, undefined, NO_LIMITS);
 }
 
 /** The refusal of a cost larger than the limit could ever admit: `retryAfter` -1, never retry. */
@@ -80,7 +198,17 @@ export function costExceedsLimit(
   resetAfter: number,
   policy: string,
 ): Decision {
-  return decide(false, limit, remaining, resetAfter, -1, 0, policy, 'cost-exceeds-limit');
+  return new MadeDecision(
+    false,
+    limit,
+    remaining,
+    resetAfter,
+    -1,
+    0,
+    policy,
+    'cost-exceeds-limit',
+    NO_LIMITS,
+  );
 }
 
 /**
@@ -92,6 +220,7 @@ export function costExceedsLimit(
  * that matters most.
  */
 export function combine(decisions: readonly Decision[]): Decision {
+  if (decisions.length === 1) return combineOne(decisions[0]!);
   let chosen: Decision | undefined;
   let delay = 0;
   for (let i = 0; i < decisions.length; i++) {
@@ -101,36 +230,41 @@ export function combine(decisions: readonly Decision[]): Decision {
     if (chosen === undefined || moreRestrictive(d, chosen)) chosen = d;
   }
   if (chosen === undefined) return shadowOnly(decisions);
-  return {
-    allowed: chosen.allowed,
-    limit: chosen.limit,
-    remaining: chosen.remaining,
-    resetAfter: chosen.resetAfter,
-    retryAfter: chosen.retryAfter,
+  return new MadeDecision(
+    chosen.allowed,
+    chosen.limit,
+    chosen.remaining,
+    chosen.resetAfter,
+    chosen.retryAfter,
     delay,
-    policy: chosen.policy,
-    reason: chosen.reason,
-    limits: decisions,
-  };
+    chosen.policy,
+    chosen.reason,
+    decisions,
+  );
 }
 
 /**
- * `combine([decision])` for one enforced limit's decision (not `shadow`), without the loop: the
- * combined decision copies it and lists it alone in `limits`. The commonest check there is (one
+ * `combine([decision])`, without the loop: the combined decision has the fields of the one
+ * limit's and lists it alone in `limits`. A fresh per-limit decision of `decide` is the answer
+ * itself (`limits` is made when read); any other is copied. The commonest check there is (one
  * limit, a string key) takes this path on every call.
  */
 export function combineOne(decision: Decision): Decision {
-  return {
-    allowed: decision.allowed,
-    limit: decision.limit,
-    remaining: decision.remaining,
-    resetAfter: decision.resetAfter,
-    retryAfter: decision.retryAfter,
-    delay: decision.delay,
-    policy: decision.policy,
-    reason: decision.reason,
-    limits: [decision],
-  };
+  if (decision.shadow === true) return shadowOnly([decision]);
+  return (
+    MadeDecision.adopt(decision) ??
+    new MadeDecision(
+      decision.allowed,
+      decision.limit,
+      decision.remaining,
+      decision.resetAfter,
+      decision.retryAfter,
+      decision.delay,
+      decision.policy,
+      decision.reason,
+      [MadeDecision.perLimit(decision)],
+    )
+  );
 }
 
 /** The combined decision of a check whose limits are all in shadow mode: allowed, whatever they say. */
@@ -138,22 +272,24 @@ function shadowOnly(decisions: readonly Decision[]): Decision {
   let chosen = decisions[0]!;
   for (let i = 1; i < decisions.length; i++)
     if (moreRestrictive(decisions[i]!, chosen)) chosen = decisions[i]!;
-  return {
-    allowed: true,
-    limit: chosen.limit,
-    remaining: chosen.remaining,
-    resetAfter: chosen.resetAfter,
-    retryAfter: 0,
-    delay: 0,
-    policy: chosen.policy,
-    reason: undefined,
-    limits: decisions,
-  };
+  return new MadeDecision(
+    true,
+    chosen.limit,
+    chosen.remaining,
+    chosen.resetAfter,
+    0,
+    0,
+    chosen.policy,
+    undefined,
+    decisions,
+  );
 }
 
 /** Marks a per-limit decision as a shadow limit's (see `Decision.shadow`). */
 export function shadowed(decision: Decision): Decision {
-  return { ...decision, shadow: true };
+  const made = withFields(decision, {});
+  (made as { shadow?: true }).shadow = true;
+  return made;
 }
 
 function moreRestrictive(a: Decision, b: Decision): boolean {

@@ -1,5 +1,6 @@
 import type { Algorithm } from './algorithm.js';
 import { FingerprintMap } from './fingerprint-map.js';
+import { type InPlace, inPlaceStep } from './memory-in-place.js';
 
 /** Entries at the old end looked at for an expired one before the least recent is evicted. */
 const EXPIRY_SCAN = 8;
@@ -23,7 +24,7 @@ export interface Cell {
 }
 
 /** `Cell.state` of a one-number state. */
-const NUMBER: unique symbol = Symbol('sluice.number');
+export const NUMBER: unique symbol = Symbol('sluice.number');
 
 export function cellState(cell: Cell): unknown {
   return cell.state === NUMBER ? cell.number : cell.state;
@@ -84,6 +85,8 @@ export interface KeySpace {
   readonly grace: number;
   /** Bytes of the keys in this space (see `bytesOf`). */
   bytes: number;
+  /** The algorithm's in-place twin, where it has one (`memory-in-place.ts`). */
+  readonly inPlace: InPlace | undefined;
 }
 
 /**
@@ -310,6 +313,7 @@ function newSpace(algorithm: Algorithm): KeySpace {
     algorithm,
     grace: Number.isFinite(algorithm.window) ? Math.max(0, algorithm.window) : 0,
     bytes: 0,
+    inPlace: inPlaceStep(algorithm),
   };
 }
 

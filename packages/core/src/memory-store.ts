@@ -141,6 +141,19 @@ export class MemoryStore implements Store {
       if (step.state !== undefined) keys.insert(space, key, step.state, now);
       return step.decision;
     }
+    // The built-in algorithms' in-place steps write the new state into the cell (`memory-in-place.ts`).
+    const inPlace = space.inPlace;
+    if (inPlace !== undefined) {
+      const length = inPlace.resizes ? (cell.state as number[]).length : 0;
+      const decision = inPlace.step(cell, now, cost, policy);
+      if (decision !== undefined) {
+        if (!decision.allowed) keys.touch(space, key, cell);
+        // A log that grew or shrank: its bytes, and the bounds.
+        else if (inPlace.resizes && (cell.state as number[]).length !== length)
+          keys.update(space, key, cell, cell.state, now);
+        return decision;
+      }
+    }
     const state = cellState(cell);
     const step = algorithm.consume(state, now, cost, policy);
     if (step.state !== state) keys.update(space, key, cell, step.state, now);
@@ -199,6 +212,8 @@ export class MemoryStore implements Store {
 
   /** The stored state of one key, for tests and debugging. */
   inspect(algorithm: Algorithm, key: string): unknown {
-    return this.keys.stateOf(algorithm, key);
+    const state = this.keys.stateOf(algorithm, key);
+    // A copy: the store updates some states in place (`memory-in-place.ts`).
+    return Array.isArray(state) ? state.slice() : state;
   }
 }

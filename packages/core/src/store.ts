@@ -68,7 +68,9 @@ export interface Store {
    * Optional: what `consume([call], now)` answers for one call without `shadow` or `block`,
    * without the batch's two arrays. `Limiter` calls it for a single limit on a string key (the
    * commonest call there is) whenever the store has it and its `consume` has not been replaced
-   * since the limiter was made (a test's spy sees every call).
+   * since the limiter was made (a test's spy sees every call). Like `consume`, it answers a new
+   * decision on every call, shared with nothing: the limiter answers a `decide` decision as is
+   * (its `limits` is made when read), and copies any other.
    */
   consumeOne?(
     algorithm: Algorithm,

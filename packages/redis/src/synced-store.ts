@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
-import { batchStep, chargeStep, UNCHANGED } from '@sluice/core/adapter';
+import { batchStep, chargeStep, UNCHANGED, withFields } from '@sluice/core/adapter';
 import { watchClusterNodes } from './cluster-nodes.js';
 import type { BreakerState } from './gate/breaker.js';
 import { CallGate } from './gate/call-gate.js';
@@ -274,5 +274,5 @@ export class SyncedStore implements Store {
 
 /** A decision made with a scaled cost (an outage) reports whole units. */
 function floorRemaining(decision: Decision): Decision {
-  return { ...decision, remaining: Math.floor(decision.remaining) };
+  return withFields(decision, { remaining: Math.floor(decision.remaining) });
 }

@@ -27,6 +27,40 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   const { limit, window } = limitWindow(options);
   const params = { limit, window } satisfies Record<AlgorithmParam<'fixed-window'>, number>;
 
+  const { windowStart, current, evaluate } = fixedWindowRules(limit, window);
+
+  return {
+    kind: 'fixed-window',
+    params,
+    fingerprint: fingerprint('fixed-window', params),
+    limit,
+    window,
+    consume(state, now, cost, policy) {
+      const start = windowStart(state, now);
+      const count = current(state, start);
+      const decision = evaluate(count, start, now, cost, policy, true);
+      return { state: decision.allowed ? [count + cost, start] : state, decision };
+    },
+    peek(state, now, cost, policy) {
+      const start = windowStart(state, now);
+      return evaluate(current(state, start), start, now, cost, policy, false);
+    },
+    ttl: (state, now) => state[1] + window - now,
+    // Only into the window the units were counted in; once it has passed there is nothing to undo.
+    refund: (state, now, cost) => {
+      if (state[1] !== Math.floor((now + EPSILON) / window) * window) return state;
+      const count = state[0] - cost;
+      return count <= 0 ? undefined : [count, state[1]];
+    },
+  };
+}
+
+/**
+ * The fixed window's arithmetic for one `limit` and `window`: the pure steps above and the memory
+ * store's in-place step (`memory-in-place.ts`, which counts in the array it owns instead of making a
+ * new state per request) are both built from it, so they cannot drift apart.
+ */
+export function fixedWindowRules(limit: number, window: number) {
   // Time is read EPSILON ms late, as in every algorithm (so `ceilMs` can round a wait down by as
   // much): a window boundary EPSILON away is already crossed.
   // Replayed (client-supplied) times may go backwards: a late request counts in the newest window
@@ -67,28 +101,5 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
     );
   };
 
-  return {
-    kind: 'fixed-window',
-    params,
-    fingerprint: fingerprint('fixed-window', params),
-    limit,
-    window,
-    consume(state, now, cost, policy) {
-      const start = windowStart(state, now);
-      const count = current(state, start);
-      const decision = evaluate(count, start, now, cost, policy, true);
-      return { state: decision.allowed ? [count + cost, start] : state, decision };
-    },
-    peek(state, now, cost, policy) {
-      const start = windowStart(state, now);
-      return evaluate(current(state, start), start, now, cost, policy, false);
-    },
-    ttl: (state, now) => state[1] + window - now,
-    // Only into the window the units were counted in; once it has passed there is nothing to undo.
-    refund: (state, now, cost) => {
-      if (state[1] !== Math.floor((now + EPSILON) / window) * window) return state;
-      const count = state[0] - cost;
-      return count <= 0 ? undefined : [count, state[1]];
-    },
-  };
+  return { windowStart, current, evaluate };
 }

@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { admitted, ceilMs, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, type Decision, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, integerOption, requireOption } from '../validate.js';
@@ -38,8 +38,39 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   assertUnit('period', options.period, emission, 'period / rate (the emission interval)');
   const tolerance = emission * burst; // redis-cell's delay variation tolerance
   assertSpan('period', options.period, tolerance, 'gcra: burst × period / rate');
-  const slack = slackFor(emission);
+  const { evaluate, nextTat } = gcraRules(rate, period, burst);
 
+  return {
+    kind: 'gcra',
+    params,
+    fingerprint: fingerprint('gcra', params),
+    limit: burst,
+    window: tolerance,
+    consume(state, now, cost, policy) {
+      const decision = evaluate(state, now, cost, policy, true);
+      return { state: decision.allowed ? nextTat(state, now, cost) : state, decision };
+    },
+    peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false),
+    ttl: (state, now) => state - now,
+    refund: (state, now, cost) => {
+      const tat = state - emission * cost;
+      return tat <= now ? undefined : tat;
+    },
+  };
+}
+
+/**
+ * GCRA's arithmetic for one `rate`, `period` and `burst`: the pure steps above and the memory
+ * store's in-place step (`memory-in-place.ts`, which writes the new TAT into the number it holds without a
+ * transition object) are both built from it, so they cannot drift apart.
+ */
+export function gcraRules(rate: number, period: number, burst: number) {
+  const emission = period / rate;
+  const tolerance = emission * burst;
+  const slack = slackFor(emission);
+  // The TAT after admitting `cost` at `now`.
+  const nextTat = (state: GcraState | undefined, now: number, cost: number): number =>
+    (state === undefined || state < now ? now : state) + emission * cost;
   // `consuming` false reports the meter as it stands (peek); true reports it after this request.
   const evaluate = (
     state: GcraState | undefined,
@@ -47,7 +78,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     cost: number,
     policy: string,
     consuming: boolean,
-  ) => {
+  ): Decision => {
     const tat = state === undefined || state < now ? now : state;
     const increment = emission * cost;
     const newTat = tat + increment;
@@ -57,40 +88,18 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     const headroom = tolerance - ttl;
     // Clamped to the burst (a headroom of the whole tolerance plus the slack).
     const remaining = Math.min(burst, Math.max(0, Math.floor((headroom + slack) / emission)));
-    if (allowed)
-      return {
-        state: newTat,
-        decision: admitted(burst, remaining, ceilMs(ttl, slack), policy),
-      };
+    if (allowed) return admitted(burst, remaining, ceilMs(ttl, slack), policy);
     const never = increment > tolerance + slack;
-    return {
-      state,
-      decision: decide(
-        false,
-        burst,
-        remaining,
-        ceilMs(ttl, slack),
-        never ? -1 : retryMs(wait, slack),
-        0,
-        policy,
-        never ? 'cost-exceeds-limit' : 'rate-limited',
-      ),
-    };
+    return decide(
+      false,
+      burst,
+      remaining,
+      ceilMs(ttl, slack),
+      never ? -1 : retryMs(wait, slack),
+      0,
+      policy,
+      never ? 'cost-exceeds-limit' : 'rate-limited',
+    );
   };
-
-  return {
-    kind: 'gcra',
-    params,
-    fingerprint: fingerprint('gcra', params),
-    limit: burst,
-    window: tolerance,
-    // The step is the transition itself: no second object on the hot path.
-    consume: (state, now, cost, policy) => evaluate(state, now, cost, policy, true),
-    peek: (state, now, cost, policy) => evaluate(state, now, cost, policy, false).decision,
-    ttl: (state, now) => state - now,
-    refund: (state, now, cost) => {
-      const tat = state - emission * cost;
-      return tat <= now ? undefined : tat;
-    },
-  };
+  return { evaluate, nextTat };
 }

@@ -30,6 +30,74 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   const { limit, window } = limitWindow(options);
   const params = { limit, window } satisfies Record<AlgorithmParam<'sliding-window-log'>, number>;
 
+  const { firstLive, usedFrom, evaluate } = slidingWindowLogRules(limit, window);
+
+  return {
+    kind: 'sliding-window-log',
+    params,
+    fingerprint: fingerprint('sliding-window-log', params),
+    limit,
+    window,
+    consume(state, now, cost, policy) {
+      const log = state ?? EMPTY;
+      const first = firstLive(log, now);
+      const decision = evaluate(log, first, usedFrom(log, first), now, cost, policy, true);
+      if (!decision.allowed) return { state, decision };
+      return { state: admit(log, first, now, cost), decision };
+    },
+    peek(state, now, cost, policy) {
+      const log = state ?? EMPTY;
+      const first = firstLive(log, now);
+      return evaluate(log, first, usedFrom(log, first), now, cost, policy, false);
+    },
+    ttl: (state, now) => (state.length === 0 ? 0 : state[state.length - 2]! + window - now),
+    // Takes this request's units out of the entry of its millisecond.
+    refund(state, now, cost) {
+      for (let i = state.length - 2; i >= 0; i -= 2) {
+        if (state[i] === now && state[i + 1]! >= cost) {
+          const next = state.slice();
+          if (next[i + 1] === cost) next.splice(i, 2);
+          else next[i + 1]! -= cost;
+          return next.length === 0 ? undefined : next;
+        }
+      }
+      return state;
+    },
+  };
+}
+
+const EMPTY: SlidingWindowLogState = Object.freeze([]);
+
+/**
+ * The log from `first` on with `cost` units admitted at `now`, in one new array of its final
+ * length (no spare room for `splice` to grow into). Requests in the same millisecond share one
+ * entry: they leave the window together, so the decisions are the same and a busy key's log stays
+ * at most one entry per millisecond. Replayed (client-supplied) times may arrive out of order:
+ * the log stays sorted.
+ */
+function admit(log: SlidingWindowLogState, first: number, now: number, cost: number): number[] {
+  let at = log.length;
+  while (at > first && log[at - 2]! > now) at -= 2;
+  if (at > first && log[at - 2] === now) {
+    const kept = log.slice(first);
+    kept[at - first - 1]! += cost;
+    return kept;
+  }
+  const next = new Array<number>(log.length - first + 2);
+  let j = 0;
+  for (let i = first; i < at; i++) next[j++] = log[i]!;
+  next[j++] = now;
+  next[j++] = cost;
+  for (let i = at; i < log.length; i++) next[j++] = log[i]!;
+  return next;
+}
+
+/**
+ * The sliding window log's arithmetic for one `limit` and `window`: the pure steps above and the
+ * memory store's in-place step (`memory-in-place.ts`, which appends to the log it owns instead of
+ * copying it on every request) are both built from it, so they cannot drift apart.
+ */
+export function slidingWindowLogRules(limit: number, window: number) {
   // Index of the first entry still inside (now - window, now].
   const firstLive = (log: SlidingWindowLogState, now: number): number => {
     let first = 0;
@@ -96,62 +164,5 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     );
   };
 
-  return {
-    kind: 'sliding-window-log',
-    params,
-    fingerprint: fingerprint('sliding-window-log', params),
-    limit,
-    window,
-    consume(state, now, cost, policy) {
-      const log = state ?? EMPTY;
-      const first = firstLive(log, now);
-      const decision = evaluate(log, first, usedFrom(log, first), now, cost, policy, true);
-      if (!decision.allowed) return { state, decision };
-      return { state: admit(log, first, now, cost), decision };
-    },
-    peek(state, now, cost, policy) {
-      const log = state ?? EMPTY;
-      const first = firstLive(log, now);
-      return evaluate(log, first, usedFrom(log, first), now, cost, policy, false);
-    },
-    ttl: (state, now) => (state.length === 0 ? 0 : state[state.length - 2]! + window - now),
-    // Takes this request's units out of the entry of its millisecond.
-    refund(state, now, cost) {
-      for (let i = state.length - 2; i >= 0; i -= 2) {
-        if (state[i] === now && state[i + 1]! >= cost) {
-          const next = state.slice();
-          if (next[i + 1] === cost) next.splice(i, 2);
-          else next[i + 1]! -= cost;
-          return next.length === 0 ? undefined : next;
-        }
-      }
-      return state;
-    },
-  };
-}
-
-const EMPTY: SlidingWindowLogState = Object.freeze([]);
-
-/**
- * The log from `first` on with `cost` units admitted at `now`, in one new array of its final
- * length (no spare room for `splice` to grow into). Requests in the same millisecond share one
- * entry: they leave the window together, so the decisions are the same and a busy key's log stays
- * at most one entry per millisecond. Replayed (client-supplied) times may arrive out of order:
- * the log stays sorted.
- */
-function admit(log: SlidingWindowLogState, first: number, now: number, cost: number): number[] {
-  let at = log.length;
-  while (at > first && log[at - 2]! > now) at -= 2;
-  if (at > first && log[at - 2] === now) {
-    const kept = log.slice(first);
-    kept[at - first - 1]! += cost;
-    return kept;
-  }
-  const next = new Array<number>(log.length - first + 2);
-  let j = 0;
-  for (let i = first; i < at; i++) next[j++] = log[i]!;
-  next[j++] = now;
-  next[j++] = cost;
-  for (let i = at; i < log.length; i++) next[j++] = log[i]!;
-  return next;
+  return { firstLive, usedFrom, evaluate };
 }

@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, costExceedsLimit, type Decision, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { assertUnit } from '../time-range.js';
 import { assertKnownOptions, booleanOption, integerOption, oneOfOption, requireOption } from '../validate.js';
@@ -94,6 +94,33 @@ type Steps<S> = Pick<Algorithm<S>, 'consume' | 'peek' | 'ttl' | 'refund'>;
 
 function continuousBucket(capacity: number, msPerToken: number, strict: boolean): Steps<TokenBucketState> {
   const fullSpan = capacity * msPerToken;
+  const { emptyAt, whole, peek, admit, next } = continuousRules(capacity, msPerToken);
+  return {
+    peek,
+    consume(state, now, cost, policy) {
+      const decision = admit(state, now, cost, policy);
+      if (decision !== undefined) return { state: next(state, now, cost), decision };
+      if (!strict || cost > capacity) return { state, decision: peek(state, now, cost, policy) };
+      // Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
+      const restart = now - whole(now - emptyAt(state, now)) * msPerToken;
+      return { state: restart, decision: peek(restart, now, cost, policy) };
+    },
+    ttl: (state, now) => (state as number) + fullSpan - now,
+    // The tokens go back: the empty instant moves back by their refill time.
+    refund: (state, now, cost) => {
+      const emptyAt = (state as number) - cost * msPerToken;
+      return emptyAt <= now - fullSpan ? undefined : emptyAt;
+    },
+  };
+}
+
+/**
+ * The continuous bucket's arithmetic for one `capacity` and time per token: the pure steps above
+ * and the memory store's in-place step (`memory-in-place.ts`, which writes the new state into the number
+ * it holds without a transition object) are both built from it, so they cannot drift apart.
+ */
+export function continuousRules(capacity: number, msPerToken: number) {
+  const fullSpan = capacity * msPerToken;
   const slack = slackFor(msPerToken);
   // A bucket that has been idle long enough is full: clamp the empty instant.
   const emptyAt = (state: TokenBucketState | undefined, now: number): number => {
@@ -121,30 +148,22 @@ function continuousBucket(capacity: number, msPerToken: number, strict: boolean)
       'rate-limited',
     );
   };
-  return {
-    peek,
-    consume(state, now, cost, policy) {
-      const empty = emptyAt(state, now);
-      const accrued = now - empty;
-      if (cost <= capacity && accrued + slack >= cost * msPerToken) {
-        const next = empty + cost * msPerToken;
-        return {
-          state: next,
-          decision: admitted(capacity, whole(now - next), ceilMs(next + fullSpan - now, slack), policy),
-        };
-      }
-      if (!strict || cost > capacity) return { state, decision: peek(state, now, cost, policy) };
-      // Strict: keep the whole tokens, drop the progress toward the next one, restart the clock now.
-      const next = now - whole(accrued) * msPerToken;
-      return { state: next, decision: peek(next, now, cost, policy) };
-    },
-    ttl: (state, now) => (state as number) + fullSpan - now,
-    // The tokens go back: the empty instant moves back by their refill time.
-    refund: (state, now, cost) => {
-      const emptyAt = (state as number) - cost * msPerToken;
-      return emptyAt <= now - fullSpan ? undefined : emptyAt;
-    },
+  // The state after admitting `cost` at `now` (when `admit` admits it).
+  const next = (state: TokenBucketState | undefined, now: number, cost: number): number =>
+    emptyAt(state, now) + cost * msPerToken;
+  // The admission of `cost` at `now`, `undefined` when it does not fit.
+  const admit = (
+    state: TokenBucketState | undefined,
+    now: number,
+    cost: number,
+    policy: string,
+  ): Decision | undefined => {
+    const empty = emptyAt(state, now);
+    if (cost > capacity || now - empty + slack < cost * msPerToken) return undefined;
+    const after = empty + cost * msPerToken;
+    return admitted(capacity, whole(now - after), ceilMs(after + fullSpan - now, slack), policy);
   };
+  return { emptyAt, whole, peek, admit, next };
 }
 
 function steppedBucket(

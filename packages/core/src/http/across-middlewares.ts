@@ -1,4 +1,4 @@
-import type { Decision } from '../decision.js';
+import { type Decision, withFields } from '../decision.js';
 import type { MaybePromise } from '../store.js';
 import type { GetHeader, SetHeader } from './headers.js';
 import type { HttpLimiter } from './rate-limit.js';
@@ -66,6 +66,6 @@ export function giveBackEarlier(req: unknown): MaybePromise<void> {
 function given(decision: Decision, units: number): Decision {
   if (units === 0) return decision;
   const back = (d: Decision): Decision =>
-    d.allowed ? { ...d, remaining: Math.min(d.limit, d.remaining + units) } : d;
-  return { ...back(decision), limits: decision.limits.map(back) };
+    d.allowed ? withFields(d, { remaining: Math.min(d.limit, d.remaining + units) }) : d;
+  return withFields(back(decision), {}, decision.limits.map(back));
 }

@@ -161,7 +161,8 @@ function requestInfo(
     quotaName(limit, windowMs),
     allowed ? undefined : 'rate-limited',
   );
-  const info = { ...decision, used, resetTime, key };
+  // `limits` is a getter of the decision, which a spread does not copy.
+  const info = { ...decision, limits: decision.limits, used, resetTime, key };
   Object.defineProperty(info, 'current', { value: used, enumerable: false });
   return info;
 }

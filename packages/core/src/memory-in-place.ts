@@ -1,0 +1,125 @@
+import type { Algorithm } from './algorithm.js';
+import { fixedWindowRules } from './algorithms/fixed-window.js';
+import { gcraRules } from './algorithms/gcra.js';
+import { slidingWindowLogRules } from './algorithms/sliding-window-log.js';
+import { continuousRules } from './algorithms/token-bucket.js';
+import type { Decision } from './decision.js';
+import { type Cell, NUMBER } from './memory-keys.js';
+
+/**
+ * The memory store's in-place step of a built-in algorithm's pure `consume`, for a key it already holds:
+ * it decides as the pure step does, and writes the state the pure step would answer into the cell
+ * (the number it holds, or the array it owns) instead of making a new state and a transition per
+ * request. `undefined` when it cannot (a replayed time inside a log, a strict bucket's refusal):
+ * the store then runs the pure step.
+ */
+export interface InPlace {
+  step(cell: Cell, now: number, cost: number, policy: string): Decision | undefined;
+  /** Whether an admitted step may change the state's length (then its bytes, and the bounds). */
+  readonly resizes: boolean;
+}
+
+/**
+ * The in-place step of a built-in algorithm: fixed window and sliding window log (the counters
+ * express-rate-limit and the other peers keep in place, issue 36), GCRA and the continuous token
+ * bucket; `undefined` for the others. Chosen by `kind` and `params`, the contract the Redis
+ * store's Lua twins rely on too. Proven equal to the pure steps, decisions and states, over random
+ * traces: test/core/memory-in-place.test.ts.
+ */
+export function inPlaceStep(algorithm: Algorithm): InPlace | undefined {
+  const p = algorithm.params;
+  switch (algorithm.kind) {
+    case 'fixed-window':
+      return fixedWindowInPlace(p.limit!, p.window!);
+    case 'sliding-window-log':
+      return slidingWindowLogInPlace(p.limit!, p.window!);
+    case 'gcra':
+      return gcraInPlace(p.rate!, p.period!, p.burst!);
+    case 'token-bucket':
+      return p.stepped === 0
+        ? continuousInPlace(p.capacity!, p.refillInterval! / p.refillAmount!, p.strict === 1)
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** `[count, windowStart]`, counted in place: the window's start moves on, the count restarts. */
+function fixedWindowInPlace(limit: number, window: number): InPlace {
+  const { windowStart, current, evaluate } = fixedWindowRules(limit, window);
+  return {
+    resizes: false,
+    step(cell, now, cost, policy) {
+      const state = cell.state as [number, number];
+      const start = windowStart(state, now);
+      const count = current(state, start);
+      const decision = evaluate(count, start, now, cost, policy, true);
+      if (decision.allowed) {
+        state[0] = count + cost;
+        state[1] = start;
+      }
+      return decision;
+    },
+  };
+}
+
+/**
+ * `[time0, units0, …]`, admitted in place: the entries that have left the window are dropped from
+ * the front, and this request adds to its millisecond's entry or appends one. A replayed time
+ * older than the newest entry (an insert inside the log) is left to the pure step.
+ */
+function slidingWindowLogInPlace(limit: number, window: number): InPlace {
+  const { firstLive, usedFrom, evaluate } = slidingWindowLogRules(limit, window);
+  return {
+    resizes: true,
+    step(cell, now, cost, policy) {
+      const state = cell.state as number[];
+      const length = state.length;
+      if (length !== 0 && state[length - 2]! > now) return undefined;
+      const first = firstLive(state, now);
+      const decision = evaluate(state, first, usedFrom(state, first), now, cost, policy, true);
+      if (!decision.allowed) return decision;
+      if (first !== 0) {
+        state.copyWithin(0, first);
+        for (let i = first; i > 0; i--) state.pop();
+      }
+      const kept = state.length;
+      if (kept !== 0 && state[kept - 2] === now) state[kept - 1]! += cost;
+      else state.push(now, cost);
+      return decision;
+    },
+  };
+}
+
+/** The TAT, in the cell's number. */
+function gcraInPlace(rate: number, period: number, burst: number): InPlace {
+  const { evaluate, nextTat } = gcraRules(rate, period, burst);
+  return {
+    resizes: false,
+    step(cell, now, cost, policy) {
+      if (cell.state !== NUMBER) return undefined;
+      const state = cell.number;
+      const decision = evaluate(state, now, cost, policy, true);
+      if (decision.allowed) cell.number = nextTat(state, now, cost);
+      return decision;
+    },
+  };
+}
+
+/** The empty instant, in the cell's number. A strict bucket's refusal restarts it: the pure step. */
+function continuousInPlace(capacity: number, msPerToken: number, strict: boolean): InPlace {
+  const { admit, next, peek } = continuousRules(capacity, msPerToken);
+  return {
+    resizes: false,
+    step(cell, now, cost, policy) {
+      if (cell.state !== NUMBER) return undefined;
+      const state = cell.number;
+      const decision = admit(state, now, cost, policy);
+      if (decision !== undefined) {
+        cell.number = next(state, now, cost);
+        return decision;
+      }
+      return strict ? undefined : peek(state, now, cost, policy);
+    },
+  };
+}
