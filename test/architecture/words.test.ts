@@ -78,9 +78,10 @@ const REVIEWED: { readonly [W in Word]: Readonly<Record<string, readonly string[
     ],
   },
   // The call gate: what every call of a store to its remote backend passes (`CallGate`,
-  // `@sluice/redis/gate`).
+  // `@sluice/core/gate`).
   gate: {
-    redis: ['CallGate', 'GateClient', 'GateOptions', 'GateScope', 'GateScopes', 'gate'],
+    core: ['CallGate', 'GateClient', 'GateOptions', 'GateScope', 'GateScopes', 'gate'],
+    redis: ['CallGate', 'gate'],
     server: ['gate'],
   },
   // Settling a request to its actual cost: `settle(req, actual)`.

@@ -1,5 +1,5 @@
+import type { StoreLogger } from '@sluice/core/gate';
 import type { RedisClient } from './client.js';
-import type { StoreLogger } from './gate/failure-options.js';
 
 /** ioredis' own defaults of `retryDelayOnFailover` and `retryDelayOnClusterDown`, ms. */
 const IOREDIS_FAILOVER_DELAY = 100;
