@@ -290,8 +290,9 @@ export class HttpLimiter<Req> {
     return andThen(set.request(req, this.settings.access), (limits) => {
       if (limits.keys.every(isUndefined)) return NOT_LIMITED;
       return andThen(set.consume(limits, cost), (decision) => {
-        // Kept refused too: a plan's headers name the plans it was refused by.
-        this.reservations.reserve(req, limits.keys, limits.algorithms, decision.allowed ? cost : 0);
+        // A refused request is kept only under plans: its headers name the plans it was refused by.
+        if (decision.allowed) this.reservations.reserve(req, limits.keys, limits.algorithms, cost);
+        else if (set.planned) this.reservations.reserve(req, limits.keys, limits.algorithms, 0);
         return decision;
       });
     });
