@@ -62,8 +62,8 @@ export default defineConfig({
   resolve: {
     alias: {
       '@sluice/core/adapter': fileURLToPath(new URL('./packages/core/src/adapter.ts', import.meta.url)),
+      '@sluice/core/gate': fileURLToPath(new URL('./packages/core/src/gate.ts', import.meta.url)),
       '@sluice/core': source('core'),
-      '@sluice/redis/gate': fileURLToPath(new URL('./packages/redis/src/gate.ts', import.meta.url)),
       '@sluice/redis': source('redis'),
       '@sluice/express': source('express'),
       '@sluice/fastify': source('fastify'),

@@ -18,7 +18,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   core: [],
   redis: ['core'],
   host: ['core'],
-  server: ['core', 'host', 'redis'],
+  server: ['core', 'host'],
   otel: ['core'],
   express: ['core'],
   fastify: ['core'],

@@ -78,9 +78,10 @@ const REVIEWED: { readonly [W in Word]: Readonly<Record<string, readonly string[
     ],
   },
   // The call gate: what every call of a store to its remote backend passes (`CallGate`,
-  // `@sluice/redis/gate`).
+  // `@sluice/core/gate`).
   gate: {
-    redis: ['CallGate', 'GateClient', 'GateOptions', 'GateScope', 'GateScopes', 'gate'],
+    core: ['CallGate', 'GateClient', 'GateOptions', 'GateScope', 'GateScopes', 'gate'],
+    redis: ['CallGate', 'gate'],
     server: ['gate'],
   },
   // Settling a request to its actual cost: `settle(req, actual)`.
@@ -92,9 +93,10 @@ const REVIEWED: { readonly [W in Word]: Readonly<Record<string, readonly string[
   // How a call travels to its backend: `redis/src/wire.ts` is imported by path, not by name;
   // no identifier needs the word.
   wire: {},
-  // Delay mode's wait before a request proceeds: the `hold` option and the hold of `DelayMode`.
+  // Delay mode's wait before a request proceeds: the `hold` option, the hold of `DelayMode` and
+  // what a decision asks of it (`Hold`).
   hold: {
-    core: ['held', 'hold'],
+    core: ['Hold', 'held', 'hold'],
   },
 };
 

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as core from '@sluice/core';
 import * as adapter from '@sluice/core/adapter';
@@ -225,12 +227,40 @@ const ADAPTER = [
   'writeProblem',
 ];
 
+/**
+ * What `@sluice/core/gate` exports: the failure handling of a store on a remote backend
+ * (RedisStore's, SyncedStore's, ServerStore's), pinned as the others are.
+ */
+const GATE = [
+  'BreakerOptions',
+  'BreakerState',
+  'CallGate',
+  'FailureAnswers',
+  'FailureOptions',
+  'FailurePolicy',
+  'GateClient',
+  'GateOptions',
+  'LeaseFailureAnswers',
+  'Operation',
+  'RemoteCalls',
+  'ResolvedFailureOptions',
+  'StoreErrorEvent',
+  'StoreLogger',
+  'formatShare',
+  'invalidOption',
+  'remoteCalls',
+  'resolveFailureOptions',
+  'shareOption',
+  'storeFunctionOption',
+];
+
 /** Names on both entry points, each for a stated reason and a stated time: none now. */
 const ON_BOTH: string[] = [];
 
 const ROOT_FILE = fileURLToPath(new URL('../../packages/core/src/index.ts', import.meta.url));
 const ADAPTER_FILE = fileURLToPath(new URL('../../packages/core/src/adapter.ts', import.meta.url));
-const exportsOf = moduleExports([ROOT_FILE, ADAPTER_FILE]);
+const GATE_FILE = fileURLToPath(new URL('../../packages/core/src/gate.ts', import.meta.url));
+const exportsOf = moduleExports([ROOT_FILE, ADAPTER_FILE, GATE_FILE]);
 
 describe('the public boundary of @sluice/core', () => {
   it('the root exports exactly the pinned names, types included', () => {
@@ -244,6 +274,23 @@ describe('the public boundary of @sluice/core', () => {
   it('no name is exported by both the root and @sluice/core/adapter (but those listed, each for a reason)', () => {
     const both = exportsOf(ADAPTER_FILE).filter((name) => ROOT.includes(name));
     expect(both).toEqual(ON_BOTH);
+  });
+
+  it('@sluice/core/gate exports exactly the pinned names, types included, none also on another entry', () => {
+    expect(exportsOf(GATE_FILE)).toEqual([...GATE].sort());
+    expect(GATE.filter((name) => ROOT.includes(name) || ADAPTER.includes(name))).toEqual([]);
+  });
+
+  it('the gate is store-neutral: no Redis error reply is read in src/gate/ (each store brings its backendAnswered)', () => {
+    const dir = fileURLToPath(new URL('../../packages/core/src/gate/', import.meta.url));
+    const read = readdirSync(dir).flatMap((name) =>
+      readFileSync(join(dir, name), 'utf8')
+        .split('\n')
+        .filter((line) => !/^\s*(\/\/|\*|\/\*\*)/.test(line))
+        .filter((line) => /ReplyError|WRONGTYPE|CLUSTERDOWN|'ERR /.test(line))
+        .map((line) => `${name}: ${line.trim()}`),
+    );
+    expect(read).toEqual([]);
   });
 
   it('the root holds no adapter internals (a sample of what used to leak)', () => {

@@ -8,8 +8,8 @@
  * usage: node --import tsx src/redis/gate.ts [--ms=400] [--rounds=9]
  */
 
+import { CallGate } from '../../../packages/core/src/gate/call-gate.js';
 import type { RedisClient } from '../../../packages/redis/src/client.js';
-import { CallGate } from '../../../packages/redis/src/gate/call-gate.js';
 import { resolveOptions } from '../../../packages/redis/src/options.js';
 import { median } from '../lib/stats.js';
 

@@ -1,6 +1,6 @@
 import { firstInProcess } from '@sluice/core/adapter';
+import type { StoreLogger } from '@sluice/core/gate';
 import type { RedisClient } from './client.js';
-import type { StoreLogger } from './gate/failure-options.js';
 
 /** ioredis' own defaults of `retryDelayOnFailover` and `retryDelayOnClusterDown`, ms. */
 const IOREDIS_FAILOVER_DELAY = 100;

@@ -1,5 +1,5 @@
 import type { Decision, LimitCall } from '@sluice/core';
-import type { CallGate } from './gate/call-gate.js';
+import type { CallGate } from '@sluice/core/gate';
 import type { ScriptCommand } from './script-command.js';
 import { hashSlot } from './slot.js';
 import { callArgs, DECISION_WIDTH, pushCallArgs, readDecision } from './wire.js';

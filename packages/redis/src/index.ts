@@ -1,5 +1,4 @@
-export type { BreakerOptions, BreakerState } from './gate/breaker.js';
-export type { FailurePolicy, StoreLogger } from './gate/failure-options.js';
+export type { BreakerOptions, BreakerState, FailurePolicy, StoreLogger } from '@sluice/core/gate';
 export type { NodeRedisClient } from './node-redis.js';
 export type { RedisStoreErrorEvent, RedisStoreOptions } from './options.js';
 export type { RedisLeases } from './redis-leases.js';

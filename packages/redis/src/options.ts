@@ -1,7 +1,6 @@
 import { type Duration, ErrorCode, SluiceError } from '@sluice/core';
 import { assertKnownOptions, integerOption, oneOfOption, replayGraceOption } from '@sluice/core/adapter';
-import type { RedisClient } from './client.js';
-import type { BreakerOptions, BreakerState } from './gate/breaker.js';
+import type { BreakerOptions, BreakerState } from '@sluice/core/gate';
 import {
   type FailurePolicy,
   invalidOption,
@@ -10,7 +9,8 @@ import {
   type StoreErrorEvent,
   type StoreLogger,
   storeFunctionOption,
-} from './gate/failure-options.js';
+} from '@sluice/core/gate';
+import type { RedisClient } from './client.js';
 import { fromNodeRedis, isNodeRedis, type NodeRedisClient } from './node-redis.js';
 
 /** What went wrong, for alerting (see `StoreErrorEvent`). */

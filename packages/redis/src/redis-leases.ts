@@ -1,7 +1,6 @@
 import type { Decision } from '@sluice/core';
 import { type LeaseAcquire, type LeaseCall, type LeaseStore, leaseDecision } from '@sluice/core/adapter';
-import type { CallGate } from './gate/call-gate.js';
-import type { LeaseFailureAnswers } from './gate/lease-failure-answers.js';
+import type { CallGate, LeaseFailureAnswers } from '@sluice/core/gate';
 import { leaseKeys } from './key-escape.js';
 import type { ResolvedOptions } from './options.js';
 import { deleteKeys, nowArg, type ScriptCommand, scriptCommand } from './script-command.js';

@@ -1,4 +1,6 @@
 import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
+import type { BreakerState, CallGate, FailureAnswers } from '@sluice/core/gate';
+import { remoteCalls } from '@sluice/core/gate';
 import { slotOwner } from './client.js';
 import { watchClusterNodes } from './cluster-nodes.js';
 import {
@@ -10,13 +12,10 @@ import {
 } from './cluster-options.js';
 import { ClusterSplit, groupBySlot, type SlotGroup } from './cluster-split.js';
 import { DenyCache } from './deny-cache.js';
-import type { BreakerState } from './gate/breaker.js';
-import type { CallGate } from './gate/call-gate.js';
-import type { FailureAnswers } from './gate/failure-answers.js';
-import { remoteCalls } from './gate/remote-calls.js';
 import { escapeKey } from './key-escape.js';
 import { type RedisStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { RedisLeases } from './redis-leases.js';
+import { backendAnswered } from './reply-error.js';
 import { nowArg, type ScriptCommand } from './script-command.js';
 import { type LeanBatchNode, leanChild, ScriptRegistry } from './script-registry.js';
 import { hashSlot } from './slot.js';
@@ -72,6 +71,7 @@ export class RedisStore implements Store {
       ...this.options,
       names: { store: 'RedisStore', backend: 'Redis' },
       owner: slotOwner(client),
+      backendAnswered,
     });
     this.gate = calls.gate;
     const warning = retryDelayWarning(client, this.options.timeout);

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Algorithm, Decision, LimitCall, Store } from '@sluice/core';
 import { batchStep, chargeStep, UNCHANGED, withFields } from '@sluice/core/adapter';
+import type { BreakerState } from '@sluice/core/gate';
+import { CallGate, formatShare } from '@sluice/core/gate';
 import { watchClusterNodes } from './cluster-nodes.js';
-import type { BreakerState } from './gate/breaker.js';
-import { CallGate } from './gate/call-gate.js';
-import { formatShare } from './gate/failure-log.js';
+import { backendAnswered } from './reply-error.js';
 import { type ScriptCommand, scriptCommand } from './script-command.js';
 import { RESET_SCRIPT } from './scripts/reset-script.js';
 import { SYNC_SCRIPT } from './scripts/sync-script.js';
@@ -66,6 +66,7 @@ export class SyncedStore implements Store {
     this.gate = new CallGate({
       ...this.options.redis,
       names: { store: 'SyncedStore', backend: 'Redis' },
+      backendAnswered,
       policyText: `this process's view (${share === 1 ? 'the same limits' : `${formatShare(share)} of each limit`}; synced again when Redis answers)`,
     });
     this.resetCommand = scriptCommand(client, RESET_COMMAND, RESET_SCRIPT);

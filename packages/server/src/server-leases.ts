@@ -1,6 +1,6 @@
 import type { Decision } from '@sluice/core';
 import type { LeaseAcquire, LeaseCall, LeaseStore } from '@sluice/core/adapter';
-import type { RemoteCalls } from '@sluice/redis/gate';
+import type { RemoteCalls } from '@sluice/core/gate';
 import type { Redis } from 'ioredis';
 import { decisionOf, keyArg, type Reply } from './store-wire.js';
 

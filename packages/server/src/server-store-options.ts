@@ -2,13 +2,13 @@ import type {
   BreakerOptions,
   BreakerState,
   FailurePolicy,
-  RedisStoreErrorEvent,
+  StoreErrorEvent,
   StoreLogger,
-} from '@sluice/redis';
+} from '@sluice/core/gate';
 import type { Redis } from 'ioredis';
 
 /** What went wrong, for alerting: the same event as RedisStore's (see `onError`). */
-export type ServerStoreErrorEvent = RedisStoreErrorEvent;
+export type ServerStoreErrorEvent = StoreErrorEvent;
 
 export interface ServerStoreOptions {
   /**

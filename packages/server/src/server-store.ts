@@ -1,9 +1,9 @@
 import { type Decision, ErrorCode, type LimitCall, SluiceError, type Store } from '@sluice/core';
 import { assertKnownOptions, requireOption } from '@sluice/core/adapter';
-import type { BreakerState } from '@sluice/redis';
-import { type RemoteCalls, remoteCalls, resolveFailureOptions } from '@sluice/redis/gate';
+import { type BreakerState, type RemoteCalls, remoteCalls, resolveFailureOptions } from '@sluice/core/gate';
 import type { Redis } from 'ioredis';
 import { HashRing } from './hash-ring.js';
+import { serverAnswered } from './reply-error.js';
 
 import { ServerLeases } from './server-leases.js';
 import { KNOWN, type ServerStoreOptions } from './server-store-options.js';
@@ -13,7 +13,7 @@ import { compactDecisions, encodeCalls, type Reply } from './store-wire.js';
  * A `Store` on a sluice-server: each decision is one command (SL.CHECK with every layered limit),
  * so one round trip, all-or-nothing on the server. Every call is bounded by `timeout` and passes
  * the circuit breaker; failures go to the failure policy and `onError`, never to the caller
- * (RedisStore's failure handling, from `@sluice/redis/gate`). `reset` rejects when it fails.
+ * (RedisStore's failure handling, from `@sluice/core/gate`). `reset` rejects when it fails.
  *
  * @example
  * const limiter = new Limiter({
@@ -63,7 +63,13 @@ export class ServerStore implements Store {
     for (const client of options.clients ?? [this.client!]) {
       this.calls.set(
         client,
-        remoteCalls({ ...failure, client, clock, names: { store: 'ServerStore', backend: 'sluice-server' } }),
+        remoteCalls({
+          ...failure,
+          client,
+          clock,
+          names: { store: 'ServerStore', backend: 'sluice-server' },
+          backendAnswered: serverAnswered,
+        }),
       );
     }
     this.leases = new ServerLeases(

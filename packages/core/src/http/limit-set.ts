@@ -1,5 +1,6 @@
 import { type Algorithm, bindName } from '../algorithm.js';
 import { type BlockPolicy, resolveBlock } from '../block.js';
+import type { Decision } from '../decision.js';
 import { describeValue, ErrorCode, SluiceError } from '../errors.js';
 import {
   assertAlgorithm,
@@ -10,7 +11,7 @@ import {
   limitCall,
   limitName,
 } from '../limit-definitions.js';
-import { Limiter, storeOption } from '../limiter.js';
+import { combineCalls, Limiter, storeOption } from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
@@ -35,15 +36,18 @@ export interface CompiledLimit<Req> {
   readonly block: BlockPolicy | undefined;
 }
 
-/**
- * What one request was checked against: its key and algorithm per limit (`undefined` where a
- * limit was skipped), and the units it reserved (0 when refused). Kept per request, for its headers
- * (the plans it was checked against) and to give its units back (`count`, a client gone) or
- * settle them.
- */
-export interface Reservation {
+/** A request's key and algorithm per limit (`undefined` where a limit was skipped: no key). */
+export interface RequestLimits {
   readonly keys: readonly (string | undefined)[];
   readonly algorithms: readonly (Algorithm | undefined)[];
+}
+
+/**
+ * What one request was checked against (its `RequestLimits`), and the units it reserved (0 when
+ * refused). Kept per request, for its headers (the plans it was checked against) and to give its
+ * units back (`count`, a client gone) or settle them.
+ */
+export interface Reservation extends RequestLimits {
   /** Units reserved; a refused request reserves none (and has nothing to settle). */
   cost: number;
   readonly admitted: boolean;
@@ -191,12 +195,35 @@ export class LimitSet<Req> {
     );
   }
 
-  /** The store calls of a reservation for `cost` units (limits without a key left out). */
-  calls(reservation: Pick<Reservation, 'keys' | 'algorithms'>, cost: number): LimitCall[] {
+  /** Every limit's key and algorithm for this request: what a check, a peek and a reset find first. */
+  request(req: Req, access: RequestAccess<Req>): MaybePromise<RequestLimits> {
+    return andThen(this.keys(req, access), (keys) =>
+      andThen(this.algorithms(req, keys), (algorithms) => ({ keys, algorithms })),
+    );
+  }
+
+  /**
+   * The one store call of a request's check, `cost` units from every limit with a key, or from
+   * none: through the `Limiter` when the limits are fixed (its direct path for a single limit, no
+   * batch arrays; a store error rejects as `ERR_SLUICE_STORE_FAILURE`), else the store's batch on
+   * the request's plans, combined (a store error as the store gave it).
+   */
+  consume(limits: RequestLimits, cost: number): MaybePromise<Decision> {
+    const limiter = this.limiter;
+    if (limiter !== undefined) {
+      const keys = this.limits.length === 1 ? (limits.keys[0] as string) : limits.keys;
+      return limiter.check(keys, cost === 1 ? undefined : { cost });
+    }
+    const calls = this.calls(limits, cost);
+    return andThen(this.store.consume(calls, undefined), (decisions) => combineCalls(calls, decisions));
+  }
+
+  /** The store calls of a request's limits (a reservation's) for `cost` units (limits without a key left out). */
+  calls(limits: RequestLimits, cost: number): LimitCall[] {
     const calls: LimitCall[] = [];
     for (let i = 0; i < this.limits.length; i++) {
-      const key = reservation.keys[i];
-      const algorithm = reservation.algorithms[i];
+      const key = limits.keys[i];
+      const algorithm = limits.algorithms[i];
       if (key !== undefined && algorithm !== undefined) {
         const { name, enforce, block } = this.limits[i]!;
         calls.push(limitCall({ name, algorithm, enforce, block }, key, cost));

@@ -1,12 +1,12 @@
-import type { Algorithm } from '../algorithm.js';
 import { type Decision, decide } from '../decision.js';
 import { combineCalls, type Limiter } from '../limiter.js';
 import { andThen } from '../maybe.js';
-import type { LimitCall, MaybePromise, Store } from '../store.js';
+import type { MaybePromise, Store } from '../store.js';
 import { assertCost } from '../validate.js';
-import { type ClientResponse, clientLeft, leftOnArrival } from './client.js';
-import { DelayMode } from './delay-mode.js';
+import { type ClientResponse, clientLeft, leftOnArrival, watchClient } from './client.js';
+import { DelayMode, type Hold } from './delay-mode.js';
 import type { GetHeader, RateLimitHeaders, SetHeader } from './headers.js';
+import type { RequestLimits } from './limit-set.js';
 import type { HttpLimitOptions } from './options.js';
 import { type Refusal, refusal } from './problem.js';
 import { type RateLimitSettings, rateLimitSettings } from './rate-limit-settings.js';
@@ -35,9 +35,6 @@ export class HttpLimiter<Req> {
   readonly headers: RateLimitHeaders;
   /** The options as given, for adapters that merge per-route options into global ones. */
   readonly options: HttpLimitOptions<Req>;
-  readonly delayMode: boolean;
-  /** ms. */
-  readonly maxDelay: number;
   /** Whether a response's outcome decides if its units count (`count` other than `'all'`). */
   readonly countsOutcome: boolean;
   private readonly settings: RateLimitSettings<Req>;
@@ -58,18 +55,9 @@ export class HttpLimiter<Req> {
     this.store = settings.store;
     this.limiter = settings.set.limiter;
     this.headers = settings.headers;
-    this.delayMode = settings.delayMode;
-    this.maxDelay = settings.maxDelay;
     this.countsOutcome = settings.counts !== undefined;
     this.reservations = new Reservations(settings.store, settings.set, settings.reporter, settings.counts);
-    this.delay = new DelayMode(
-      settings.delayMode,
-      settings.maxDelay,
-      settings.hold,
-      settings.reporter,
-      this.reservations,
-      (req) => this.evaluate(req),
-    );
+    this.delay = new DelayMode(settings.delayMode, settings.maxDelay, settings.hold, settings.reporter);
   }
 
   /**
@@ -87,20 +75,67 @@ export class HttpLimiter<Req> {
     // Gone before it reached this middleware: no store call for a request nobody will read.
     if (leftOnArrival(response)) return null;
     const result = this.evaluate(req);
-    const delay = this.delay;
-    if (!(result instanceof Promise)) {
-      // Nothing ran between the request's arrival and this answer: only a hold needs watching.
-      if (result === undefined || !delay.mustWait(result)) return result;
-      return delay.watched(req, result, response);
-    }
+    // Nothing ran between the request's arrival and a synchronous answer: only a hold needs watching.
+    if (!(result instanceof Promise)) return this.acted(req, result, response);
     // Whether the client left while the store answered is read once the answer arrives (a
     // watcher, an AbortSignal and a 'close' listener per request, was 5% of a Fastify server's
     // time on Redis); only a hold, which must end as soon as the client leaves, is watched.
     return result.then((decision) => {
       if (clientLeft(response)) return this.reservations.abandon(req, decision);
-      if (decision === undefined || !delay.mustWait(decision)) return decision;
-      return delay.watched(req, decision, response);
+      return this.acted(req, decision, response);
     });
+  }
+
+  /** The decision to act on: `decision` itself, unless delay mode holds the request first. */
+  private acted(
+    req: Req,
+    decision: Decision | undefined,
+    response: ClientResponse,
+  ): MaybePromise<Decision | undefined | null> {
+    if (decision === undefined) return undefined;
+    const hold = this.delay.next(decision);
+    if (hold === undefined) return decision;
+    return this.held(req, decision, hold, response);
+  }
+
+  /**
+   * Delay mode's hold, while the client is watched: a queue's delay waited out, then the request
+   * proceeds; a refusal's wait, then one more check (after which only a queue's delay is held); a
+   * queue's delay past `maxDelay` refused at once. A client that leaves while held gets `null`, and
+   * what its request took goes back.
+   */
+  private async held(
+    req: Req,
+    decision: Decision,
+    first: Hold,
+    response: ClientResponse,
+  ): Promise<Decision | undefined | null> {
+    const delay = this.delay;
+    const reservations = this.reservations;
+    const client = watchClient(response);
+    const signal = client.signal;
+    try {
+      let current = decision;
+      let hold = first;
+      for (;;) {
+        if (hold.kind === 'too-long') return delay.tooLong(current, await reservations.giveBack(req));
+        if (!(await delay.held(hold.ms, signal, req))) {
+          // A queued request took its units; a refused one took none.
+          if (hold.kind === 'queue') await reservations.giveBack(req);
+          return null;
+        }
+        if (hold.kind === 'queue') return current;
+        const again = await this.evaluate(req);
+        if (signal.aborted) return reservations.abandon(req, again);
+        if (again === undefined || !again.allowed) return again;
+        const next = delay.next(again);
+        if (next === undefined) return again;
+        current = again;
+        hold = next;
+      }
+    } finally {
+      client.stop();
+    }
   }
 
   /**
@@ -119,20 +154,6 @@ export class HttpLimiter<Req> {
     }
     if (result instanceof Promise) return result.then(applied, (error: unknown) => this.failed(error, req));
     return applied(result);
-  }
-
-  /** Whether the adapter must hold the request (`wait`) before acting on `decision`. */
-  mustWait(decision: Decision): boolean {
-    return this.delay.mustWait(decision);
-  }
-
-  /**
-   * Holds a request that `mustWait`. Resolves to the decision to act on (`undefined`: not
-   * limited), or `null` when `signal` aborted (the client went away: its queue slot is given back
-   * and nothing must be sent).
-   */
-  wait(req: Req, decision: Decision, signal: AbortSignal): Promise<Decision | undefined | null> {
-    return this.delay.wait(req, decision, signal);
   }
 
   /** Status, `Retry-After` and body for a refused decision. */
@@ -198,7 +219,8 @@ export class HttpLimiter<Req> {
   async peek(req: Req): Promise<Decision | undefined> {
     const cost = await this.costOf(req);
     if (cost === undefined) return undefined;
-    const { calls } = await this.callsOf(req, cost);
+    const { set, access } = this.settings;
+    const calls = set.calls(await set.request(req, access), cost);
     if (calls.length === 0) return undefined;
     return combineCalls(calls, await this.store.peek(calls, undefined));
   }
@@ -210,17 +232,17 @@ export class HttpLimiter<Req> {
    */
   async reset(target: Req | string): Promise<void> {
     const set = this.settings.set;
-    let keys: (string | undefined)[];
-    let algorithms: (Algorithm | undefined)[];
+    let limits: RequestLimits;
     if (typeof target === 'string') {
-      keys = set.limits.map(() => target);
-      algorithms = set.limits.map((limit) => limit.algorithm ?? limit.plans!.known(target));
+      limits = {
+        keys: set.limits.map(() => target),
+        algorithms: set.limits.map((limit) => limit.algorithm ?? limit.plans!.known(target)),
+      };
     } else {
-      keys = await set.keys(target, this.settings.access);
-      algorithms = await set.algorithms(target, keys);
+      limits = await set.request(target, this.settings.access);
       this.reservations.forget(target);
     }
-    const calls = set.calls({ keys, algorithms }, 1);
+    const calls = set.calls(limits, 1);
     if (calls.length > 0) await this.store.reset(calls);
   }
 
@@ -259,61 +281,18 @@ export class HttpLimiter<Req> {
   }
 
   /**
-   * The store calls of a request: each limit's key and algorithm (a plan asked or cached), the
-   * limits without a key left out. How `check` finds them when a limit's plan is per request, and
-   * how `peek` always does.
-   */
-  private callsOf(
-    req: Req,
-    cost: number,
-  ): MaybePromise<{
-    keys: (string | undefined)[];
-    algorithms: (Algorithm | undefined)[];
-    calls: LimitCall[];
-  }> {
-    const set = this.settings.set;
-    return andThen(set.keys(req, this.settings.access), (keys) =>
-      andThen(set.algorithms(req, keys), (algorithms) => ({
-        keys,
-        algorithms,
-        calls: set.calls({ keys, algorithms }, cost),
-      })),
-    );
-  }
-
-  /**
-   * One store call for every limit with a key; what an admitted request took is reserved.
-   * `undefined` cost: no limit applies to the request.
+   * The request's one store call, for every limit with a key (`LimitSet.consume`); what it took
+   * is reserved. `undefined` cost: no limit applies to the request.
    */
   private check(req: Req, cost: number | undefined): MaybePromise<Decision | undefined> {
     if (cost === undefined) return undefined;
-    const { set, access } = this.settings;
-    const limiter = set.limiter;
-    if (limiter !== undefined && set.limits.length === 1) {
-      // The common case: one fixed limit, its key as a string (the Limiter's direct path).
-      return andThen(set.key(0, req, access), (key) => {
-        if (key === undefined) return NOT_LIMITED;
-        return andThen(limiter.check(key, cost === 1 ? undefined : { cost }), (decision) => {
-          if (decision.allowed) this.reservations.reserve(req, [key], set.fixed, cost);
-          return decision;
-        });
-      });
-    }
-    if (limiter !== undefined) {
-      return andThen(set.keys(req, access), (keys) => {
-        if (keys.every((key) => key === undefined)) return NOT_LIMITED;
-        return andThen(limiter.check(keys, cost === 1 ? undefined : { cost }), (decision) => {
-          if (decision.allowed) this.reservations.reserve(req, keys, set.fixed, cost);
-          return decision;
-        });
-      });
-    }
-    return andThen(this.callsOf(req, cost), ({ keys, algorithms, calls }) => {
-      if (calls.length === 0) return NOT_LIMITED;
-      return andThen(this.store.consume(calls, undefined), (decisions) => {
-        const decision = combineCalls(calls, decisions);
-        // Kept refused too: its headers name the plans it was refused by.
-        this.reservations.reserve(req, keys, algorithms, decision.allowed ? cost : 0);
+    const set = this.settings.set;
+    return andThen(set.request(req, this.settings.access), (limits) => {
+      if (limits.keys.every(isUndefined)) return NOT_LIMITED;
+      return andThen(set.consume(limits, cost), (decision) => {
+        // A refused request is kept only under plans: its headers name the plans it was refused by.
+        if (decision.allowed) this.reservations.reserve(req, limits.keys, limits.algorithms, cost);
+        else if (set.planned) this.reservations.reserve(req, limits.keys, limits.algorithms, 0);
         return decision;
       });
     });
@@ -328,4 +307,8 @@ export class HttpLimiter<Req> {
 /** `undefined` for "no limit applied"; a single limit's own decision (no `limits`) did apply. */
 function applied(decision: Decision | undefined): Decision | undefined {
   return decision === NOT_LIMITED ? undefined : decision;
+}
+
+function isUndefined(key: string | undefined): boolean {
+  return key === undefined;
 }

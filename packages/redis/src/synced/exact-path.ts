@@ -1,5 +1,5 @@
 import type { Decision, LimitCall } from '@sluice/core';
-import type { CallGate } from '../gate/call-gate.js';
+import type { CallGate } from '@sluice/core/gate';
 import { RedisStore } from '../redis-store.js';
 import type { Entry } from './local-table.js';
 import type { ResolvedSyncedOptions } from './options.js';

@@ -1,8 +1,8 @@
 import { type Duration, ErrorCode, SluiceError } from '@sluice/core';
 import { assertKnownOptions, describeValue, integerOption, parseDuration } from '@sluice/core/adapter';
+import type { BreakerOptions, BreakerState } from '@sluice/core/gate';
+import { type StoreLogger, shareOption } from '@sluice/core/gate';
 import type { RedisClient } from '../client.js';
-import type { BreakerOptions, BreakerState } from '../gate/breaker.js';
-import { type StoreLogger, shareOption } from '../gate/failure-options.js';
 import { type RedisStoreErrorEvent, type ResolvedOptions, resolveOptions } from '../options.js';
 
 export interface SyncedStoreOptions {

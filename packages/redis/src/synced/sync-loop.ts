@@ -1,4 +1,4 @@
-import type { CallGate } from '../gate/call-gate.js';
+import type { CallGate } from '@sluice/core/gate';
 import type { ScriptCommand } from '../script-command.js';
 import { applyReply, buildBatch, type SyncGroup } from './sync-batch.js';
 import type { SyncQueue } from './sync-queue.js';

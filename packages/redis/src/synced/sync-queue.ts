@@ -1,5 +1,5 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
-import type { CallGate } from '../gate/call-gate.js';
+import type { CallGate } from '@sluice/core/gate';
 import type { Entry, LocalTable } from './local-table.js';
 
 /**

@@ -1,9 +1,8 @@
-import { ErrorCode, SluiceError } from '@sluice/core';
+import { ErrorCode, SluiceError } from '../errors.js';
 import type { BreakerState } from './breaker.js';
 import { Deadlines, timeoutError } from './deadlines.js';
 import type { ResolvedFailureOptions, StoreErrorEvent } from './failure-options.js';
 import { type GateScope, GateScopes, type SlotOwner } from './gate-scopes.js';
-import { backendAnswered } from './reply-error.js';
 import { StartUp, type StartUpClient, startUpError } from './start-up.js';
 
 export type Operation = StoreErrorEvent['operation'];
@@ -39,6 +38,15 @@ export interface GateOptions
   readonly names: { readonly store: string; readonly backend: string };
   /** On a Cluster, the primary owning each slot: one breaker per primary (see `GateScopes`). */
   readonly owner?: SlotOwner | undefined;
+  /**
+   * Whether a failed call still proves the backend answers: an error it replied about this one
+   * call (a bad argument, a key of another type) or a refusal it answered at once (Redis
+   * Cluster's `CLUSTERDOWN`). The breaker hears such a failure as a success (see `count`). Only
+   * the backend's protocol can tell, so its store brings the rule (`@sluice/redis`'s, the
+   * server's for a sluice-server).
+   * @default none: every failure counts as the backend being away
+   */
+  readonly backendAnswered?: ((error: unknown) => boolean) | undefined;
 }
 
 /** Why a call did not go to the backend: its client never became ready, or its scope's breaker is open. */
@@ -60,10 +68,12 @@ export class CallGate {
   private readonly scopes: GateScopes;
   private readonly store: string;
   private readonly backend: string;
+  private readonly backendAnswered: (error: unknown) => boolean;
 
   constructor(private readonly options: GateOptions) {
     this.store = options.names.store;
     this.backend = options.names.backend;
+    this.backendAnswered = options.backendAnswered ?? never;
     this.deadlines = new Deadlines(options.timeout, undefined, undefined, undefined, this.backend);
     this.startUp = new StartUp(options.client, options.readyTimeout, (keys, why) =>
       this.report('connect', keys, startUpError(this.store, this.backend, why)),
@@ -179,7 +189,7 @@ export class CallGate {
       await this.deadlines.race(attempt(), operation);
       this.succeeded(scope);
     } catch (error) {
-      this.count(scope, backendAnswered(error));
+      this.count(scope, this.backendAnswered(error));
       this.report(operation, keys, error, scope);
       throw new SluiceError(
         ErrorCode.STORE_FAILURE,
@@ -284,7 +294,7 @@ export class CallGate {
     keys: number,
     error: unknown,
     fail: () => T | Promise<T>,
-    answered = backendAnswered(error),
+    answered = this.backendAnswered(error),
   ): Promise<T> {
     this.count(scope, answered);
     this.report(operation, keys, error, scope);
@@ -310,12 +320,18 @@ export class CallGate {
    * the same call fails every time while every other key works, so it must not open the breaker
    * and fail a healthy limit; it proves the backend answers (a success for the breaker). So does a
    * Cluster node's CLUSTERDOWN: the node answers at once, and its keys must be Redis's again as
-   * soon as the cluster serves, not after a cooldown.
+   * soon as the cluster serves, not after a cooldown. Which errors those are, the store's
+   * `backendAnswered` says.
    */
   private count(scope: GateScope, answered: boolean): void {
     if (answered) scope.breaker?.success();
     else scope.breaker?.failure();
   }
+}
+
+/** No error proves the backend answered (a gate given no `backendAnswered`). */
+function never(): boolean {
+  return false;
 }
 
 function identity<T>(value: T): T {

@@ -1,5 +1,6 @@
-import { type Decision, ErrorCode, SluiceError } from '@sluice/core';
-import { decide, type LeaseAcquire, type LeaseCall, type LeaseStore } from '@sluice/core/adapter';
+import type { LeaseAcquire, LeaseCall, LeaseStore } from '../concurrency/lease-store.js';
+import { type Decision, decide } from '../decision.js';
+import { ErrorCode, SluiceError } from '../errors.js';
 import type { CallGate } from './call-gate.js';
 import type { FailureAnswerOptions } from './failure-answers.js';
 import { PolicyLeases } from './policy-leases.js';

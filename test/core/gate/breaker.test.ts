@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CircuitBreaker } from '../../packages/redis/src/gate/breaker.js';
+import { CircuitBreaker } from '../../../packages/core/src/gate/breaker.js';
 
 describe('CircuitBreaker', () => {
   it('regression: a success while open (a call let through before it opened, answered late) does not close it; its probe does (it flapped)', () => {

@@ -1,4 +1,4 @@
-import { SUMMARY_INTERVAL } from '@sluice/core/adapter';
+import { SUMMARY_INTERVAL } from '../http/error-log.js';
 import type { BreakerState } from './breaker.js';
 import type { StoreLogger } from './failure-options.js';
 

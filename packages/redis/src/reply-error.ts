@@ -32,7 +32,11 @@ export function isClusterDown(error: unknown): boolean {
   );
 }
 
-/** Whether a failed call still proves the backend answers (the breaker hears a success). */
+/**
+ * Whether a failed call still proves Redis answers (the breaker hears a success): RedisStore's
+ * and SyncedStore's `backendAnswered`, which the store-neutral call gate (`@sluice/core/gate`)
+ * cannot know.
+ */
 export function backendAnswered(error: unknown): boolean {
   return isReplyError(error) || isClusterDown(error);
 }

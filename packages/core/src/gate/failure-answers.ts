@@ -1,5 +1,5 @@
-import type { Decision, LimitCall, Store } from '@sluice/core';
-import { decide } from '@sluice/core/adapter';
+import { type Decision, decide } from '../decision.js';
+import type { LimitCall, Store } from '../store.js';
 import type { CallGate } from './call-gate.js';
 import type { ResolvedFailureOptions } from './failure-options.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Deadlines } from '../../packages/redis/src/gate/deadlines.js';
+import { Deadlines } from '../../../packages/core/src/gate/deadlines.js';
 
 /** A fake clock and timer queue: `advance` runs what is due, in order. */
 function fakeTime() {

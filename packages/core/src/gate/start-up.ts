@@ -1,4 +1,4 @@
-import { ErrorCode, SluiceError } from '@sluice/core';
+import { ErrorCode, SluiceError } from '../errors.js';
 
 /**
  * Client states in which a call is not waited for: `ready` (send it), `end` (closed by its owner or

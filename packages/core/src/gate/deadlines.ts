@@ -1,4 +1,4 @@
-import { ErrorCode, SluiceError } from '@sluice/core';
+import { ErrorCode, SluiceError } from '../errors.js';
 
 /** What `setTimeout` returns, as far as the sweep needs it. */
 export interface Timer {

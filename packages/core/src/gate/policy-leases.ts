@@ -1,4 +1,4 @@
-import type { LeaseStore } from '@sluice/core/adapter';
+import type { LeaseStore } from '../concurrency/lease-store.js';
 
 interface Entry {
   /** Local time (ms) after which the lease has expired anyway. */

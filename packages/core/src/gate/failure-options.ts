@@ -1,5 +1,7 @@
-import { ErrorCode, MemoryStore, SluiceError, type Store } from '@sluice/core';
-import { assertKnownOptions, describeValue, integerOption, positiveOption } from '@sluice/core/adapter';
+import { describeValue, ErrorCode, SluiceError } from '../errors.js';
+import { MemoryStore } from '../memory-store.js';
+import type { Store } from '../store.js';
+import { assertKnownOptions, integerOption, positiveOption } from '../validate.js';
 import type { BreakerOptions, BreakerState } from './breaker.js';
 
 /**
