@@ -205,7 +205,7 @@ export function readConfigFile(file: string, text: string): RawRoot {
   if (first !== undefined) {
     throw configError(
       file,
-      first.linePos?.[0].line,
+      first.linePos?.[0].line ?? lines.linePos(first.pos[0]).line,
       `error loading config file: ${first.message.split('\n')[0]}`,
     );
   }
