@@ -38,7 +38,7 @@ function nextEvent(events: LoggedEvent[], name: string): Promise<LoggedEvent> {
 
 describe('reload', () => {
   it('a changed file is picked up by the watcher; a bad one is refused with file and line, the last good config serves', async () => {
-    s = await startRls({ 'app.yaml': limitOf(5) }, { watch: true, reloadSettleMs: 20 });
+    s = await startRls({ 'app.yaml': limitOf(5) }, { watch: true, reloadDelay: 20 });
     const c = s.client();
     expect((await c.should('app', [d('user', 'u')])).statuses[0]!.current_limit!.requests_per_unit).toBe(5);
 

@@ -76,14 +76,14 @@ export class ConfigDirectory {
   }
 
   /**
-   * Reloads on every change in the directory, once the changes have settled for `settleMs` (an
+   * Reloads on every change in the directory, once the directory has been quiet for `quietMs` (an
    * editor writes a file in several steps; a deploy swaps several files).
    */
-  watch(settleMs: number): void {
+  watch(quietMs: number): void {
     if (this.watcher !== undefined) return;
     this.watcher = watch(this.dir, () => {
       clearTimeout(this.timer);
-      this.timer = setTimeout(() => this.reload(), settleMs);
+      this.timer = setTimeout(() => this.reload(), quietMs);
       this.timer.unref();
     });
     this.watcher.on('error', (err) => this.report('config-refused', { dir: this.dir, error: err.message }));

@@ -10,8 +10,7 @@ import { loadSync } from '@grpc/proto-loader';
  * Found through the package's own name, the same from src/ (tests) and from dist/.
  */
 export function protoDir(): string {
-  const from = typeof __filename === 'string' ? __filename : import.meta.url;
-  return join(dirname(createRequire(from).resolve('@sluice/server/package.json')), 'proto');
+  return join(dirname(createRequire(import.meta.url).resolve('@sluice/server/package.json')), 'proto');
 }
 
 /** How messages are read and written: proto field names, enums and 64-bit integers as numbers. */

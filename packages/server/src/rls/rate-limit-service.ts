@@ -36,7 +36,7 @@ export interface RateLimitServiceOptions {
   /** Reload when the directory changes. @default true */
   watch?: boolean;
   /** ms the directory must be quiet before a reload. @default 200 */
-  reloadSettleMs?: number;
+  reloadDelay?: number;
   /** Answer OK overall whatever the descriptors say, counting as usual (their SHADOW_MODE). @default false */
   shadowMode?: boolean;
   /**
@@ -217,7 +217,7 @@ export class RateLimitService {
           return;
         }
         this.boundPort = port;
-        if (this.options.watch !== false) this.directory.watch(this.options.reloadSettleMs ?? 200);
+        if (this.options.watch !== false) this.directory.watch(this.options.reloadDelay ?? 200);
         this.setServing(true);
         this.log('rls-listening', {
           host,
