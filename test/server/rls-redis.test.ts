@@ -43,7 +43,14 @@ describe.each([
         await startRls(
           CONFIG,
           {},
-          (clock) => new StoreBackend(new RedisStore({ client, prefix }), clock, 'redis'),
+          (clock) =>
+            new StoreBackend(
+              // 'deny': an unreachable Redis fails the call rather than count in this replica's
+              // memory; the long timeout keeps a loaded machine from reading as an outage.
+              new RedisStore({ client, prefix, failurePolicy: 'deny', timeout: 10_000, breaker: false }),
+              clock,
+              'redis',
+            ),
           T,
         ),
       );

@@ -86,7 +86,9 @@ export class LmdbBackend implements RlsBackend {
 
 /**
  * Any core Store: RedisStore (Redis or Redis Cluster, so that service replicas share the counters)
- * above all. Its failure policy (RedisStore's `failurePolicy`) answers when the backend is away.
+ * above all. When the store's failure policy answers `'store-unavailable'` (RedisStore's
+ * `failurePolicy: 'allow'` or `'deny'`), the call fails (gRPC UNAVAILABLE) and Envoy's
+ * `failure_mode_deny` decides; with `'local'` the replica's own memory answers instead.
  */
 export class StoreBackend implements RlsBackend {
   readonly name: string;
@@ -136,6 +138,11 @@ export class StoreBackend implements RlsBackend {
           decisions[i] = d;
         }),
       );
+    }
+    // The store's failure policy answered ('allow' / 'deny'): nothing was counted. Envoy decides
+    // what that means (failure_mode_deny), as it does when envoyproxy/ratelimit loses Redis.
+    if (decisions.some((d) => d.reason === 'store-unavailable')) {
+      throw new Error(`${this.name} is unavailable (nothing was counted)`);
     }
     return { decisions, now };
   }

@@ -27,9 +27,11 @@ async function redisStore(options: CliRlsOptions): Promise<Store> {
       const colon = node.lastIndexOf(':');
       return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
     });
-    return new RedisStore({ client: new ioredis.Cluster(nodes) });
+    return new RedisStore({ client: new ioredis.Cluster(nodes), failurePolicy: 'deny' });
   }
-  return new RedisStore({ client: new ioredis.Redis(options.redis!) });
+  // 'deny' marks its answers 'store-unavailable', which StoreBackend turns into gRPC UNAVAILABLE: a
+  // replica never acknowledges a hit that is not in Redis ('local' would count it in its memory).
+  return new RedisStore({ client: new ioredis.Redis(options.redis!), failurePolicy: 'deny' });
 }
 
 export interface CliRls {
