@@ -1,7 +1,9 @@
+import { status } from '@grpc/grpc-js';
 import { RedisStore } from '@sluice/redis';
 import { StoreBackend } from '@sluice/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Cluster, connectCluster, connectRedis, type Redis, uniquePrefix } from '../redis/clients.js';
+import { startRedis } from '../setup/redis-server.js';
 import { d, type RlsSubject, startRls } from './rls-harness.js';
 
 // Service replicas on one Redis (and on a Redis Cluster) share their counters through RedisStore:
@@ -80,5 +82,36 @@ describe.each([
     for (const r of replicas) r.clock.now = T + 60_000;
     const r = await replicas[1]!.client().should('shared', [d('tenant', 'acme')]);
     expect(r.statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 49 });
+  });
+});
+
+describe('Redis away', () => {
+  it('a call that needs Redis fails UNAVAILABLE (Envoy applies failure_mode_deny); one that needs no counter is answered', async () => {
+    const redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const rls = await startRls(
+      {
+        ...CONFIG,
+        'open.yaml': 'domain: open\ndescriptors:\n  - key: any\n    rate_limit: { unlimited: true }\n',
+      },
+      {},
+      (clock) => new StoreBackend(new RedisStore({ client, failurePolicy: 'deny' }), clock, 'redis'),
+      T,
+    );
+    try {
+      const c = rls.client();
+      expect((await c.should('shared', [d('tenant', 'before')])).overall_code).toBe('OK');
+      await redis.kill();
+      await expect(c.should('shared', [d('tenant', 'after')])).rejects.toMatchObject({
+        code: status.UNAVAILABLE,
+        details: 'rate limit backend failed: redis is unavailable (nothing was counted)',
+      });
+      expect((await c.should('open', [d('any', 'x')])).overall_code).toBe('OK');
+      expect(rls.events.some((e) => e.event === 'decide-error')).toBe(true);
+    } finally {
+      await rls.stop();
+      client.disconnect();
+      await redis.stop();
+    }
   });
 });
