@@ -12,7 +12,7 @@ const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind
   [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
   [--cache-keys 100000] [--max-log-entries 10000] [--workers 1|N|auto]
-  [--grpc-port 8081 --rls-config DIR [--rls-redis redis://HOST:PORT | --rls-redis-cluster HOST:PORT,...]
+  [--grpc-port 8081 --rls-config DIR [--rls-redis redis://HOST:PORT | --rls-redis-cluster HOST:PORT,...] [--rls-redis-timeout 100]
    [--rls-shadow-mode] [--rls-response-headers]]
 The gRPC port serves Envoy's rate limit service (envoyproxy/ratelimit's YAML files in DIR) and
 grpc.health.v1; its counters are in the server's LMDB, or in Redis when one is named.
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       'rls-config': { type: 'string' },
       'rls-redis': { type: 'string' },
       'rls-redis-cluster': { type: 'string' },
+      'rls-redis-timeout': { type: 'string' },
       'rls-shadow-mode': { type: 'boolean' },
       'rls-response-headers': { type: 'boolean' },
       help: { type: 'boolean' },
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
           configDir: values['rls-config']!,
           redis: values['rls-redis'],
           redisCluster: values['rls-redis-cluster'],
+          redisTimeout: integer('rls-redis-timeout', values['rls-redis-timeout']),
           shadowMode: values['rls-shadow-mode'] === true,
           responseHeaders: values['rls-response-headers'] === true,
           log: options.log ?? defaultLog,

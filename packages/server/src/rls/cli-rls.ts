@@ -11,6 +11,8 @@ export interface CliRlsOptions {
   readonly redis: string | undefined;
   /** `host:port,host:port`: counters in that Redis Cluster. */
   readonly redisCluster: string | undefined;
+  /** RedisStore's `timeout`: the longest wait for Redis per call, ms. @default 100 */
+  readonly redisTimeout: number | undefined;
   readonly shadowMode: boolean;
   readonly responseHeaders: boolean;
   readonly log: (event: string, fields: Record<string, unknown>) => void;
@@ -22,16 +24,17 @@ export interface CliRlsOptions {
  */
 async function redisStore(options: CliRlsOptions): Promise<Store> {
   const [{ RedisStore }, ioredis] = await Promise.all([import('@sluice/redis'), import('ioredis')]);
+  const timeout = options.redisTimeout === undefined ? {} : { timeout: options.redisTimeout };
   if (options.redisCluster !== undefined) {
     const nodes = options.redisCluster.split(',').map((node) => {
       const colon = node.lastIndexOf(':');
       return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
     });
-    return new RedisStore({ client: new ioredis.Cluster(nodes), failurePolicy: 'deny' });
+    return new RedisStore({ client: new ioredis.Cluster(nodes), failurePolicy: 'deny', ...timeout });
   }
   // 'deny' marks its answers 'store-unavailable', which StoreBackend turns into gRPC UNAVAILABLE: a
   // replica never acknowledges a hit that is not in Redis ('local' would count it in its memory).
-  return new RedisStore({ client: new ioredis.Redis(options.redis!), failurePolicy: 'deny' });
+  return new RedisStore({ client: new ioredis.Redis(options.redis!), failurePolicy: 'deny', ...timeout });
 }
 
 export interface CliRls {
