@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
 import { defaultLog, type ServerOptions } from './options.js';
+import { startRls } from './rls/cli-rls.js';
 import { SluiceServer } from './server.js';
 import { reportListening, runPrimary, WORKER_EVENTS, workerIndex } from './workers.js';
 
@@ -11,6 +12,10 @@ const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind
   [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
   [--cache-keys 100000] [--max-log-entries 10000] [--workers 1|N|auto]
+  [--grpc-port 8081 --rls-config DIR [--rls-redis redis://HOST:PORT | --rls-redis-cluster HOST:PORT,...] [--rls-redis-timeout 100]
+   [--rls-shadow-mode] [--rls-response-headers]]
+The gRPC port serves Envoy's rate limit service (envoyproxy/ratelimit's YAML files in DIR) and
+grpc.health.v1; its counters are in the server's LMDB, or in Redis when one is named.
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
 
 /** `--workers`: a whole number ≥ 1, or `auto` (the cores this process may use). */
@@ -45,6 +50,13 @@ async function main(): Promise<void> {
       'cache-keys': { type: 'string' },
       'max-log-entries': { type: 'string' },
       workers: { type: 'string' },
+      'grpc-port': { type: 'string' },
+      'rls-config': { type: 'string' },
+      'rls-redis': { type: 'string' },
+      'rls-redis-cluster': { type: 'string' },
+      'rls-redis-timeout': { type: 'string' },
+      'rls-shadow-mode': { type: 'boolean' },
+      'rls-response-headers': { type: 'boolean' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -75,6 +87,13 @@ async function main(): Promise<void> {
   // (another process committed): off unless asked for.
   set('cacheKeys', integer('cache-keys', values['cache-keys']) ?? (workers > 1 ? 0 : undefined));
   set('maxLogEntries', integer('max-log-entries', values['max-log-entries']));
+  const grpcPort = integer('grpc-port', values['grpc-port']);
+  if ((grpcPort === undefined) !== (values['rls-config'] === undefined)) {
+    throw new Error('--grpc-port and --rls-config go together');
+  }
+  if (grpcPort !== undefined && workers > 1) {
+    throw new Error('--grpc-port serves from one process: it cannot be combined with --workers > 1 yet');
+  }
   const worker = workerIndex();
   if (workers > 1 && worker === undefined) {
     const details = {
@@ -91,12 +110,31 @@ async function main(): Promise<void> {
       defaultLog(WORKER_EVENTS[event] ?? event, { worker, pid: process.pid, ...fields });
   }
   const server = new SluiceServer(options);
-  const listening = server.listen();
+  const rls =
+    grpcPort === undefined
+      ? undefined
+      : await startRls(server, {
+          port: grpcPort,
+          host: options.host,
+          configDir: values['rls-config']!,
+          redis: values['rls-redis'],
+          redisCluster: values['rls-redis-cluster'],
+          redisTimeout: integer('rls-redis-timeout', values['rls-redis-timeout']),
+          shadowMode: values['rls-shadow-mode'] === true,
+          responseHeaders: values['rls-response-headers'] === true,
+          log: options.log ?? defaultLog,
+        });
+  const listening = server.listen().then(async (port) => {
+    await rls?.service.listen();
+    return port;
+  });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
     listening
+      // The gRPC side first: health turns NOT_SERVING, calls in flight are answered, then LMDB closes.
+      .then(() => rls?.close())
       .then(() => server.close())
       .then(
         () => process.exit(0),
@@ -108,6 +146,9 @@ async function main(): Promise<void> {
   // the terminal's group and from its primary.
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // As envoyproxy/ratelimit reloads on a change; SIGHUP reloads now (the watcher may miss a
+  // change on some file systems).
+  if (rls !== undefined) process.on('SIGHUP', () => rls.service.reload());
   const port = await listening;
   if (worker !== undefined) reportListening(port);
 }

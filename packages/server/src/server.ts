@@ -91,6 +91,14 @@ export class SluiceServer implements ConnectionHost {
     });
   }
 
+  /**
+   * The LMDB state the commands decide in: the rate limit service (`LmdbBackend`) decides in the
+   * same transactions, so RESP and gRPC callers share one set of counters.
+   */
+  get stateDb(): StateDb {
+    return this.db;
+  }
+
   get port(): number {
     return (this.net.address() as AddressInfo | null)?.port ?? this.options.port;
   }

@@ -1,0 +1,45 @@
+import { rm } from 'node:fs/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../setup/redis-server.js';
+import { spawnServer, tempDir, until } from './harness.js';
+import { configDir, d, publishedClient } from './rls-harness.js';
+
+// `sluice-server --grpc-port N --rls-config DIR`: the gRPC port beside the RESP port, in a real
+// process, and its clean stop on SIGTERM (the gRPC side first, then LMDB).
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('sluice-server --grpc-port', () => {
+  it('serves ShouldRateLimit from the YAML directory on LMDB and stops cleanly on SIGTERM', async () => {
+    const data = await tempDir();
+    const config = await configDir({
+      'app.yaml':
+        'domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: year, requests_per_unit: 2 }\n',
+    });
+    dirs.push(data, config);
+    const grpcPort = await freePort();
+    const server = await spawnServer(data, undefined, [
+      '--grpc-port',
+      String(grpcPort),
+      '--rls-config',
+      config,
+    ]);
+    try {
+      await until(() => server.events().some((e) => e.event === 'rls-listening'), 'rls-listening');
+      const client = publishedClient(grpcPort);
+      const codes: string[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await client.should('app', [d('user', 'u')])).overall_code);
+      expect(codes).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+      client.close();
+    } finally {
+      await server.kill('SIGTERM');
+    }
+    expect(server.child.exitCode).toBe(0);
+    const events = server.events().map((e) => e.event);
+    expect(events.indexOf('rls-stopped')).toBeGreaterThan(-1);
+    expect(events.indexOf('rls-stopped')).toBeLessThan(events.indexOf('stopped'));
+  });
+});
