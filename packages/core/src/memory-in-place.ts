@@ -4,7 +4,7 @@ import { gcraRules } from './algorithms/gcra.js';
 import { slidingWindowLogRules } from './algorithms/sliding-window-log.js';
 import { continuousRules } from './algorithms/token-bucket.js';
 import type { Decision } from './decision.js';
-import { type Cell, NUMBER } from './memory-keys.js';
+import { type Cell, NUMBER } from './memory-cell.js';
 
 /**
  * The memory store's in-place step of a built-in algorithm's pure `consume`, for a key it already holds:

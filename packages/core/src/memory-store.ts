@@ -4,7 +4,8 @@ import { MemoryLeases } from './concurrency/memory-leases.js';
 import type { Decision } from './decision.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { MemoryBlocks } from './memory-blocks.js';
-import { bytesOf, cellState, MemoryKeys } from './memory-keys.js';
+import { cellState } from './memory-cell.js';
+import { bytesOf, MemoryKeys } from './memory-keys.js';
 import { batchStep, chargeStep, type LimitCall, type Store, UNCHANGED } from './store.js';
 import { assertKnownOptions, integerOption } from './validate.js';
 

@@ -34,7 +34,7 @@ function lmdbId(call: LimitCall): string {
 
 /** Takes what a refused call had room for, so the window reads full as envoyproxy/ratelimit's does. */
 function saturate(tx: StateTxn, call: LimitCall, id: string, now: number): void {
-  chargeIn(tx, [call], [id], now, now);
+  chargeIn(tx, { calls: [call], ids: [id], now, storeNow: now });
 }
 
 /**
@@ -53,25 +53,23 @@ export class LmdbBackend implements RlsBackend {
       const decisions: Decision[] = new Array(calls.length);
       const taking: number[] = [];
       calls.forEach((c, i) => {
-        if (c.peek) decisions[i] = peekIn(tx, [c.call], [ids[i]!], undefined, now, now)[0]!;
+        if (c.peek) decisions[i] = peekIn(tx, { calls: [c.call], ids: [ids[i]!], now, storeNow: now })[0]!;
         else taking.push(i);
       });
       if (allOrNothing && taking.length > 0) {
-        const batch = checkIn(
-          tx,
-          taking.map((i) => calls[i]!.call),
-          taking.map((i) => ids[i]!),
-          undefined,
+        const batch = checkIn(tx, {
+          calls: taking.map((i) => calls[i]!.call),
+          ids: taking.map((i) => ids[i]!),
           now,
-          now,
-        );
+          storeNow: now,
+        });
         taking.forEach((i, j) => {
           decisions[i] = batch[j]!;
         });
       } else {
         for (const i of taking) {
           const c = calls[i]!;
-          const d = checkIn(tx, [c.call], [ids[i]!], undefined, now, now)[0]!;
+          const d = checkIn(tx, { calls: [c.call], ids: [ids[i]!], now, storeNow: now })[0]!;
           if (!d.allowed && c.countsRefused) saturate(tx, c.call, ids[i]!, now);
           decisions[i] = d;
         }
