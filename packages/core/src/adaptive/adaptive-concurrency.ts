@@ -41,6 +41,14 @@ export interface AdaptiveConcurrencyOptions {
   clock?: () => number;
   /** Shown in `decision.policy`. @default 'adaptive' */
   name?: string;
+  /**
+   * How long a lease may be held before its slot is taken back (a release lost to a bug, a
+   * request that never ends): ms or `'60s'`…, longer than your slowest request. An expired lease
+   * counts as a drop (a request that outlived it timed out) ending at its expiry; its later
+   * release frees nothing and tells the controller nothing. Expired leases are found on `acquire`.
+   * @default '60s' (as `ConcurrencyLimiter`)
+   */
+  ttl?: Duration;
 }
 
 const KNOWN = [
@@ -51,6 +59,7 @@ const KNOWN = [
   'random',
   'clock',
   'name',
+  'ttl',
 ] as const satisfies readonly (keyof AdaptiveConcurrencyOptions)[];
 const ACQUIRE_KNOWN = ['now'] as const;
 const RELEASE_KNOWN = ['now', 'dropped', 'ignore'] as const satisfies readonly (keyof ReleaseOutcome)[];
@@ -101,6 +110,8 @@ export class AdaptiveConcurrency {
   readonly priorities: readonly string[];
   /** ms. */
   readonly demandWindow: number;
+  /** ms. */
+  readonly ttl: number;
   private readonly plan: PartitionPlan;
   private readonly index: ReadonlyMap<string, number>;
   private readonly retryRange: ResolvedRetryRange;
@@ -115,6 +126,11 @@ export class AdaptiveConcurrency {
   private readonly counts: number[];
   /** ms of each partition's last acquire; -Infinity before one. */
   private readonly asked: number[];
+  /**
+   * The leases out, in the order they were taken, which is their expiry's order (one ttl, time
+   * that does not run back): the oldest expire first, so a sweep stops at the first still valid.
+   */
+  private readonly out = new Map<Held, number>();
 
   constructor(options: AdaptiveConcurrencyOptions = {}) {
     assertKnownOptions('adaptiveConcurrency', options, KNOWN);
@@ -127,6 +143,7 @@ export class AdaptiveConcurrency {
     this.random = functionOption('random', options.random) ?? Math.random;
     this.clock = functionOption('clock', options.clock) ?? (() => performance.now());
     this.name = nameOption(options.name ?? 'adaptive');
+    this.ttl = parseDuration('ttl', options.ttl ?? '60s');
     this.counts = this.plan.names.map(() => 0);
     this.asked = this.plan.names.map(() => Number.NEGATIVE_INFINITY);
     this.state = this.controller.start(this.clock(), this.random());
@@ -136,8 +153,8 @@ export class AdaptiveConcurrency {
 
   /**
    * Takes a slot for a request of this priority (none without partitions), or refuses it. Release
-   * the lease when the request ends, however it ends: the limit learns from it. Leases have no
-   * ttl: one never released keeps its slot for good.
+   * the lease when the request ends, however it ends: the limit learns from it. A lease not
+   * released within `ttl` loses its slot (counted as a drop).
    */
   acquire(priority?: string, options?: { now?: number }): AdaptiveLease {
     const p = this.partitionOf(priority);
@@ -150,6 +167,7 @@ export class AdaptiveConcurrency {
       this.setLimit(this.controller.limit(this.state));
     }
     this.asked[p] = now;
+    this.expire(now);
     const limit = this.current;
     if (!admits(p, limit, this.total, this.counts, this.guaranteed, (q) => this.hasDemand(q, now))) {
       // Nothing is left for this request, whatever the limit's free slots: they are reserved.
@@ -161,15 +179,14 @@ export class AdaptiveConcurrency {
     this.counts[p]! += 1;
     const inFlight = this.total;
     const decision = decide(true, limit, Math.max(0, limit - inFlight), 0, 0, 0, this.name, undefined);
-    let released = false;
+    const held: Held = { p, start: now, inFlight };
+    this.out.set(held, now + this.ttl);
     return {
       decision,
       release: (outcome?: number | ReleaseOutcome): boolean => {
-        if (released) return false;
+        if (!this.out.has(held)) return false;
         const { end, dropped, ignore } = this.readOutcome(outcome);
-        released = true;
-        this.total -= 1;
-        this.counts[p]! -= 1;
+        this.free(held);
         if (!ignore) this.learn({ start: now, end, inFlight, dropped });
         return true;
       },
@@ -198,6 +215,21 @@ export class AdaptiveConcurrency {
       out[name] = { share: this.plan.shares[i]!, guaranteed: this.guaranteed[i]!, inFlight: this.counts[i]! };
     });
     return out;
+  }
+
+  /** Takes back the slots of leases past their ttl at `now`, each a drop ending at its expiry. */
+  private expire(now: number): void {
+    for (const [held, expires] of this.out) {
+      if (expires > now) return;
+      this.free(held);
+      this.learn({ start: held.start, end: expires, inFlight: held.inFlight, dropped: true });
+    }
+  }
+
+  private free(held: Held): void {
+    this.out.delete(held);
+    this.total -= 1;
+    this.counts[held.p]! -= 1;
   }
 
   private learn(sample: { start: number; end: number; inFlight: number; dropped: boolean }): void {
@@ -248,6 +280,13 @@ export class AdaptiveConcurrency {
       ignore: booleanOption('ignore', outcome.ignore ?? false),
     };
   }
+}
+
+/** An admitted lease not yet released: its partition, when it started, in flight then (itself included). */
+interface Held {
+  readonly p: number;
+  readonly start: number;
+  readonly inFlight: number;
 }
 
 /**
