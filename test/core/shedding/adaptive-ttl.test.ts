@@ -1,4 +1,4 @@
-import { adaptiveConcurrency, aimd, ErrorCode, type LimitController, type RttSample } from '@sluice/core';
+import { AdaptiveConcurrency, aimd, ErrorCode, type LimitController, type RttSample } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 
 /** A controller that records what it is told and keeps the limit at `limit`. */
@@ -22,7 +22,7 @@ function recording(limit: number): LimitController<number> & { samples: RttSampl
 describe('AdaptiveConcurrency leases: ttl', () => {
   it('a lease never released gives its slot back once its ttl has passed, counted as a drop ending at its expiry', () => {
     const controller = recording(2);
-    const limiter = adaptiveConcurrency({ controller, ttl: 1000 });
+    const limiter = new AdaptiveConcurrency({ controller, ttl: 1000 });
     const lost = limiter.acquire(undefined, { now: 0 });
     const kept = limiter.acquire(undefined, { now: 500 });
     expect(lost.decision.allowed).toBe(true);
@@ -45,7 +45,7 @@ describe('AdaptiveConcurrency leases: ttl', () => {
   });
 
   it("an expired lease frees its partition's slot too", () => {
-    const limiter = adaptiveConcurrency({
+    const limiter = new AdaptiveConcurrency({
       controller: recording(4),
       partitions: { critical: 0.5, low: 0.5 },
       ttl: '1s',
@@ -59,7 +59,7 @@ describe('AdaptiveConcurrency leases: ttl', () => {
   });
 
   it('defaults to 60 s, as ConcurrencyLimiter', () => {
-    const limiter = adaptiveConcurrency({ controller: aimd({ initialLimit: 1, minLimit: 1 }) });
+    const limiter = new AdaptiveConcurrency({ controller: aimd({ initialLimit: 1, minLimit: 1 }) });
     expect(limiter.ttl).toBe(60_000);
     limiter.acquire(undefined, { now: 0 });
     expect(limiter.acquire(undefined, { now: 59_999 }).decision.allowed).toBe(false);
@@ -67,9 +67,9 @@ describe('AdaptiveConcurrency leases: ttl', () => {
   });
 
   it('refuses a bad ttl with a coded error naming the option', () => {
-    expect(() => adaptiveConcurrency({ ttl: -1 })).toThrow(
+    expect(() => new AdaptiveConcurrency({ ttl: -1 })).toThrow(
       expect.objectContaining({ code: ErrorCode.INVALID_OPTION }),
     );
-    expect(() => adaptiveConcurrency({ ttl: 'soon' as '1s' })).toThrow(/ttl/);
+    expect(() => new AdaptiveConcurrency({ ttl: 'soon' as '1s' })).toThrow(/ttl/);
   });
 });

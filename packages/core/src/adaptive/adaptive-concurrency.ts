@@ -49,9 +49,27 @@ export interface AdaptiveConcurrencyOptions {
    * @default '60s' (as `ConcurrencyLimiter`)
    */
   ttl?: Duration;
+  /**
+   * A request that ran longer than this counts as a drop (a timeout: the controllers back off),
+   * not as a latency: ms or `'2s'`…
+   * @default none
+   */
+  timeout?: Duration;
+  /**
+   * An overload signal from 0 to 1, such as `eventLoopDelaySignal({ saturated: '100ms' })`, read
+   * at most once every 100 ms, when a request ends: while its last reading is 1, every request
+   * that ends counts as a drop. For a process whose own event loop is the bottleneck, which
+   * request latency shows only late. A signal that throws reads as 0. You own it (`close()` it).
+   * @default none
+   */
+  overloadSignal?: () => number;
 }
 
-const KNOWN = [
+/** How often `overloadSignal` is read, at most: ms. */
+const SIGNAL_INTERVAL = 100;
+
+/** The options that build an `AdaptiveConcurrency` (an HTTP guard's engine options). */
+export const ADAPTIVE_CONCURRENCY_OPTIONS = [
   'controller',
   'partitions',
   'demandWindow',
@@ -60,6 +78,8 @@ const KNOWN = [
   'clock',
   'name',
   'ttl',
+  'timeout',
+  'overloadSignal',
 ] as const satisfies readonly (keyof AdaptiveConcurrencyOptions)[];
 const ACQUIRE_KNOWN = ['now'] as const;
 const RELEASE_KNOWN = ['now', 'dropped', 'ignore'] as const satisfies readonly (keyof ReleaseOutcome)[];
@@ -98,7 +118,7 @@ export interface PartitionSnapshot {
  * guaranteed share and borrows what others leave unused; in flight never exceeds the limit, even
  * when it shrinks while leases are out (new requests then wait for in flight to fall below it).
  * @example
- * const limiter = adaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
+ * const limiter = new AdaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
  * const lease = limiter.acquire(isPayment(req) ? 'critical' : 'low');
  * if (!lease.decision.allowed) return reply503(lease.decision);
  * try { await work(); lease.release(); } catch (e) { lease.release({ dropped: true }); throw e; }
@@ -112,6 +132,12 @@ export class AdaptiveConcurrency {
   readonly demandWindow: number;
   /** ms. */
   readonly ttl: number;
+  /** ms; `undefined`: none. */
+  readonly timeout: number | undefined;
+  private readonly overloadSignal: (() => number) | undefined;
+  /** When `overloadSignal` was last read (ms), and whether it read 1. */
+  private signalRead = Number.NEGATIVE_INFINITY;
+  private overloaded = false;
   private readonly plan: PartitionPlan;
   private readonly index: ReadonlyMap<string, number>;
   private readonly retryRange: ResolvedRetryRange;
@@ -130,10 +156,10 @@ export class AdaptiveConcurrency {
    * The leases out, in the order they were taken, which is their expiry's order (one ttl, time
    * that does not run back): the oldest expire first, so a sweep stops at the first still valid.
    */
-  private readonly out = new Map<Held, number>();
+  private readonly out = new Map<OutLease, number>();
 
   constructor(options: AdaptiveConcurrencyOptions = {}) {
-    assertKnownOptions('adaptiveConcurrency', options, KNOWN);
+    assertKnownOptions('AdaptiveConcurrency', options, ADAPTIVE_CONCURRENCY_OPTIONS);
     this.controller = controllerOption(options.controller ?? vegas());
     this.plan = options.partitions === undefined ? SINGLE : partitionsOption(options.partitions);
     this.priorities = options.partitions === undefined ? [] : this.plan.names;
@@ -144,6 +170,8 @@ export class AdaptiveConcurrency {
     this.clock = functionOption('clock', options.clock) ?? (() => performance.now());
     this.name = nameOption(options.name ?? 'adaptive');
     this.ttl = parseDuration('ttl', options.ttl ?? '60s');
+    this.timeout = options.timeout === undefined ? undefined : parseDuration('timeout', options.timeout);
+    this.overloadSignal = functionOption('overloadSignal', options.overloadSignal);
     this.counts = this.plan.names.map(() => 0);
     this.asked = this.plan.names.map(() => Number.NEGATIVE_INFINITY);
     this.state = this.controller.start(this.clock(), this.random());
@@ -179,14 +207,14 @@ export class AdaptiveConcurrency {
     this.counts[p]! += 1;
     const inFlight = this.total;
     const decision = decide(true, limit, Math.max(0, limit - inFlight), 0, 0, 0, this.name, undefined);
-    const held: Held = { p, start: now, inFlight };
-    this.out.set(held, now + this.ttl);
+    const entry: OutLease = { p, start: now, inFlight };
+    this.out.set(entry, now + this.ttl);
     return {
       decision,
       release: (outcome?: number | ReleaseOutcome): boolean => {
-        if (!this.out.has(held)) return false;
+        if (!this.out.has(entry)) return false;
         const { end, dropped, ignore } = this.readOutcome(outcome);
-        this.free(held);
+        this.free(entry);
         if (!ignore) this.learn({ start: now, end, inFlight, dropped });
         return true;
       },
@@ -219,20 +247,23 @@ export class AdaptiveConcurrency {
 
   /** Takes back the slots of leases past their ttl at `now`, each a drop ending at its expiry. */
   private expire(now: number): void {
-    for (const [held, expires] of this.out) {
+    for (const [entry, expires] of this.out) {
       if (expires > now) return;
-      this.free(held);
-      this.learn({ start: held.start, end: expires, inFlight: held.inFlight, dropped: true });
+      this.free(entry);
+      this.learn({ start: entry.start, end: expires, inFlight: entry.inFlight, dropped: true });
     }
   }
 
-  private free(held: Held): void {
-    this.out.delete(held);
+  private free(entry: OutLease): void {
+    this.out.delete(entry);
     this.total -= 1;
-    this.counts[held.p]! -= 1;
+    this.counts[entry.p]! -= 1;
   }
 
   private learn(sample: { start: number; end: number; inFlight: number; dropped: boolean }): void {
+    if (!sample.dropped && (this.timedOut(sample.end - sample.start) || this.overloadedAt(sample.end))) {
+      sample = { ...sample, dropped: true };
+    }
     this.state = this.controller.update(this.state, sample, this.random());
     this.setLimit(this.controller.limit(this.state));
   }
@@ -241,6 +272,26 @@ export class AdaptiveConcurrency {
     if (limit === this.current) return;
     this.current = limit;
     this.guaranteed = guaranteedSlots(limit, this.plan.shares);
+  }
+
+  private timedOut(rtt: number): boolean {
+    return this.timeout !== undefined && rtt > this.timeout;
+  }
+
+  /** Whether the overload signal reads 1, read again if its last reading is 100 ms old. */
+  private overloadedAt(now: number): boolean {
+    if (this.overloadSignal === undefined) return false;
+    if (now - this.signalRead >= SIGNAL_INTERVAL || now < this.signalRead) {
+      this.signalRead = now;
+      let reading = 0;
+      try {
+        reading = this.overloadSignal();
+      } catch {
+        // A failing signal must not fail a release (it runs when a response ends): latency still limits.
+      }
+      this.overloaded = reading >= 1;
+    }
+    return this.overloaded;
   }
 
   /** Requests in flight, or one within `demandWindow`. */
@@ -283,19 +334,10 @@ export class AdaptiveConcurrency {
 }
 
 /** An admitted lease not yet released: its partition, when it started, in flight then (itself included). */
-interface Held {
+interface OutLease {
   readonly p: number;
   readonly start: number;
   readonly inFlight: number;
-}
-
-/**
- * A concurrency limit found from latency, with priority partitions. See `AdaptiveConcurrency`.
- * @example
- * const limiter = adaptiveConcurrency({ controller: vegas(), partitions: { critical: 0.8, low: 0.2 } });
- */
-export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrency {
-  return new AdaptiveConcurrency(options);
 }
 
 function controllerOption(value: LimitController): LimitController {
