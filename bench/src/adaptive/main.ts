@@ -40,6 +40,7 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     seconds: { type: 'string' },
     framework: { type: 'string' },
+    subject: { type: 'string' },
   },
 });
 /** Seconds per measured round; `--quick` is a smoke run of the wiring, not a measurement. */
@@ -191,7 +192,9 @@ async function main(): Promise<void> {
     );
     console.log('|---|---|---|---|---|---|---|---|');
     const settles: string[] = [];
-    for (const subject of subjectsOf(framework)) {
+    for (const subject of subjectsOf(framework).filter(
+      (s) => values.subject === undefined || s === values.subject,
+    )) {
       let app = await startApp(framework, subject);
       await offer(app, CAPACITY * 0.1, Math.max(1, SECONDS / 4));
       const noLoad = (await app.stats()).p99;

@@ -28,7 +28,7 @@ const RIGHT = 20;
 const TOP = 50;
 const GAP = 40;
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /**
  * The run as one SVG: a panel per series (limit, in flight, latency, goodput, drops), one line per
@@ -45,13 +45,13 @@ export function renderAdaptiveSvg(
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="${WIDTH}" height="${height}" fill="white"/>`,
-    `<text x="${LEFT}" y="20" font-size="14" font-weight="bold">${escape(options.title)}</text>`,
+    `<text x="${LEFT}" y="20" font-size="14" font-weight="bold">${escapeXml(options.title)}</text>`,
   ];
   lanes.forEach((lane, i) => {
     const lx = LEFT + i * 130;
     out.push(
       `<rect x="${lx}" y="30" width="12" height="3" fill="${LANE_COLOURS[lane.kind]}"/>`,
-      `<text x="${lx + 16}" y="35">${escape(lane.kind)}</text>`,
+      `<text x="${lx + 16}" y="35">${escapeXml(lane.kind)}</text>`,
     );
   });
   PANELS.forEach((panel, p) => {
@@ -61,7 +61,7 @@ export function renderAdaptiveSvg(
     max = max === 0 ? 1 : max * 1.05;
     const y = (v: number) => top + PANEL_HEIGHT - (v / max) * PANEL_HEIGHT;
     out.push(
-      `<text x="${LEFT}" y="${top - 4}" font-weight="bold">${escape(panel.title)}</text>`,
+      `<text x="${LEFT}" y="${top - 4}" font-weight="bold">${escapeXml(panel.title)}</text>`,
       `<rect x="${LEFT}" y="${top}" width="${WIDTH - LEFT - RIGHT}" height="${PANEL_HEIGHT}" fill="none" stroke="#ccc"/>`,
       `<text x="${LEFT - 4}" y="${top + 8}" text-anchor="end">${Math.round(max)}</text>`,
       `<text x="${LEFT - 4}" y="${top + PANEL_HEIGHT}" text-anchor="end">0</text>`,
