@@ -1,7 +1,7 @@
 /**
  * `pnpm --filter @sluice/bench run bench:adaptive [--quick]`: adaptive concurrency against fixed
  * limits and @fastify/under-pressure, over real HTTP, on apps whose handler holds a real
- * bottleneck (a downstream of 20 slots × 20 ms: 1,000 requests per second).
+ * bottleneck (a downstream of 20 slots × 50 ms: 400 requests per second).
  *
  * Per framework (Fastify, Express) and subject, each round in a fresh app process pinned to the
  * subject core (the load generator, this process, on the other):
