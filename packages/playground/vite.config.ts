@@ -16,7 +16,13 @@ export default defineConfig({
       { find: /^@sluice\/core\/adapter$/, replacement: here('../core/src/adapter.ts') },
     ],
   },
-  build: { target: 'es2022', outDir: 'dist', emptyOutDir: true },
+  build: {
+    target: 'es2022',
+    outDir: 'dist',
+    emptyOutDir: true,
+    // Two pages: the rate-limit playground and the adaptive concurrency simulator.
+    rollupOptions: { input: { main: here('index.html'), adaptive: here('adaptive.html') } },
+  },
   server: { host: '127.0.0.1' },
   preview: { host: '127.0.0.1' },
 });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RateLimitControl, Store } from '@sluice/core';
 import type {
+  HttpAdaptiveConcurrencyOptions,
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
   HttpLimitOptions,
@@ -24,10 +25,16 @@ export interface Guards {
   concurrencyLimit?: HttpConcurrencyOptions<unknown> | false;
   fleetShed?: HttpFleetShedOptions<unknown> | false;
   utilizationShed?: HttpUtilizationShedOptions<unknown> | false;
+  adaptiveConcurrency?: HttpAdaptiveConcurrencyOptions<unknown> | false;
 }
 
-/** The guards in the order every adapter runs them: shedders, then the concurrency limit. */
-export const GUARD_ORDER = ['utilizationShed', 'fleetShed', 'concurrencyLimit'] as const;
+/** The guards in the order every adapter runs them: shedders, the concurrency limit, the adaptive limit. */
+export const GUARD_ORDER = [
+  'utilizationShed',
+  'fleetShed',
+  'concurrencyLimit',
+  'adaptiveConcurrency',
+] as const;
 
 /**
  * What the app's handlers did, and a gate the `'wait'` handlers block on until `open()`: a

@@ -27,6 +27,7 @@ export { ceilMs, combine, decide, withFields } from './decision.js';
 export { MAX_DURATION, parseDuration } from './duration.js';
 export { describeValue } from './errors.js';
 export { FingerprintMap } from './fingerprint-map.js';
+export type { HttpAdaptiveConcurrencyOptions } from './http/adaptive-guard.js';
 // HTTP: the request lifecycle every adapter runs, the Node glue, and what they are built from.
 export type { ClientResponse } from './http/client.js';
 export { signalClient } from './http/client.js';

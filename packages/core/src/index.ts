@@ -7,7 +7,7 @@ export type {
   PartitionSnapshot,
   ReleaseOutcome,
 } from './adaptive/adaptive-concurrency.js';
-export { AdaptiveConcurrency, adaptiveConcurrency } from './adaptive/adaptive-concurrency.js';
+export { AdaptiveConcurrency } from './adaptive/adaptive-concurrency.js';
 export type { AimdOptions } from './adaptive/aimd.js';
 export { aimd } from './adaptive/aimd.js';
 export type { ControllerKind, LimitController } from './adaptive/controller.js';

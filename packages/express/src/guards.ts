@@ -24,6 +24,10 @@ export interface FleetShedOptions extends shared.HttpFleetShedOptions<Request>, 
 export interface UtilizationShedOptions
   extends shared.HttpUtilizationShedOptions<Request>,
     ExpressGuardOptions {}
+/** Options of `adaptiveConcurrency()`. */
+export interface AdaptiveConcurrencyGuardOptions
+  extends shared.HttpAdaptiveConcurrencyOptions<Request>,
+    ExpressGuardOptions {}
 
 const guards = guardMiddlewares<Request, ExpressGuardOptions, RequestHandler>(
   EXPRESS,
@@ -58,3 +62,15 @@ export const fleetShed: (options: FleetShedOptions) => RequestHandler = guards.f
  * process.on('SIGTERM', () => local.close());
  */
 export const utilizationShed: (options: UtilizationShedOptions) => RequestHandler = guards.utilizationShed;
+
+/**
+ * `AdaptiveConcurrency` as Express middleware: a concurrency limit found from latency (Vegas by
+ * default), 503 with a jittered `Retry-After` past it or past the request's partition's share.
+ * The lease is given back when the response finishes (its latency, or a drop for a 503 or 504)
+ * or the client disconnects (a drop).
+ * @example
+ * const limiter = new AdaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
+ * app.use(adaptiveConcurrency({ limiter, priority: (req) => (req.path.startsWith('/pay') ? 'critical' : 'low') }));
+ */
+export const adaptiveConcurrency: (options: AdaptiveConcurrencyGuardOptions) => RequestHandler =
+  guards.adaptiveConcurrency;

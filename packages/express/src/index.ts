@@ -17,8 +17,13 @@ export type {
 } from './erl/types.js';
 export type { ExpressRateLimitPlan } from './from-express-rate-limit.js';
 export { fromExpressRateLimit } from './from-express-rate-limit.js';
-export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
-export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
+export type {
+  AdaptiveConcurrencyGuardOptions,
+  ConcurrencyLimitOptions,
+  FleetShedOptions,
+  UtilizationShedOptions,
+} from './guards.js';
+export { adaptiveConcurrency, concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
 export type { RateLimitMiddleware, RateLimitOptions } from './rate-limit.js';
 export { rateLimit } from './rate-limit.js';
 export type { RefusalHandler } from './refuse.js';

@@ -12,6 +12,7 @@ export { normalizeIP as normalizeFastifyRateLimitIP } from './compat/peer-key.js
 export type { PeerCheck as FastifyRateLimitCheck } from './compat/peer-limit.js';
 export type { SluiceHook } from './hook.js';
 export type {
+  AdaptiveConcurrencyGuardOptions,
   ConcurrencyLimitOptions,
   FastifyHookOptions,
   FleetShedOptions,

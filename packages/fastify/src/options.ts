@@ -1,5 +1,6 @@
 import type { Decision } from '@sluice/core';
 import type {
+  HttpAdaptiveConcurrencyOptions,
   HttpConcurrencyOptions,
   HttpFleetShedOptions,
   HttpLimitOptions,
@@ -37,11 +38,17 @@ export interface UtilizationShedOptions
   extends HttpUtilizationShedOptions<FastifyRequest>,
     FastifyHookOptions {}
 
+/** Options of `adaptiveConcurrency`: the plugin option, `config.adaptiveConcurrency` and `app.adaptiveConcurrency()`. */
+export interface AdaptiveConcurrencyGuardOptions
+  extends HttpAdaptiveConcurrencyOptions<FastifyRequest>,
+    FastifyHookOptions {}
+
 /** The guards, by the name of their plugin option, route config and decorator. */
 export interface GuardOptionsByName {
   concurrencyLimit: ConcurrencyLimitOptions;
   fleetShed: FleetShedOptions;
   utilizationShed: UtilizationShedOptions;
+  adaptiveConcurrency: AdaptiveConcurrencyGuardOptions;
 }
 
 /** The plugin's options: the global rate limits, and the guards applied to every route. */
@@ -67,6 +74,12 @@ export interface SluicePluginOptions extends SluiceOptions {
   fleetShed?: FleetShedOptions;
   /** The worker utilization load shedder on every route (503 while overloaded). @default none */
   utilizationShed?: UtilizationShedOptions;
+  /**
+   * A concurrency limit found from latency on every route (503 past it), with priority
+   * partitions. Routes' `config.adaptiveConcurrency` without a limiter of their own share its limit.
+   * @default none
+   */
+  adaptiveConcurrency?: AdaptiveConcurrencyGuardOptions;
 }
 
 /** The hooks' own option names, beside the shared ones. */
@@ -75,9 +88,13 @@ export const FASTIFY_OPTIONS = ['hook', 'handler'] as const satisfies readonly (
 /** The plugin's own option names, beside the hooks' and the guards'. */
 export const PLUGIN_OPTIONS = ['global'] as const satisfies readonly (keyof SluicePluginOptions)[];
 
-/** The guard names, in the order their hooks run: shedders first, so a shed request costs no lease or quota. */
+/**
+ * The guard names, in the order their hooks run: shedders first, so a shed request costs no lease
+ * or quota; the adaptive limit after the per-key concurrency limit, so it measures admitted work.
+ */
 export const GUARD_NAMES = [
   'utilizationShed',
   'fleetShed',
   'concurrencyLimit',
+  'adaptiveConcurrency',
 ] as const satisfies readonly (keyof GuardOptionsByName)[];

@@ -48,7 +48,14 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     ...PLUGIN_OPTIONS,
     ...GUARD_NAMES,
   ]);
-  const { concurrencyLimit, fleetShed, utilizationShed, global: applies, ...limitOptions } = options;
+  const {
+    concurrencyLimit,
+    fleetShed,
+    utilizationShed,
+    adaptiveConcurrency,
+    global: applies,
+    ...limitOptions
+  } = options;
   const everywhere = booleanOption('global', applies ?? true);
   const stray = LIMIT_OPTIONS.find((field) => limitOptions[field] !== undefined);
   if (!everywhere && stray !== undefined) {
@@ -62,6 +69,7 @@ async function sluicePlugin(app: FastifyInstance, options: SluicePluginOptions):
     concurrencyLimit,
     fleetShed,
     utilizationShed,
+    adaptiveConcurrency,
   });
   // One store for the global limits, every route's and every decorator's, and for the leases of
   // guards built here, unless they bring theirs.
@@ -194,13 +202,15 @@ function pickDefined<T extends object>(record: T): Partial<T> {
 }
 
 /**
- * Fastify 5 plugin: rate limits, the concurrency limit and both load shedders for every route
+ * Fastify 5 plugin: rate limits, the concurrency limit, both load shedders and the adaptive
+ * concurrency limit for every route
  * registered after it (without `limits` or `algorithm`, the default limit: 100 requests a minute
  * per address; `global: false` for none but the routes' own); per-route `config: { rateLimit,
- * concurrencyLimit, fleetShed, utilizationShed }` (options, or `false` to exempt); and the
- * decorators `app.rateLimit()`, `app.concurrencyLimit()`, `app.fleetShed()`,
- * `app.utilizationShed()` for a route's own hooks.
- * On each route the hooks run utilization shedder, fleet shedder, concurrency limit, rate limits.
+ * concurrencyLimit, fleetShed, utilizationShed, adaptiveConcurrency }` (options, or `false` to
+ * exempt); and the decorators `app.rateLimit()`, `app.concurrencyLimit()`, `app.fleetShed()`,
+ * `app.utilizationShed()`, `app.adaptiveConcurrency()` for a route's own hooks.
+ * On each route the hooks run utilization shedder, fleet shedder, concurrency limit, adaptive
+ * concurrency limit, rate limits.
  * @example
  * await app.register(sluice); // 100 requests a minute per address on every route
  * @example

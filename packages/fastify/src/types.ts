@@ -3,6 +3,7 @@ import type { FastifyRateLimitRouteOptions } from './compat/options.js';
 import type { PeerCheck } from './compat/peer-limit.js';
 import type { SluiceHook } from './hook.js';
 import type {
+  AdaptiveConcurrencyGuardOptions,
   ConcurrencyLimitOptions,
   FleetShedOptions,
   SluiceOptions,
@@ -29,6 +30,8 @@ declare module 'fastify' {
     fleetShed?: RouteOptions<Partial<FleetShedOptions>> | false;
     /** Per-route utilization shedding: options over the plugin's (`{ priority: 'low' }`), or `false` to exempt the route. */
     utilizationShed?: RouteOptions<Partial<UtilizationShedOptions>> | false;
+    /** Per-route adaptive concurrency: options over the plugin's (`{ priority: 'low' }` shares its limit), or `false` to exempt the route. */
+    adaptiveConcurrency?: RouteOptions<Partial<AdaptiveConcurrencyGuardOptions>> | false;
   }
   interface FastifyRequest {
     /** The rate-limit Decision of the last sluice hook that limited this request. */
@@ -61,5 +64,7 @@ declare module 'fastify' {
     fleetShed(options: FleetShedOptions): SluiceHook;
     /** A hook applying this utilization shedder, for a route's `onRequest` or `preHandler`. */
     utilizationShed(options: UtilizationShedOptions): SluiceHook;
+    /** A hook applying this adaptive concurrency limit, for a route's `onRequest` or `preHandler`. */
+    adaptiveConcurrency(options: AdaptiveConcurrencyGuardOptions): SluiceHook;
   }
 }

@@ -26,6 +26,10 @@ export interface FleetShedOptions extends shared.HttpFleetShedOptions<Context>, 
 export interface UtilizationShedOptions
   extends shared.HttpUtilizationShedOptions<Context>,
     HonoGuardOptions {}
+/** Options of `adaptiveConcurrency()`. */
+export interface AdaptiveConcurrencyGuardOptions
+  extends shared.HttpAdaptiveConcurrencyOptions<Context>,
+    HonoGuardOptions {}
 
 const middleware = (guard: HttpGuard<Context>, options: HonoGuardOptions, name: string): MiddlewareHandler =>
   honoMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name);
@@ -65,3 +69,15 @@ export const fleetShed: (options: FleetShedOptions) => MiddlewareHandler = guard
  * app.use(utilizationShed({ shedder: local, priority: (c) => (c.req.path.startsWith('/pay') ? 'critical' : 'low') }));
  */
 export const utilizationShed: (options: UtilizationShedOptions) => MiddlewareHandler = guards.utilizationShed;
+
+/**
+ * `AdaptiveConcurrency` as Hono middleware: a concurrency limit found from latency (Vegas by
+ * default), 503 with a jittered `Retry-After` past it or past the request's partition's share.
+ * The lease is given back when the response ends on Node (its latency, or a drop for a 503 or
+ * 504, or the client gone), or once the handlers after it have returned (other runtimes).
+ * @example
+ * const limiter = new AdaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
+ * app.use(adaptiveConcurrency({ limiter, priority: (c) => (c.req.path.startsWith('/pay') ? 'critical' : 'low') }));
+ */
+export const adaptiveConcurrency: (options: AdaptiveConcurrencyGuardOptions) => MiddlewareHandler =
+  guards.adaptiveConcurrency;

@@ -4,7 +4,12 @@ import './types.js';
 export * from '@sluice/core';
 export type { HonoAccessOptions } from './access.js';
 export type { RefusalHandler } from './exchange.js';
-export type { ConcurrencyLimitOptions, FleetShedOptions, UtilizationShedOptions } from './guards.js';
-export { concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
+export type {
+  AdaptiveConcurrencyGuardOptions,
+  ConcurrencyLimitOptions,
+  FleetShedOptions,
+  UtilizationShedOptions,
+} from './guards.js';
+export { adaptiveConcurrency, concurrencyLimit, fleetShed, utilizationShed } from './guards.js';
 export type { RateLimitMiddleware, RateLimitOptions } from './rate-limit.js';
 export { rateLimit } from './rate-limit.js';

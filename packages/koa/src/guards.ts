@@ -19,6 +19,10 @@ export interface ConcurrencyLimitOptions extends shared.HttpConcurrencyOptions<C
 export interface FleetShedOptions extends shared.HttpFleetShedOptions<Context>, KoaGuardOptions {}
 /** Options of `utilizationShed()`. */
 export interface UtilizationShedOptions extends shared.HttpUtilizationShedOptions<Context>, KoaGuardOptions {}
+/** Options of `adaptiveConcurrency()`. */
+export interface AdaptiveConcurrencyGuardOptions
+  extends shared.HttpAdaptiveConcurrencyOptions<Context>,
+    KoaGuardOptions {}
 
 const guards = guardMiddlewares<Context, KoaGuardOptions, Middleware>(KOA, (guard, options, name) =>
   koaMiddleware((exchange) => guardLifecycle(guard, exchange), handlerOption(options.handler), name),
@@ -49,3 +53,15 @@ export const fleetShed: (options: FleetShedOptions) => Middleware = guards.fleet
  * app.use(utilizationShed({ shedder: local, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'low') }));
  */
 export const utilizationShed: (options: UtilizationShedOptions) => Middleware = guards.utilizationShed;
+
+/**
+ * `AdaptiveConcurrency` as Koa middleware: a concurrency limit found from latency (Vegas by
+ * default), 503 with a jittered `Retry-After` past it or past the request's partition's share.
+ * The lease is given back when the response ends (its latency, or a drop for a 503 or 504) or the
+ * client leaves (a drop).
+ * @example
+ * const limiter = new AdaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
+ * app.use(adaptiveConcurrency({ limiter, priority: (ctx) => (ctx.path.startsWith('/pay') ? 'critical' : 'low') }));
+ */
+export const adaptiveConcurrency: (options: AdaptiveConcurrencyGuardOptions) => Middleware =
+  guards.adaptiveConcurrency;

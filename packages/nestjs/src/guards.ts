@@ -18,6 +18,8 @@ export type ConcurrencyLimitOptions<Req = NestRequest> = shared.HttpConcurrencyO
 export type FleetShedOptions<Req = NestRequest> = shared.HttpFleetShedOptions<Req>;
 /** Options of `UtilizationShedGuard`. */
 export type UtilizationShedOptions<Req = NestRequest> = shared.HttpUtilizationShedOptions<Req>;
+/** Options of `AdaptiveConcurrencyGuard`. */
+export type AdaptiveConcurrencyGuardOptions<Req = NestRequest> = shared.HttpAdaptiveConcurrencyOptions<Req>;
 
 /** A guard over one compiled sluice guard: the lease is released when the response ends. */
 abstract class LeaseGuard<Req> implements CanActivate {
@@ -82,5 +84,21 @@ export class FleetShedGuard<Req = NestRequest> extends LeaseGuard<Req> {
 export class UtilizationShedGuard<Req = NestRequest> extends LeaseGuard<Req> {
   constructor(options: UtilizationShedOptions<Req>) {
     super('utilizationShed', options, 'UtilizationShedGuard');
+  }
+}
+
+/**
+ * `AdaptiveConcurrency` as a Nest guard: a concurrency limit found from latency (Vegas by
+ * default); past it, or past the request's partition's share, `RateLimitException` (503,
+ * jittered `Retry-After`). The lease is given back when the response ends: its latency, or a drop
+ * (a 503 or 504, the client gone). One limiter for the app: give the guards of several
+ * controllers the same `limiter`.
+ * @example
+ * const limiter = new AdaptiveConcurrency({ partitions: { critical: 0.8, low: 0.2 } });
+ * app.useGlobalGuards(new AdaptiveConcurrencyGuard({ limiter, priority: (req) => (req.url.startsWith('/pay') ? 'critical' : 'low') }));
+ */
+export class AdaptiveConcurrencyGuard<Req = NestRequest> extends LeaseGuard<Req> {
+  constructor(options: AdaptiveConcurrencyGuardOptions<Req>) {
+    super('adaptiveConcurrency', options, 'AdaptiveConcurrencyGuard');
   }
 }

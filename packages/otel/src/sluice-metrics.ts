@@ -7,7 +7,14 @@ import {
   metrics,
   type Observable,
 } from '@opentelemetry/api';
-import { type Decision, ErrorCode, SluiceError, type Store, type UtilizationShedder } from '@sluice/core';
+import {
+  AdaptiveConcurrency,
+  type Decision,
+  ErrorCode,
+  SluiceError,
+  type Store,
+  type UtilizationShedder,
+} from '@sluice/core';
 import { assertKnownOptions, describeValue } from '@sluice/core/adapter';
 import { timedStore } from './timed-store.js';
 
@@ -33,12 +40,23 @@ export interface SluiceMetricsOptions {
    * @default []
    */
   shedders?: readonly UtilizationShedder[];
+  /**
+   * Adaptive concurrency limiters whose limit, in flight, no-load RTT and partitions are observed
+   * (reported by their `name`): give the guard's `limiter` the same instance.
+   * @default []
+   */
+  adaptive?: readonly AdaptiveConcurrency[];
 }
 
 /** Breaker states as gauge values: 0 closed (healthy), 1 half-open (probing), 2 open (Redis away). */
 export const BREAKER_VALUES = { closed: 0, 'half-open': 1, open: 2 } as const;
 
-const KNOWN = ['meter', 'stores', 'shedders'] as const satisfies readonly (keyof SluiceMetricsOptions)[];
+const KNOWN = [
+  'meter',
+  'stores',
+  'shedders',
+  'adaptive',
+] as const satisfies readonly (keyof SluiceMetricsOptions)[];
 
 /**
  * The sluice instruments on one meter. Hand `onDecision` to a middleware (it counts every limit's
@@ -53,6 +71,12 @@ const KNOWN = ['meter', 'stores', 'shedders'] as const satisfies readonly (keyof
  * - `sluice.deny_cache.hits` observable counter [`sluice.store`].
  * - `sluice.shedder.pressure` gauge, ms of overload (> 0: shedding) [`sluice.shedder`].
  * - `sluice.shedder.shed_fraction` gauge, 0–1 [`sluice.shedder`, `sluice.priority`].
+ * - `sluice.adaptive.limit` gauge, the concurrency limit now [`sluice.limiter`].
+ * - `sluice.adaptive.in_flight` gauge, requests in flight [`sluice.limiter`].
+ * - `sluice.adaptive.rtt_noload` gauge, ms, the controller's no-load RTT, once it has one
+ *   [`sluice.limiter`].
+ * - `sluice.adaptive.partition.in_flight` and `sluice.adaptive.partition.limit` (its guaranteed
+ *   slots at the current limit) gauges [`sluice.limiter`, `sluice.priority`].
  *
  * @example
  * const telemetry = new SluiceMetrics({ stores: { redis: store } });
@@ -86,6 +110,14 @@ export class SluiceMetrics {
         { option: 'shedders', value: shedders },
       );
     }
+    const adaptive: readonly AdaptiveConcurrency[] = options.adaptive ?? [];
+    if (!Array.isArray(adaptive as unknown) || !adaptive.every((a) => a instanceof AdaptiveConcurrency)) {
+      throw new SluiceError(
+        ErrorCode.INVALID_OPTION,
+        `adaptive must be an array of AdaptiveConcurrency; got ${describeValue(adaptive)}`,
+        { option: 'adaptive', value: adaptive },
+      );
+    }
     this.meter = meter;
     this.decisions = meter.createCounter('sluice.decisions', {
       description: 'Rate-limit decisions, one per limit per request',
@@ -110,7 +142,37 @@ export class SluiceMetrics {
     const fraction = meter.createObservableGauge('sluice.shedder.shed_fraction', {
       description: 'Probability that a request of this priority is shed now',
     });
-    this.observables = [breaker, denyHits, pressure, fraction];
+    const limit = meter.createObservableGauge('sluice.adaptive.limit', {
+      description: 'Adaptive concurrency limit now',
+      unit: '{request}',
+    });
+    const inFlight = meter.createObservableGauge('sluice.adaptive.in_flight', {
+      description: 'Requests in flight under the adaptive concurrency limit',
+      unit: '{request}',
+    });
+    const rttNoLoad = meter.createObservableGauge('sluice.adaptive.rtt_noload', {
+      description: "The adaptive controller's no-load round-trip time",
+      unit: 'ms',
+    });
+    const partitionInFlight = meter.createObservableGauge('sluice.adaptive.partition.in_flight', {
+      description: "Requests in flight in one priority's partition",
+      unit: '{request}',
+    });
+    const partitionLimit = meter.createObservableGauge('sluice.adaptive.partition.limit', {
+      description: "Slots guaranteed to one priority's partition at the current limit",
+      unit: '{request}',
+    });
+    this.observables = [
+      breaker,
+      denyHits,
+      pressure,
+      fraction,
+      limit,
+      inFlight,
+      rttNoLoad,
+      partitionInFlight,
+      partitionLimit,
+    ];
     this.observe = (result) => {
       for (const [name, store] of stores) {
         const attributes = { 'sluice.store': name };
@@ -124,6 +186,18 @@ export class SluiceMetrics {
         result.observe(pressure, shedder.state.pressure, { 'sluice.shedder': shedder.name });
         for (const [priority, value] of Object.entries(shedder.fractions())) {
           result.observe(fraction, value, { 'sluice.shedder': shedder.name, 'sluice.priority': priority });
+        }
+      }
+      for (const limiter of adaptive) {
+        const attributes = { 'sluice.limiter': limiter.name };
+        result.observe(limit, limiter.limit, attributes);
+        result.observe(inFlight, limiter.inFlight, attributes);
+        const rtt = limiter.rttNoLoad;
+        if (rtt !== undefined) result.observe(rttNoLoad, rtt, attributes);
+        for (const [priority, partition] of Object.entries(limiter.partitions())) {
+          const at = { 'sluice.limiter': limiter.name, 'sluice.priority': priority };
+          result.observe(partitionInFlight, partition.inFlight, at);
+          result.observe(partitionLimit, partition.guaranteed, at);
         }
       }
     };
@@ -159,7 +233,7 @@ export class SluiceMetrics {
     });
   }
 
-  /** Stops observing the stores and shedders. Idempotent. */
+  /** Stops observing the stores, shedders and adaptive limiters. Idempotent. */
   close(): void {
     this.meter.removeBatchObservableCallback(this.observe, this.observables);
   }

@@ -7,10 +7,15 @@
  * `{ "mode": "side-by-side", "limits": [{ "algorithm": "tokenBucket", "capacity": 10,
  * "refillInterval": "1s" }], "traffic": [{ "pattern": "steady", "rate": 20 }] }`; `--trace`
  * (a `time,key,cost` CSV) replaces its traffic.
+ *
+ *   pnpm simulate adaptive [--out-dir charts] [--seed 1]
+ *
+ * runs the adaptive concurrency simulator instead (`adaptive-cli.ts`).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
+import { adaptiveMain } from './adaptive-cli.js';
 import { bucketize } from './sim/buckets.js';
 import { configFromJson, lanesOf, type PlaygroundConfig } from './sim/config.js';
 import { simulate } from './sim/simulate.js';
@@ -93,7 +98,8 @@ function main(argv: readonly string[]): number {
 }
 
 try {
-  process.exitCode = main(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  process.exitCode = argv[0] === 'adaptive' ? adaptiveMain(argv.slice(1)) : main(argv);
 } catch (error) {
   const code = (error as { code?: unknown }).code;
   const expected =

@@ -2,7 +2,13 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision } from '@sluice/core';
-import { concurrencyLimit, fleetShed, rateLimit, utilizationShed } from '@sluice/express';
+import {
+  adaptiveConcurrency,
+  concurrencyLimit,
+  fleetShed,
+  rateLimit,
+  utilizationShed,
+} from '@sluice/express';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import supertest from 'supertest';
 import { refusalStatus } from '../../../packages/core/src/http/problem.js';
@@ -19,7 +25,7 @@ import {
   type Subject,
 } from '../harness.js';
 
-const expressGuards = { concurrencyLimit, fleetShed, utilizationShed } as const;
+const expressGuards = { concurrencyLimit, fleetShed, utilizationShed, adaptiveConcurrency } as const;
 
 type ExpressFactory = () => Express;
 

@@ -61,6 +61,7 @@ const honoGuards = {
   concurrencyLimit: sluiceHono.concurrencyLimit,
   fleetShed: sluiceHono.fleetShed,
   utilizationShed: sluiceHono.utilizationShed,
+  adaptiveConcurrency: sluiceHono.adaptiveConcurrency,
 } as const;
 
 export const honoSubject: Subject = {

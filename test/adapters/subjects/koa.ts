@@ -17,6 +17,7 @@ const koaGuards = {
   concurrencyLimit: sluiceKoa.concurrencyLimit,
   fleetShed: sluiceKoa.fleetShed,
   utilizationShed: sluiceKoa.utilizationShed,
+  adaptiveConcurrency: sluiceKoa.adaptiveConcurrency,
 } as const;
 
 export const koaSubject: Subject = {

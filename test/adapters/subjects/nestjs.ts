@@ -32,6 +32,7 @@ const nestGuards = {
   concurrencyLimit: (options: unknown) => new sluiceNest.ConcurrencyLimitGuard(options as never),
   fleetShed: (options: unknown) => new sluiceNest.FleetShedGuard(options as never),
   utilizationShed: (options: unknown) => new sluiceNest.UtilizationShedGuard(options as never),
+  adaptiveConcurrency: (options: unknown) => new sluiceNest.AdaptiveConcurrencyGuard(options as never),
 } as const;
 
 /** The custom refusal, the Nest way: an exception filter for `RateLimitException`, on either platform. */

@@ -1,6 +1,6 @@
 import {
+  AdaptiveConcurrency,
   type AdaptiveLease,
-  adaptiveConcurrency,
   aimd,
   ErrorCode,
   envoyGradient,
@@ -39,7 +39,7 @@ function recording(limit: number): LimitController<number> & { samples: RttSampl
 
 describe('AdaptiveConcurrency', () => {
   it("admits up to the controller's limit, then refuses with reason 'shed' and a jittered retryAfter", () => {
-    const limiter = adaptiveConcurrency({ controller: fixed(2), random: draws(0.5) });
+    const limiter = new AdaptiveConcurrency({ controller: fixed(2), random: draws(0.5) });
     const a = limiter.acquire(undefined, { now: 0 });
     const b = limiter.acquire(undefined, { now: 0 });
     const c = limiter.acquire(undefined, { now: 0 });
@@ -69,7 +69,7 @@ describe('AdaptiveConcurrency', () => {
 
   it('reports each RTT from acquire to release, drops as drops, and nothing for an ignored release', () => {
     const controller = recording(10);
-    const limiter = adaptiveConcurrency({ controller });
+    const limiter = new AdaptiveConcurrency({ controller });
     const leases: AdaptiveLease[] = [0, 1, 2, 3].map(() => limiter.acquire(undefined, { now: 100 }));
     leases[0]!.release(130);
     leases[1]!.release({ now: 150, dropped: true });
@@ -85,7 +85,7 @@ describe('AdaptiveConcurrency', () => {
   });
 
   it('when the limit shrinks while leases are out, new requests wait until in flight is below the new limit', () => {
-    const limiter = adaptiveConcurrency({ controller: eager(4) });
+    const limiter = new AdaptiveConcurrency({ controller: eager(4) });
     const leases = [0, 1, 2, 3].map(() => limiter.acquire(undefined, { now: 0 }));
     expect(leases.every((l) => l.decision.allowed)).toBe(true);
     leases[0]!.release({ now: 10, dropped: true }); // ⌊4 × 0.9⌋ = 3
@@ -106,7 +106,10 @@ describe('AdaptiveConcurrency', () => {
   });
 
   it('partitions: an idle partition’s share is lent; once it asks, freed slots go to it until it has its share', () => {
-    const limiter = adaptiveConcurrency({ controller: fixed(10), partitions: { critical: 0.8, low: 0.2 } });
+    const limiter = new AdaptiveConcurrency({
+      controller: fixed(10),
+      partitions: { critical: 0.8, low: 0.2 },
+    });
     // Only low traffic: it borrows the whole limit.
     const low = Array.from({ length: 11 }, () => limiter.acquire('low', { now: 0 }));
     expect(low.filter((l) => l.decision.allowed)).toHaveLength(10);
@@ -138,7 +141,7 @@ describe('AdaptiveConcurrency', () => {
   });
 
   it('partitions: once a partition has had nothing in flight and no request for demandWindow, its share is lent again', () => {
-    const limiter = adaptiveConcurrency({
+    const limiter = new AdaptiveConcurrency({
       controller: fixed(10),
       partitions: { critical: 0.8, low: 0.2 },
       demandWindow: 1000,
@@ -151,11 +154,11 @@ describe('AdaptiveConcurrency', () => {
   });
 
   it('refuses an unknown priority, and a priority without partitions, with a coded error', () => {
-    const parted = adaptiveConcurrency({ partitions: { critical: 0.5, low: 0.5 } });
+    const parted = new AdaptiveConcurrency({ partitions: { critical: 0.5, low: 0.5 } });
     expect(() => parted.acquire('urgent')).toThrow(
       expect.objectContaining({ code: ErrorCode.INVALID_OPTION, option: 'priority' }),
     );
-    const plain = adaptiveConcurrency();
+    const plain = new AdaptiveConcurrency();
     expect(() => plain.acquire('critical')).toThrow(
       expect.objectContaining({ code: ErrorCode.INVALID_OPTION, option: 'priority' }),
     );
@@ -171,19 +174,19 @@ describe('AdaptiveConcurrency', () => {
   it('takes any controller, one chosen at run time included (the type is checked by tsc)', () => {
     const pick = (name: string) =>
       name === 'vegas' ? vegas() : name === 'envoy' ? envoyGradient() : gradient2();
-    expect(adaptiveConcurrency({ controller: pick('envoy') }).limit).toBe(3);
-    expect(adaptiveConcurrency({ controller: pick('gradient2') }).controller.kind).toBe('gradient2');
+    expect(new AdaptiveConcurrency({ controller: pick('envoy') }).limit).toBe(3);
+    expect(new AdaptiveConcurrency({ controller: pick('gradient2') }).controller.kind).toBe('gradient2');
   });
 
   it('defaults to Vegas (initial limit 20) and reads its clock when no time is passed', () => {
     let t = 1000;
-    const limiter = adaptiveConcurrency({ clock: () => t });
+    const limiter = new AdaptiveConcurrency({ clock: () => t });
     expect(limiter.controller.kind).toBe('vegas');
     expect(limiter.limit).toBe(20);
     const lease = limiter.acquire();
     t = 1012;
     const controller = recording(5);
-    const timed = adaptiveConcurrency({ controller, clock: () => t });
+    const timed = new AdaptiveConcurrency({ controller, clock: () => t });
     const l2 = timed.acquire();
     t = 1030;
     l2.release();
@@ -199,7 +202,7 @@ describe('AdaptiveConcurrency', () => {
   ] as const)(
     '%s, wired in: the limit rises while fully used at a flat latency, and falls when latency quadruples',
     (_name, make) => {
-      const limiter = adaptiveConcurrency({ controller: make(), random: draws(0.5) });
+      const limiter = new AdaptiveConcurrency({ controller: make(), random: draws(0.5) });
       let t = 0;
       /** One round: admit all the limit allows at `t`, and let every request take `rtt` ms. */
       const round = (rtt: number) => {

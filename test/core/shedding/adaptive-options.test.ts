@@ -1,4 +1,4 @@
-import { adaptiveConcurrency, aimd, ErrorCode, envoyGradient, gradient2, vegas } from '@sluice/core';
+import { AdaptiveConcurrency, aimd, ErrorCode, envoyGradient, gradient2, vegas } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 
 /** Expects `build` to throw a SluiceError with this code naming this option. */
@@ -132,42 +132,46 @@ describe('adaptive concurrency options are validated at creation', () => {
 
   it('adaptiveConcurrency', () => {
     rejects(
-      () => adaptiveConcurrency({ controller: {} as never }),
+      () => new AdaptiveConcurrency({ controller: {} as never }),
       ErrorCode.INVALID_OPTION,
       'controller',
       /vegas\(\)/,
     );
     rejects(
-      () => adaptiveConcurrency({ partitions: { critical: 0.8, low: 0.3 } }),
+      () => new AdaptiveConcurrency({ partitions: { critical: 0.8, low: 0.3 } }),
       ErrorCode.INVALID_OPTION,
       'partitions',
       /at most 1/,
     );
     rejects(
-      () => adaptiveConcurrency({ partitions: { critical: 1, low: 0 } }),
+      () => new AdaptiveConcurrency({ partitions: { critical: 1, low: 0 } }),
       ErrorCode.INVALID_OPTION,
       'partitions.low',
     );
     rejects(
-      () => adaptiveConcurrency({ partitions: {} }),
+      () => new AdaptiveConcurrency({ partitions: {} }),
       ErrorCode.INVALID_OPTION,
       'partitions',
       /at least one/,
     );
-    rejects(() => adaptiveConcurrency({ partitions: { '': 1 } }), ErrorCode.INVALID_OPTION, 'priorities[0]');
     rejects(
-      () => adaptiveConcurrency({ partitions: ['critical'] as never }),
+      () => new AdaptiveConcurrency({ partitions: { '': 1 } }),
+      ErrorCode.INVALID_OPTION,
+      'priorities[0]',
+    );
+    rejects(
+      () => new AdaptiveConcurrency({ partitions: ['critical'] as never }),
       ErrorCode.INVALID_OPTION,
       'partitions',
     );
-    rejects(() => adaptiveConcurrency({ demandWindow: 0 }), ErrorCode.INVALID_OPTION, 'demandWindow');
+    rejects(() => new AdaptiveConcurrency({ demandWindow: 0 }), ErrorCode.INVALID_OPTION, 'demandWindow');
     rejects(
-      () => adaptiveConcurrency({ retryAfter: { min: '5s', max: '1s' } }),
+      () => new AdaptiveConcurrency({ retryAfter: { min: '5s', max: '1s' } }),
       ErrorCode.INVALID_OPTION,
       'retryAfter.max',
     );
-    rejects(() => adaptiveConcurrency({ name: '' }), ErrorCode.INVALID_OPTION, 'name');
-    rejects(() => adaptiveConcurrency({ random: 0.5 as never }), ErrorCode.INVALID_OPTION, 'random');
-    rejects(() => adaptiveConcurrency({ limit: 10 } as never), ErrorCode.UNKNOWN_OPTION, 'limit');
+    rejects(() => new AdaptiveConcurrency({ name: '' }), ErrorCode.INVALID_OPTION, 'name');
+    rejects(() => new AdaptiveConcurrency({ random: 0.5 as never }), ErrorCode.INVALID_OPTION, 'random');
+    rejects(() => new AdaptiveConcurrency({ limit: 10 } as never), ErrorCode.UNKNOWN_OPTION, 'limit');
   });
 });

@@ -1,6 +1,6 @@
 import {
+  AdaptiveConcurrency,
   type AdaptiveLease,
-  adaptiveConcurrency,
   aimd,
   envoyGradient,
   gradient2,
@@ -111,7 +111,7 @@ describe('partitioned acquire: every interleaving, every controller', () => {
           fc.infiniteStream(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })),
           (ops, shares, randoms) => {
             const demandWindow = 100;
-            const limiter = adaptiveConcurrency({
+            const limiter = new AdaptiveConcurrency({
               controller: CONTROLLERS[name](),
               partitions: Object.fromEntries(NAMES.map((n, i) => [n, shares[i]!])),
               demandWindow,
@@ -184,7 +184,7 @@ describe('partitioned acquire: every interleaving, every controller', () => {
         fc.integer({ min: 1, max: 60 }),
         fc.constantFrom([0.8, 0.2], [0.5, 0.5], [0.9, 0.1]),
         (limit, shares) => {
-          const limiter = adaptiveConcurrency({
+          const limiter = new AdaptiveConcurrency({
             controller: aimd({
               initialLimit: limit,
               minLimit: 1,

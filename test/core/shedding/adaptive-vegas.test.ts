@@ -1,4 +1,4 @@
-import { adaptiveConcurrency } from '@sluice/core';
+import { AdaptiveConcurrency } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { log10Root } from '../../../packages/core/src/adaptive/log10-root.js';
 import {
@@ -136,7 +136,7 @@ describe('Vegas (Netflix concurrency-limits VegasLimit)', () => {
   });
 
   it('regression, "Vegas never recovered": at limit 1 with a 200 ms RTT (5 requests a 1 s window) the limit rises again', () => {
-    const limiter = adaptiveConcurrency({ controller: vegas({ initialLimit: 1 }), random: () => 0.5 });
+    const limiter = new AdaptiveConcurrency({ controller: vegas({ initialLimit: 1 }), random: () => 0.5 });
     // One request at a time, 200 ms each. Windows need 10 samples: the first closes with the
     // 10th request (at 2000 ms; RTT 200 becomes the no-load RTT), the second with the 20th: queue
     // = ⌈1 × (1 − 200/200)⌉ = 0 ≤ threshold 1 → 1 + 6 = 7. Had the short windows been discarded

@@ -41,9 +41,35 @@ export interface AdaptiveConcurrencyOptions {
   clock?: () => number;
   /** Shown in `decision.policy`. @default 'adaptive' */
   name?: string;
+  /**
+   * How long a lease may be held before its slot is taken back (a release lost to a bug, a
+   * request that never ends): ms or `'60s'`…, longer than your slowest request. An expired lease
+   * counts as a drop (a request that outlived it timed out) ending at its expiry; its later
+   * release frees nothing and tells the controller nothing. Expired leases are found on `acquire`.
+   * @default '60s' (as `ConcurrencyLimiter`)
+   */
+  ttl?: Duration;
+  /**
+   * A request that ran longer than this counts as a drop (a timeout: the controllers back off),
+   * not as a latency: ms or `'2s'`…
+   * @default none
+   */
+  timeout?: Duration;
+  /**
+   * An overload signal from 0 to 1, such as `eventLoopDelaySignal({ saturated: '100ms' })`, read
+   * at most once every 100 ms, when a request ends: while its last reading is 1, every request
+   * that ends counts as a drop. For a process whose own event loop is the bottleneck, which
+   * request latency shows only late. A signal that throws reads as 0. You own it (`close()` it).
+   * @default none
+   */
+  overloadSignal?: () => number;
 }
 
-const KNOWN = [
+/** How often `overloadSignal` is read, at most: ms. */
+const SIGNAL_INTERVAL = 100;
+
+/** The options that build an `AdaptiveConcurrency` (an HTTP guard's engine options). */
+export const ADAPTIVE_CONCURRENCY_OPTIONS = [
   'controller',
   'partitions',
   'demandWindow',
@@ -51,6 +77,9 @@ const KNOWN = [
   'random',
   'clock',
   'name',
+  'ttl',
+  'timeout',
+  'overloadSignal',
 ] as const satisfies readonly (keyof AdaptiveConcurrencyOptions)[];
 const ACQUIRE_KNOWN = ['now'] as const;
 const RELEASE_KNOWN = ['now', 'dropped', 'ignore'] as const satisfies readonly (keyof ReleaseOutcome)[];
@@ -89,7 +118,7 @@ export interface PartitionSnapshot {
  * guaranteed share and borrows what others leave unused; in flight never exceeds the limit, even
  * when it shrinks while leases are out (new requests then wait for in flight to fall below it).
  * @example
- * const limiter = adaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
+ * const limiter = new AdaptiveConcurrency({ controller: gradient2(), partitions: { critical: 0.8, low: 0.2 } });
  * const lease = limiter.acquire(isPayment(req) ? 'critical' : 'low');
  * if (!lease.decision.allowed) return reply503(lease.decision);
  * try { await work(); lease.release(); } catch (e) { lease.release({ dropped: true }); throw e; }
@@ -101,6 +130,14 @@ export class AdaptiveConcurrency {
   readonly priorities: readonly string[];
   /** ms. */
   readonly demandWindow: number;
+  /** ms. */
+  readonly ttl: number;
+  /** ms; `undefined`: none. */
+  readonly timeout: number | undefined;
+  private readonly overloadSignal: (() => number) | undefined;
+  /** When `overloadSignal` was last read (ms), and whether it read 1. */
+  private signalRead = Number.NEGATIVE_INFINITY;
+  private overloaded = false;
   private readonly plan: PartitionPlan;
   private readonly index: ReadonlyMap<string, number>;
   private readonly retryRange: ResolvedRetryRange;
@@ -115,9 +152,14 @@ export class AdaptiveConcurrency {
   private readonly counts: number[];
   /** ms of each partition's last acquire; -Infinity before one. */
   private readonly asked: number[];
+  /**
+   * The leases out, in the order they were taken, which is their expiry's order (one ttl, time
+   * that does not run back): the oldest expire first, so a sweep stops at the first still valid.
+   */
+  private readonly out = new Map<OutLease, number>();
 
   constructor(options: AdaptiveConcurrencyOptions = {}) {
-    assertKnownOptions('adaptiveConcurrency', options, KNOWN);
+    assertKnownOptions('AdaptiveConcurrency', options, ADAPTIVE_CONCURRENCY_OPTIONS);
     this.controller = controllerOption(options.controller ?? vegas());
     this.plan = options.partitions === undefined ? SINGLE : partitionsOption(options.partitions);
     this.priorities = options.partitions === undefined ? [] : this.plan.names;
@@ -127,6 +169,9 @@ export class AdaptiveConcurrency {
     this.random = functionOption('random', options.random) ?? Math.random;
     this.clock = functionOption('clock', options.clock) ?? (() => performance.now());
     this.name = nameOption(options.name ?? 'adaptive');
+    this.ttl = parseDuration('ttl', options.ttl ?? '60s');
+    this.timeout = options.timeout === undefined ? undefined : parseDuration('timeout', options.timeout);
+    this.overloadSignal = functionOption('overloadSignal', options.overloadSignal);
     this.counts = this.plan.names.map(() => 0);
     this.asked = this.plan.names.map(() => Number.NEGATIVE_INFINITY);
     this.state = this.controller.start(this.clock(), this.random());
@@ -136,8 +181,8 @@ export class AdaptiveConcurrency {
 
   /**
    * Takes a slot for a request of this priority (none without partitions), or refuses it. Release
-   * the lease when the request ends, however it ends: the limit learns from it. Leases have no
-   * ttl: one never released keeps its slot for good.
+   * the lease when the request ends, however it ends: the limit learns from it. A lease not
+   * released within `ttl` loses its slot (counted as a drop).
    */
   acquire(priority?: string, options?: { now?: number }): AdaptiveLease {
     const p = this.partitionOf(priority);
@@ -150,6 +195,7 @@ export class AdaptiveConcurrency {
       this.setLimit(this.controller.limit(this.state));
     }
     this.asked[p] = now;
+    this.expire(now);
     const limit = this.current;
     if (!admits(p, limit, this.total, this.counts, this.guaranteed, (q) => this.hasDemand(q, now))) {
       // Nothing is left for this request, whatever the limit's free slots: they are reserved.
@@ -161,15 +207,14 @@ export class AdaptiveConcurrency {
     this.counts[p]! += 1;
     const inFlight = this.total;
     const decision = decide(true, limit, Math.max(0, limit - inFlight), 0, 0, 0, this.name, undefined);
-    let released = false;
+    const entry: OutLease = { p, start: now, inFlight };
+    this.out.set(entry, now + this.ttl);
     return {
       decision,
       release: (outcome?: number | ReleaseOutcome): boolean => {
-        if (released) return false;
+        if (!this.out.has(entry)) return false;
         const { end, dropped, ignore } = this.readOutcome(outcome);
-        released = true;
-        this.total -= 1;
-        this.counts[p]! -= 1;
+        this.free(entry);
         if (!ignore) this.learn({ start: now, end, inFlight, dropped });
         return true;
       },
@@ -200,7 +245,25 @@ export class AdaptiveConcurrency {
     return out;
   }
 
+  /** Takes back the slots of leases past their ttl at `now`, each a drop ending at its expiry. */
+  private expire(now: number): void {
+    for (const [entry, expires] of this.out) {
+      if (expires > now) return;
+      this.free(entry);
+      this.learn({ start: entry.start, end: expires, inFlight: entry.inFlight, dropped: true });
+    }
+  }
+
+  private free(entry: OutLease): void {
+    this.out.delete(entry);
+    this.total -= 1;
+    this.counts[entry.p]! -= 1;
+  }
+
   private learn(sample: { start: number; end: number; inFlight: number; dropped: boolean }): void {
+    if (!sample.dropped && (this.timedOut(sample.end - sample.start) || this.overloadedAt(sample.end))) {
+      sample = { ...sample, dropped: true };
+    }
     this.state = this.controller.update(this.state, sample, this.random());
     this.setLimit(this.controller.limit(this.state));
   }
@@ -209,6 +272,26 @@ export class AdaptiveConcurrency {
     if (limit === this.current) return;
     this.current = limit;
     this.guaranteed = guaranteedSlots(limit, this.plan.shares);
+  }
+
+  private timedOut(rtt: number): boolean {
+    return this.timeout !== undefined && rtt > this.timeout;
+  }
+
+  /** Whether the overload signal reads 1, read again if its last reading is 100 ms old. */
+  private overloadedAt(now: number): boolean {
+    if (this.overloadSignal === undefined) return false;
+    if (now - this.signalRead >= SIGNAL_INTERVAL || now < this.signalRead) {
+      this.signalRead = now;
+      let reading = 0;
+      try {
+        reading = this.overloadSignal();
+      } catch {
+        // A failing signal must not fail a release (it runs when a response ends): latency still limits.
+      }
+      this.overloaded = reading >= 1;
+    }
+    return this.overloaded;
   }
 
   /** Requests in flight, or one within `demandWindow`. */
@@ -250,13 +333,11 @@ export class AdaptiveConcurrency {
   }
 }
 
-/**
- * A concurrency limit found from latency, with priority partitions. See `AdaptiveConcurrency`.
- * @example
- * const limiter = adaptiveConcurrency({ controller: vegas(), partitions: { critical: 0.8, low: 0.2 } });
- */
-export function adaptiveConcurrency(options: AdaptiveConcurrencyOptions = {}): AdaptiveConcurrency {
-  return new AdaptiveConcurrency(options);
+/** An admitted lease not yet released: its partition, when it started, in flight then (itself included). */
+interface OutLease {
+  readonly p: number;
+  readonly start: number;
+  readonly inFlight: number;
 }
 
 function controllerOption(value: LimitController): LimitController {

@@ -90,7 +90,7 @@ export function aimdUpdate(state: AimdState, summary: WindowSummary, params: Aim
  * Netflix concurrency-limits' AIMD limit (`AIMDLimit`): additive increase, multiplicative decrease
  * on drops and timeouts, over windows of at least 10 samples lasting 1 s. See `aimdUpdate`.
  * @example
- * const limiter = adaptiveConcurrency({ controller: aimd({ timeout: '2s' }) });
+ * const limiter = new AdaptiveConcurrency({ controller: aimd({ timeout: '2s' }) });
  */
 export function aimd(options: AimdOptions = {}): LimitController<AimdState> {
   const params = aimdParams(options);

@@ -214,7 +214,7 @@ export function envoyGradientUpdate(
  * pinned low, then every 100 ms `limit = gradient × limit + √(gradient × limit)`. See
  * `envoyGradientUpdate` and `envoyGradientLimit`.
  * @example
- * const limiter = adaptiveConcurrency({ controller: envoyGradient({ minRttInterval: '30s' }) });
+ * const limiter = new AdaptiveConcurrency({ controller: envoyGradient({ minRttInterval: '30s' }) });
  */
 export function envoyGradient(options: EnvoyGradientOptions = {}): LimitController<EnvoyGradientState> {
   const params = envoyGradientParams(options);

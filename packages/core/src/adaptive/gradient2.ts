@@ -137,7 +137,7 @@ export function gradient2Update(
  * Netflix concurrency-limits' Gradient2 limit (`Gradient2Limit`), over windows of at least 10
  * samples lasting 1 s. See `gradient2Update` for the formula.
  * @example
- * const limiter = adaptiveConcurrency({ controller: gradient2({ maxLimit: 1000 }) });
+ * const limiter = new AdaptiveConcurrency({ controller: gradient2({ maxLimit: 1000 }) });
  */
 export function gradient2(options: Gradient2Options = {}): LimitController<Gradient2State> {
   const params = gradient2Params(options);

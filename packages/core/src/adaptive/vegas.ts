@@ -150,7 +150,7 @@ function next(limit: number, target: number, params: VegasParams): number {
  * Netflix concurrency-limits' Vegas limit (`VegasLimit`, its default), over windows of at least
  * 10 samples lasting 1 s (`WindowedLimit`'s defaults). See `vegasUpdate` for the formula.
  * @example
- * const limiter = adaptiveConcurrency({ controller: vegas({ maxLimit: 4000 }) });
+ * const limiter = new AdaptiveConcurrency({ controller: vegas({ maxLimit: 4000 }) });
  */
 export function vegas(options: VegasOptions = {}): LimitController<VegasState> {
   const params = vegasParams(options);

@@ -23,10 +23,10 @@ import { type Refusal, refusal } from './problem.js';
 import { type AdapterDefaults, Reporter, type RequestAccessBase } from './reporter.js';
 
 /** The guards, by the name of their middleware (and of Fastify's plugin option and route config). */
-export type GuardName = 'concurrencyLimit' | 'fleetShed' | 'utilizationShed';
+export type GuardName = 'concurrencyLimit' | 'fleetShed' | 'utilizationShed' | 'adaptiveConcurrency';
 
-/** Everything `HttpGuard` needs, resolved by the factories below. */
-interface GuardParts<Req> {
+/** Everything `HttpGuard` needs, resolved by the factories below (and `adaptiveGuard`). */
+export interface GuardParts<Req> {
   readonly kind: GuardName;
   readonly name: string;
   readonly takesLeases: boolean;
@@ -34,6 +34,13 @@ interface GuardParts<Req> {
   readonly lease: (req: Req) => MaybePromise<Lease | undefined>;
   /** `{ limiter }` or `{ shedder }`: lets an adapter hand the same engine to another middleware. */
   readonly engine: Readonly<Record<string, unknown>>;
+  /**
+   * Gives an admitted lease back when the response ends, told how it ended (a guard that learns
+   * from it: the adaptive concurrency limit). May throw. @default `lease.release()`
+   */
+  readonly release?: (lease: Lease, req: Req, status: () => number, finished: boolean) => void;
+  /** Called with every decision on a lease, admitted or refused, before `onLimited`. @default none */
+  readonly onDecision?: ((req: Req, decision: Decision) => void) | undefined;
 }
 
 /**
@@ -51,6 +58,8 @@ export class HttpGuard<Req> {
   /** The built limiter or shedder, as an option (`{ limiter }` / `{ shedder }`). */
   readonly engine: Readonly<Record<string, unknown>>;
   private readonly lease: (req: Req) => MaybePromise<Lease | undefined>;
+  private readonly give: GuardParts<Req>['release'];
+  private readonly onDecision: ((req: Req, decision: Decision) => void) | undefined;
   private readonly skip: ((req: Req) => boolean) | undefined;
   private readonly failOpen: boolean;
   private readonly storeDown: Lease;
@@ -62,6 +71,8 @@ export class HttpGuard<Req> {
     this.takesLeases = parts.takesLeases;
     this.engine = parts.engine;
     this.lease = parts.lease;
+    this.give = parts.release;
+    this.onDecision = parts.onDecision;
     this.skip = functionOption('skip', options.skip);
     this.failOpen =
       oneOfOption('storeFailure', options.storeFailure ?? 'allow', ['allow', 'deny']) === 'allow';
@@ -103,6 +114,33 @@ export class HttpGuard<Req> {
   /** Runs `onLimited`; a throwing hook is reported to `onError`, never to the client. */
   limited(req: Req, decision: Decision): void {
     this.reporter.limited(req, decision);
+  }
+
+  /** Runs `onDecision` (where the guard takes it) for an admitted or refused lease; a throwing hook goes to `onError`. */
+  decided(req: Req, decision: Decision): void {
+    if (this.onDecision === undefined) return;
+    try {
+      this.onDecision(req, decision);
+    } catch (error) {
+      this.reporter.error(error, req);
+    }
+  }
+
+  /**
+   * Gives an admitted lease back when the response has ended: `status` reads its status code,
+   * `finished` is `false` when the client left first. Never throws (a failure goes to `onError`).
+   */
+  ended(req: Req, lease: Lease, status: () => number, finished: boolean): void {
+    if (this.give === undefined) {
+      void lease.release();
+      return;
+    }
+    try {
+      this.give(lease, req, status, finished);
+    } catch (error) {
+      this.reporter.error(error, req);
+      void lease.release();
+    }
   }
 
   private failed(error: unknown, req: Req): Lease | undefined {
@@ -220,7 +258,7 @@ export function utilizationGuard<Req>(
 }
 
 /** The user's engine (`limiter` / `shedder`), or one built from the inline options, not both. */
-function engineOf<E, O extends object>(
+export function engineOf<E, O extends object>(
   options: O,
   option: keyof O & string,
   type: abstract new (...args: never[]) => E,
@@ -250,7 +288,7 @@ function engineOf<E, O extends object>(
 }
 
 /** The named options that are set (an `undefined` value is left out, as if not given). */
-function pick(options: object, names: readonly string[]): Record<string, unknown> {
+export function pick(options: object, names: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const name of names) {
     const value = (options as Record<string, unknown>)[name];

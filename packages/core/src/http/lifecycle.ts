@@ -103,11 +103,12 @@ export function guardLifecycle<Ctx, Req, R>(
   const admit = (ctx: Ctx, req: Req, lease: Lease | undefined): MaybePromise<R> => {
     if (lease === undefined) return exchange.proceed(ctx);
     const decision = lease.decision;
+    guard.decided(req, decision);
     if (decision.allowed) {
       if (guard.takesLeases) {
-        exchange.whenDone(ctx, () => {
-          void lease.release();
-        });
+        exchange.whenDone(ctx, (finished) =>
+          guard.ended(req, lease, () => exchange.statusCode(ctx), finished),
+        );
       }
       return exchange.proceed(ctx);
     }

@@ -1,3 +1,4 @@
+import { ADAPTIVE_ENGINE, adaptiveGuard, type HttpAdaptiveConcurrencyOptions } from './adaptive-guard.js';
 import { type RateLimitControl, withControl } from './control.js';
 import {
   CONCURRENCY_ENGINE,
@@ -18,6 +19,7 @@ export interface HttpGuardOptionsByName<Req> {
   concurrencyLimit: HttpConcurrencyOptions<Req>;
   fleetShed: HttpFleetShedOptions<Req>;
   utilizationShed: HttpUtilizationShedOptions<Req>;
+  adaptiveConcurrency: HttpAdaptiveConcurrencyOptions<Req>;
 }
 
 /** Each guard's engine options (the instance option first), by its name: what a built engine replaces. */
@@ -25,6 +27,7 @@ export const GUARD_ENGINES: { readonly [G in GuardName]: readonly string[] } = {
   concurrencyLimit: CONCURRENCY_ENGINE,
   fleetShed: FLEET_ENGINE,
   utilizationShed: UTILIZATION_ENGINE,
+  adaptiveConcurrency: ADAPTIVE_ENGINE,
 };
 
 /** What the middleware factories (`buildGuard`, `guardMiddlewares`, `rateLimitMiddleware`) need of an adapter. */
@@ -38,7 +41,7 @@ export interface MiddlewareAdapter<Req> {
 
 /**
  * One guard, by its name, for an adapter: the factory an adapter's `concurrencyLimit()`,
- * `fleetShed()` and `utilizationShed()` share.
+ * `fleetShed()`, `utilizationShed()` and `adaptiveConcurrency()` share.
  * @param where the name its option errors give (`'fleetShed'`, `'FleetShedGuard'`)
  */
 export function buildGuard<Req, G extends GuardName>(
@@ -54,6 +57,9 @@ export function buildGuard<Req, G extends GuardName>(
   }
   if (name === 'fleetShed')
     return fleetGuard(where, options as HttpFleetShedOptions<Req>, adapter.defaults, own);
+  if (name === 'adaptiveConcurrency') {
+    return adaptiveGuard(where, options as HttpAdaptiveConcurrencyOptions<Req>, adapter.defaults, own);
+  }
   return utilizationGuard(where, options as HttpUtilizationShedOptions<Req>, adapter.defaults, own);
 }
 
@@ -77,6 +83,7 @@ export function guardMiddlewares<Req, Own, M>(
     concurrencyLimit: factory('concurrencyLimit'),
     fleetShed: factory('fleetShed'),
     utilizationShed: factory('utilizationShed'),
+    adaptiveConcurrency: factory('adaptiveConcurrency'),
   };
 }
 

@@ -1,0 +1,233 @@
+/**
+ * `pnpm --filter @sluice/bench run bench:adaptive [--quick]`: adaptive concurrency against fixed
+ * limits and @fastify/under-pressure, over real HTTP, on apps whose handler holds a real
+ * bottleneck (a downstream of 20 slots × 50 ms: 400 requests per second).
+ *
+ * Per framework (Fastify, Express) and subject, each round in a fresh app process pinned to the
+ * subject core (the load generator, this process, on the other):
+ * - no load: 10% of capacity; the app's p99 of served requests is the reference;
+ * - 2× and 4× capacity, a quarter of it critical (`x-priority: critical`), open-loop (a fixed
+ *   rate, whatever the answers): goodput (2xx per second), the app's p99 of served requests, and
+ *   the share of critical and of low-priority requests served;
+ * - the adaptive subjects once more at 1.5× capacity, the downstream halving its capacity half way:
+ *   the time until the limit stays within ±20% of where it settles, and its swing there.
+ *
+ * The figures are evidence only on a quiet machine: the run prints `uptime` before and after and
+ * refuses to call them anything else when the load average is high. Never on a shared machine.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { benchCores, pin, quietEnough, uptime } from '../lib/pinning.js';
+import {
+  CRITICAL_SHARE,
+  type Framework,
+  type FromApp,
+  PRIORITY_HEADER,
+  SERVICE_MS,
+  SLOTS,
+  type SubjectId,
+  subjectsOf,
+  type ToApp,
+} from './subjects.js';
+
+const APP = fileURLToPath(new URL('./app.ts', import.meta.url));
+const CAPACITY = (SLOTS / SERVICE_MS) * 1000;
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    seconds: { type: 'string' },
+    framework: { type: 'string' },
+    subject: { type: 'string' },
+  },
+});
+/** Seconds per measured round; `--quick` is a smoke run of the wiring, not a measurement. */
+const SECONDS = Number(values.seconds ?? (values.quick ? 1 : 20));
+const SETTLE_SECONDS = values.quick ? 4 : 40;
+const FRAMEWORKS: readonly Framework[] =
+  values.framework === undefined ? ['fastify', 'express'] : [values.framework as Framework];
+const cores = benchCores();
+if (cores !== undefined) pin(process.pid, cores.generator);
+
+interface App {
+  readonly port: number;
+  ask(message: ToApp): void;
+  stats(): Promise<Extract<FromApp, { type: 'stats' }>>;
+  stop(): Promise<void>;
+}
+
+async function startApp(framework: Framework, subject: SubjectId): Promise<App> {
+  const child: ChildProcess = fork(APP, [framework, subject], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  if (cores !== undefined && child.pid !== undefined) pin(child.pid, cores.subject);
+  const next = <T extends FromApp['type']>(type: T) =>
+    new Promise<Extract<FromApp, { type: T }>>((resolve, reject) => {
+      const onMessage = (message: FromApp) => {
+        if (message.type !== type) return;
+        child.off('message', onMessage);
+        resolve(message as Extract<FromApp, { type: T }>);
+      };
+      child.on('message', onMessage);
+      child.once('exit', (code) => reject(new Error(`app exited (${code}) before '${type}'`)));
+    });
+  const { port } = await next('ready');
+  return {
+    port,
+    ask: (message) => child.send(message),
+    stats() {
+      const reply = next('stats');
+      child.send('stats');
+      return reply;
+    },
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send('stop');
+      await exited;
+    },
+  };
+}
+
+/** autocannon's options this bench adds to those bench/src/http declares. */
+interface OpenLoopOptions {
+  url: string;
+  connections: number;
+  overallRate: number;
+  duration: number;
+  timeout: number;
+  sampleInt: number;
+  requests: readonly {
+    setupRequest: (request: { headers?: Record<string, string> }, context: { critical?: boolean }) => unknown;
+    onResponse: (status: number, body: string, context: { critical?: boolean }) => void;
+  }[];
+}
+
+interface Offered {
+  readonly goodput: number;
+  readonly criticalServed: number;
+  readonly lowServed: number;
+  readonly failures: number;
+}
+
+/** Open-loop load at `rate` requests per second for `seconds`, a quarter critical. */
+async function offer(app: App, rate: number, seconds: number): Promise<Offered> {
+  const sent = { critical: 0, low: 0 };
+  const ok = { critical: 0, low: 0 };
+  let turn = 0;
+  const options: OpenLoopOptions = {
+    url: `http://127.0.0.1:${app.port}/work`,
+    connections: Math.max(10, Math.ceil(rate / 5)),
+    overallRate: rate,
+    duration: seconds,
+    timeout: 10,
+    sampleInt: 100,
+    requests: [
+      {
+        setupRequest: (request, context) => {
+          // Every fourth request is critical: the mix is exact, not drawn.
+          const critical = turn++ % Math.round(1 / CRITICAL_SHARE) === 0;
+          context.critical = critical;
+          if (critical) sent.critical++;
+          else sent.low++;
+          return {
+            ...request,
+            headers: { ...request.headers, [PRIORITY_HEADER]: critical ? 'critical' : 'low' },
+          };
+        },
+        onResponse: (status, _body, context) => {
+          if (status >= 200 && status < 300) ok[context.critical ? 'critical' : 'low']++;
+        },
+      },
+    ],
+  };
+  const result = await autocannon(options as unknown as Parameters<typeof autocannon>[0]);
+  return {
+    goodput: result['2xx'] / result.duration,
+    criticalServed: ok.critical / Math.max(1, sent.critical),
+    lowServed: ok.low / Math.max(1, sent.low),
+    failures: result.errors + result.timeouts,
+  };
+}
+
+interface Settling {
+  /** Seconds after the halving until the limit stays within ±20% of where it settles. */
+  readonly settle: number;
+  /** The limit's largest distance from where it settles, over the last third, as a share. */
+  readonly swing: number;
+  readonly settledAt: number;
+}
+
+function settling(limits: readonly number[], halvedAt: number): Settling {
+  const after = limits.slice(halvedAt);
+  const tail = after.slice(Math.floor((after.length * 2) / 3)).sort((a, b) => a - b);
+  const settledAt = tail[Math.floor(tail.length / 2)] ?? Number.NaN;
+  let last = -1;
+  after.forEach((limit, i) => {
+    if (Math.abs(limit - settledAt) > 0.2 * settledAt) last = i;
+  });
+  const swing = Math.max(...tail.map((limit) => Math.abs(limit - settledAt) / settledAt));
+  return { settle: ((last + 1) * 100) / 1000, swing, settledAt };
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+async function main(): Promise<void> {
+  const before = quietEnough();
+  console.log(
+    `# Adaptive concurrency bench${values.quick ? ' (--quick: a smoke run, not a measurement)' : ''}`,
+  );
+  console.log(`\n${uptime()}`);
+  console.log(
+    `cores: ${cores === undefined ? 'not pinned' : `load generator ${cores.generator}, app ${cores.subject}`}; downstream ${SLOTS} slots × ${SERVICE_MS} ms = ${CAPACITY}/s; ${SECONDS} s per round`,
+  );
+  if (!before.quiet)
+    console.log(`load average ${before.load.toFixed(2)}: NOT a quiet machine, the figures are not evidence`);
+  for (const framework of FRAMEWORKS) {
+    console.log(`\n## ${framework}\n`);
+    console.log(
+      '| subject | no-load p99 ms | load | goodput/s | p99 served ms | critical served | low served | errors |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
+    const settles: string[] = [];
+    for (const subject of subjectsOf(framework).filter(
+      (s) => values.subject === undefined || s === values.subject,
+    )) {
+      let app = await startApp(framework, subject);
+      await offer(app, CAPACITY * 0.1, Math.max(1, SECONDS / 4));
+      const noLoad = (await app.stats()).p99;
+      await app.stop();
+      for (const factor of [2, 4]) {
+        app = await startApp(framework, subject);
+        const offered = await offer(app, CAPACITY * factor, SECONDS);
+        const { p99 } = await app.stats();
+        await app.stop();
+        console.log(
+          `| ${subject} | ${noLoad.toFixed(1)} | ${factor}× | ${Math.round(offered.goodput)} | ${p99.toFixed(1)} | ${pct(offered.criticalServed)} | ${pct(offered.lowServed)} | ${offered.failures} |`,
+        );
+      }
+      if (['vegas', 'gradient2', 'aimd', 'envoy-gradient'].includes(subject)) {
+        app = await startApp(framework, subject);
+        const half = SETTLE_SECONDS / 2;
+        const halving = setTimeout(() => app.ask('halve'), half * 1000);
+        await offer(app, CAPACITY * 1.5, SETTLE_SECONDS);
+        clearTimeout(halving);
+        const { limits } = await app.stats();
+        await app.stop();
+        const s = settling(limits, Math.round(half * 10));
+        settles.push(
+          `| ${subject} | ${s.settle.toFixed(1)} | ${Number.isNaN(s.settledAt) ? '–' : s.settledAt} | ±${pct(s.swing)} |`,
+        );
+      }
+    }
+    console.log('\nThe downstream halves its capacity half way through 1.5× its original capacity:\n');
+    console.log('| subject | settles within ±20% after (s) | settles at | swing there |');
+    console.log('|---|---|---|---|');
+    for (const line of settles) console.log(line);
+  }
+  console.log(`\n${uptime()}`);
+}
+
+await main();

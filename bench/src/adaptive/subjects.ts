@@ -1,0 +1,45 @@
+/** The subjects compared, each on Fastify and on Express (under-pressure is Fastify's only). */
+export const SUBJECTS = [
+  'none',
+  'fixed',
+  'fixed-4x',
+  'under-pressure',
+  'vegas',
+  'gradient2',
+  'aimd',
+  'envoy-gradient',
+] as const;
+export type SubjectId = (typeof SUBJECTS)[number];
+export type Framework = 'fastify' | 'express';
+
+/**
+ * The downstream: 20 calls at once, 50 ms each: 400 requests per second. Low enough that 4× it
+ * (1,600 a second, refusals included) leaves the app's core idle part of the time: the bottleneck
+ * must be the downstream, not the app's CPU (a smoke run on a loaded machine at 1,000 a second was
+ * CPU-bound, and refusals then took the CPU that served requests needed).
+ */
+export const SLOTS = 20;
+export const SERVICE_MS = 50;
+
+/** The priority header the load sets and the apps read; a quarter of the traffic is critical. */
+export const PRIORITY_HEADER = 'x-priority';
+export const CRITICAL_SHARE = 0.25;
+/** The adaptive subjects' partitions: critical traffic keeps 80% of the limit while it asks. */
+export const PARTITIONS = { critical: 0.8, low: 0.2 } as const;
+
+export function subjectsOf(framework: Framework): readonly SubjectId[] {
+  return SUBJECTS.filter((s) => framework === 'fastify' || s !== 'under-pressure');
+}
+
+/** What the app process sends back over IPC. */
+export type FromApp =
+  | { type: 'ready'; port: number }
+  | {
+      type: 'stats';
+      /** ms: latency of 2xx responses, arrival to finish, measured in the app. */
+      p99: number;
+      served: number;
+      /** The adaptive limit sampled every 100 ms since the last `stats` (empty for other subjects). */
+      limits: number[];
+    };
+export type ToApp = 'stats' | 'halve' | 'stop';
