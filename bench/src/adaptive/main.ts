@@ -18,8 +18,8 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import { benchCores, pin, quietEnough, uptime } from '../lib/pinning.js';
+import { openLoop } from './open-loop.js';
 import {
   CRITICAL_SHARE,
   type Framework,
@@ -91,20 +91,6 @@ async function startApp(framework: Framework, subject: SubjectId): Promise<App> 
   };
 }
 
-/** autocannon's options this bench adds to those bench/src/http declares. */
-interface OpenLoopOptions {
-  url: string;
-  connections: number;
-  overallRate: number;
-  duration: number;
-  timeout: number;
-  sampleInt: number;
-  requests: readonly {
-    setupRequest: (request: { headers?: Record<string, string> }, context: { critical?: boolean }) => unknown;
-    onResponse: (status: number, body: string, context: { critical?: boolean }) => void;
-  }[];
-}
-
 interface Offered {
   readonly goodput: number;
   readonly criticalServed: number;
@@ -112,43 +98,18 @@ interface Offered {
   readonly failures: number;
 }
 
-/** Open-loop load at `rate` requests per second for `seconds`, a quarter critical. */
+/** Open-loop load at `rate` requests per second for `seconds`, evenly spaced, a quarter critical. */
 async function offer(app: App, rate: number, seconds: number): Promise<Offered> {
-  const sent = { critical: 0, low: 0 };
-  const ok = { critical: 0, low: 0 };
-  let turn = 0;
-  const options: OpenLoopOptions = {
-    url: `http://127.0.0.1:${app.port}/work`,
-    connections: Math.max(10, Math.ceil(rate / 5)),
-    overallRate: rate,
-    duration: seconds,
-    timeout: 10,
-    sampleInt: 100,
-    requests: [
-      {
-        setupRequest: (request, context) => {
-          // Every fourth request is critical: the mix is exact, not drawn.
-          const critical = turn++ % Math.round(1 / CRITICAL_SHARE) === 0;
-          context.critical = critical;
-          if (critical) sent.critical++;
-          else sent.low++;
-          return {
-            ...request,
-            headers: { ...request.headers, [PRIORITY_HEADER]: critical ? 'critical' : 'low' },
-          };
-        },
-        onResponse: (status, _body, context) => {
-          if (status >= 200 && status < 300) ok[context.critical ? 'critical' : 'low']++;
-        },
-      },
-    ],
-  };
-  const result = await autocannon(options as unknown as Parameters<typeof autocannon>[0]);
+  const { sent, ok, failures } = await openLoop(`http://127.0.0.1:${app.port}/work`, rate, seconds, {
+    header: PRIORITY_HEADER,
+    criticalEvery: Math.round(1 / CRITICAL_SHARE),
+    timeoutMs: 10_000,
+  });
   return {
-    goodput: result['2xx'] / result.duration,
+    goodput: (ok.critical + ok.low) / seconds,
     criticalServed: ok.critical / Math.max(1, sent.critical),
     lowServed: ok.low / Math.max(1, sent.low),
-    failures: result.errors + result.timeouts,
+    failures,
   };
 }
 
