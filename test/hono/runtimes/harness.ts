@@ -226,7 +226,9 @@ export async function serveOnRuntime(
       throw new Error(`${runtime} exited before serving (${child.exitCode ?? child.signalCode}):\n${output}`);
     }
     try {
-      const reply = await fetch(`http://127.0.0.1:${port}/ready`);
+      // Bounded: a runtime that accepts the connection before its app is loaded must not hold
+      // this loop (and its deadline) on one request that never answers.
+      const reply = await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(5_000) });
       if ((await reply.text()) === 'ready') break;
     } catch {
       // Not listening yet.
