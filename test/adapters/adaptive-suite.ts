@@ -6,11 +6,11 @@ import {
   type Decision,
   ErrorCode,
   type LimitController,
-  type RttSample,
 } from '@sluice/core';
 import type { HttpAdaptiveConcurrencyOptions } from '@sluice/core/adapter';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TEMPORARY_REDUCED_CAPACITY } from '../../packages/core/src/http/problem.js';
+import { recording } from '../core/shedding/adaptive-helpers.js';
 import { type AppSpec, type Guards, Probe, type Reply, type Subject, type TestApp } from './harness.js';
 
 /**
@@ -24,24 +24,6 @@ async function until(done: () => boolean, withinMs = 10_000): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
   if (!done()) throw new Error(`condition not reached within ${withinMs} ms`);
-}
-
-/** A controller that records every sample it is told and keeps the limit at `limit`. */
-function recording(limit: number): LimitController<number> & { samples: RttSample[] } {
-  const samples: RttSample[] = [];
-  return {
-    kind: 'aimd',
-    minLimit: 1,
-    maxLimit: limit,
-    samples,
-    start: () => 0,
-    update: (state, sample) => {
-      samples.push(sample);
-      return state + 1;
-    },
-    limit: () => limit,
-    rttNoLoad: () => undefined,
-  };
 }
 
 const priorityHeader = (req: unknown) =>

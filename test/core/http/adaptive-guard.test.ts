@@ -1,25 +1,9 @@
 import type { Lease } from '@sluice/core';
-import { AdaptiveConcurrency, type LimitController, type RttSample } from '@sluice/core';
+import { AdaptiveConcurrency } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { adaptiveGuard } from '../../../packages/core/src/http/adaptive-guard.js';
 import type { AdapterDefaults } from '../../../packages/core/src/http/reporter.js';
-
-function recording(limit: number): LimitController<number> & { samples: RttSample[] } {
-  const samples: RttSample[] = [];
-  return {
-    kind: 'aimd',
-    minLimit: 1,
-    maxLimit: limit,
-    samples,
-    start: () => 0,
-    update: (state, sample) => {
-      samples.push(sample);
-      return state + 1;
-    },
-    limit: () => limit,
-    rttNoLoad: () => undefined,
-  };
-}
+import { recording } from '../shedding/adaptive-helpers.js';
 
 const errors: Error[] = [];
 const defaults: AdapterDefaults<unknown> = {

@@ -5,12 +5,10 @@ import {
   ErrorCode,
   envoyGradient,
   gradient2,
-  type LimitController,
-  type RttSample,
   vegas,
 } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { draws } from './adaptive-helpers.js';
+import { draws, recording } from './adaptive-helpers.js';
 
 /** AIMD whose windows never close: the limit stays `limit` whatever is released. */
 const fixed = (limit: number) => aimd({ initialLimit: limit, minLimit: 1, minWindow: '1h', maxWindow: '1h' });
@@ -18,24 +16,6 @@ const fixed = (limit: number) => aimd({ initialLimit: limit, minLimit: 1, minWin
 /** AIMD deciding on every sample (windows of one sample, 1 ms): the limit moves at each release. */
 const eager = (limit: number) =>
   aimd({ initialLimit: limit, minLimit: 1, windowSamples: 1, minWindow: 1, maxWindow: 1 });
-
-/** A controller that records what it is told and keeps the limit at `limit`. */
-function recording(limit: number): LimitController<number> & { samples: RttSample[] } {
-  const samples: RttSample[] = [];
-  return {
-    kind: 'aimd',
-    minLimit: 1,
-    maxLimit: limit,
-    samples,
-    start: () => 0,
-    update: (state, sample) => {
-      samples.push(sample);
-      return state + 1;
-    },
-    limit: () => limit,
-    rttNoLoad: (state) => (state === 0 ? undefined : 42),
-  };
-}
 
 describe('AdaptiveConcurrency', () => {
   it("admits up to the controller's limit, then refuses with reason 'shed' and a jittered retryAfter", () => {
@@ -68,7 +48,7 @@ describe('AdaptiveConcurrency', () => {
   });
 
   it('reports each RTT from acquire to release, drops as drops, and nothing for an ignored release', () => {
-    const controller = recording(10);
+    const controller = recording(10, (state) => (state === 0 ? undefined : 42));
     const limiter = new AdaptiveConcurrency({ controller });
     const leases: AdaptiveLease[] = [0, 1, 2, 3].map(() => limiter.acquire(undefined, { now: 100 }));
     leases[0]!.release(130);
@@ -185,7 +165,7 @@ describe('AdaptiveConcurrency', () => {
     expect(limiter.limit).toBe(20);
     const lease = limiter.acquire();
     t = 1012;
-    const controller = recording(5);
+    const controller = recording(5, (state) => (state === 0 ? undefined : 42));
     const timed = new AdaptiveConcurrency({ controller, clock: () => t });
     const l2 = timed.acquire();
     t = 1030;

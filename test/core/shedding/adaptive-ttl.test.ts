@@ -1,23 +1,6 @@
-import { AdaptiveConcurrency, aimd, ErrorCode, type LimitController, type RttSample } from '@sluice/core';
+import { AdaptiveConcurrency, aimd, ErrorCode } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-
-/** A controller that records what it is told and keeps the limit at `limit`. */
-function recording(limit: number): LimitController<number> & { samples: RttSample[] } {
-  const samples: RttSample[] = [];
-  return {
-    kind: 'aimd',
-    minLimit: 1,
-    maxLimit: limit,
-    samples,
-    start: () => 0,
-    update: (state, sample) => {
-      samples.push(sample);
-      return state + 1;
-    },
-    limit: () => limit,
-    rttNoLoad: () => undefined,
-  };
-}
+import { recording } from './adaptive-helpers.js';
 
 describe('AdaptiveConcurrency leases: ttl', () => {
   it('a lease never released gives its slot back once its ttl has passed, counted as a drop ending at its expiry', () => {

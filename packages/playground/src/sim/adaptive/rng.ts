@@ -1,14 +1,6 @@
-/** A seeded uniform generator in [0, 1) (mulberry32): the same seed, the same run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../traffic.js';
+/** A seeded uniform generator in [0, 1): the traffic simulator's mulberry32 (the same seed, the same run). */
+export const seededRandom: (seed: number) => () => number = mulberry32;
 
 /** A lognormal draw with this mean and log-space standard deviation `sigma` (Box–Muller). */
 export function lognormal(random: () => number, mean: number, sigma: number): number {
