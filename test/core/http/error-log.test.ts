@@ -19,6 +19,8 @@ describe('fewErrorLines: the default onError', () => {
     });
   });
   afterEach(() => {
+    // Spies first: one made on setTimeout under fake timers restores to the fake clock's.
+    vi.restoreAllMocks();
     vi.useRealTimers();
   });
 
@@ -117,8 +119,8 @@ describe('the default onReleaseError: a few lines, not one per failed release', 
     vi.useFakeTimers({ now: 1_700_000_000_000 });
   });
   afterEach(() => {
-    vi.useRealTimers();
     vi.restoreAllMocks();
+    vi.useRealTimers();
   });
 
   it('the console default writes the first failure, then a count of the others', () => {
