@@ -6,7 +6,7 @@
  * stubs and process listeners; the check below fails a file that leaves the timers replaced for
  * the next file in its process.
  */
-import { afterAll, vi } from 'vitest';
+import { afterAll, expect, vi } from 'vitest';
 import { forgetWarnings } from './process-warnings.js';
 
 forgetWarnings();
@@ -56,3 +56,25 @@ afterAll(() => {
     );
   }
 });
+
+// `SLUICE_TEST_COST=path`: one line per file appended to path (wall ms, this process's CPU ms, and
+// the CPU of the child processes it waited for: tsc, npm, app processes), to find where the suite's
+// time goes. Off by default.
+const costFile = process.env.SLUICE_TEST_COST;
+if (costFile !== undefined) {
+  const { appendFileSync, readFileSync } = await import('node:fs');
+  const children = () => {
+    // /proc/self/stat fields 16 and 17: CPU of waited-for children, in clock ticks (100 per second).
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  };
+  const start = { wall: performance.now(), cpu: process.cpuUsage(), children: children() };
+  afterAll(() => {
+    const cpu = process.cpuUsage(start.cpu);
+    const file = expect.getState().testPath ?? '?';
+    appendFileSync(
+      costFile,
+      `${Math.round(performance.now() - start.wall)}\t${Math.round((cpu.user + cpu.system) / 1000)}\t${children() - start.children}\t${process.env.SLUICE_REDIS_CLIENT}\t${file}\n`,
+    );
+  });
+}
