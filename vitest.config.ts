@@ -26,6 +26,7 @@ const CLIENT_SUITES = [
   'test/reliability/faults.test.ts',
   'test/redis/cluster-first-burst.test.ts',
   'test/redis/cluster-shards.test.ts',
+  'test/redis/turn-cork.test.ts',
 ];
 
 /**
@@ -41,6 +42,7 @@ const NODE_REDIS_SUITES = [
   'test/redis/refund.test.ts',
   'test/redis/leases.test.ts',
   'test/reliability/concurrency.test.ts',
+  'test/redis/turn-cork.test.ts',
 ];
 
 /**

@@ -13,13 +13,19 @@ forgetWarnings();
 
 /** The globals a file may fake or spy on, as the process started with them. */
 type Clock = Record<
-  'setTimeout' | 'clearTimeout' | 'setInterval' | 'clearInterval' | 'setImmediate' | 'clearImmediate' | 'Date',
+  | 'setTimeout'
+  | 'clearTimeout'
+  | 'setInterval'
+  | 'clearInterval'
+  | 'setImmediate'
+  | 'clearImmediate'
+  | 'Date',
   unknown
 > & { performanceNow: unknown };
 
 const REAL = Symbol.for('sluice.test.realClock');
 const scope = globalThis as unknown as Record<string | symbol, unknown> & { [REAL]?: Clock };
-const realClock = (scope[REAL] ??= {
+scope[REAL] ??= {
   setTimeout: globalThis.setTimeout,
   clearTimeout: globalThis.clearTimeout,
   setInterval: globalThis.setInterval,
@@ -28,7 +34,8 @@ const realClock = (scope[REAL] ??= {
   clearImmediate: globalThis.clearImmediate,
   Date: globalThis.Date,
   performanceNow: globalThis.performance.now,
-});
+};
+const realClock = scope[REAL];
 
 // Restoring every spy at a file's end is what a new process per file gave. A spy made on a timer
 // while fake timers were installed restores the *fake* (vi.useRealTimers does not know the spy):

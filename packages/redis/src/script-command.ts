@@ -1,5 +1,6 @@
 import type { RedisClient } from './client.js';
 import { clusterNodesReady } from './cluster-nodes.js';
+import { turnCork } from './turn-cork.js';
 
 /**
  * A script registered with ioredis `defineCommand`: `numberOfKeys`, the keys, then ARGV. `R`: what
@@ -11,7 +12,8 @@ export type ScriptCommand<R = unknown[]> = (numberOfKeys: number, ...args: (stri
  * Registers `lua` under `name` on `client` once (a client shared by several stores keeps the first
  * registration: the script of one version of this package is the same text), and returns the
  * command bound to the client. ioredis runs it with EVALSHA, falling back to EVAL on `NOSCRIPT`.
- * On a Cluster, a call waits for the primaries being connected (see `clusterNodesReady`).
+ * On a Cluster, a call waits for the primaries being connected (see `clusterNodesReady`). On a
+ * standalone ioredis-family client, the calls of one event-loop turn share a write (see `TurnCork`).
  */
 export function scriptCommand<R = unknown[]>(
   client: RedisClient,
@@ -22,6 +24,13 @@ export function scriptCommand<R = unknown[]>(
   const table = client as unknown as Record<string, ScriptCommand<R> | undefined>;
   if (typeof table[name] !== 'function') client.defineCommand(name, { lua });
   const command = table[name]!.bind(client);
+  const cork = turnCork(client);
+  if (cork !== null) {
+    return (numberOfKeys, ...args) => {
+      cork.before();
+      return command(numberOfKeys, ...args);
+    };
+  }
   return (numberOfKeys, ...args) => {
     const wait = clusterNodesReady(client);
     return wait === undefined
