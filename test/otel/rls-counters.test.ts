@@ -80,7 +80,8 @@ async function hit(domain: string, times: number, ...kv: string[]): Promise<stri
 
 describe('@sluice/otel: the rate limit service per descriptor', () => {
   it('counts hits, over, near (past 80%), within and shadow per stats key, as envoyproxy/ratelimit names them', async () => {
-    const rls = (s = await startRls(CONFIG)).rls;
+    s = await startRls(CONFIG);
+    const rls = s.rls;
     const telemetry = new SluiceMetrics({ meter: provider.getMeter('test'), rls: { envoy: rls } });
     expect(await hit('api', 7, 'user', 'u1')).toEqual([...Array(5).fill('OK'), 'OVER_LIMIT', 'OVER_LIMIT']);
     expect(await hit('api', 3, 'trial', 't1')).toEqual(['OK', 'OK', 'OK']);
@@ -130,7 +131,8 @@ describe('@sluice/otel: the rate limit service per descriptor', () => {
   });
 
   it('cardinality stays bounded: past maxStatsKeys no new key is made, and the decisions turned away are counted', async () => {
-    const rls = (s = await startRls(CONFIG, { maxStatsKeys: 2 })).rls;
+    s = await startRls(CONFIG, { maxStatsKeys: 2 });
+    const rls = s.rls;
     const telemetry = new SluiceMetrics({ meter: provider.getMeter('test'), rls: { envoy: rls } });
     for (const client of ['a', 'b', 'c', 'd']) await hit('api', 1, 'client', client);
     const byName = await collect();
