@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { status } from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../setup/redis-server.js';
 import { spawnServer, tempDir, until } from './harness.js';
@@ -42,5 +43,38 @@ describe('sluice-server --grpc-port', () => {
     expect(events.indexOf('rls-stopped')).toBeGreaterThan(-1);
     expect(events.indexOf('rls-stopped')).toBeLessThan(events.indexOf('stopped'));
     // A real process started and stopped: bounded for a loaded machine, not by the default 20 s.
+  }, 90_000);
+
+  it('--rls-redis with Redis away: the call is UNAVAILABLE and the store says why in the JSON log', async () => {
+    const data = await tempDir();
+    const config = await configDir({
+      'app.yaml':
+        'domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: year, requests_per_unit: 2 }\n',
+    });
+    dirs.push(data, config);
+    const grpcPort = await freePort();
+    // Nothing listens there.
+    const redisPort = await freePort();
+    const server = await spawnServer(data, undefined, [
+      '--grpc-port',
+      String(grpcPort),
+      '--rls-config',
+      config,
+      '--rls-redis',
+      `redis://127.0.0.1:${redisPort}`,
+    ]);
+    try {
+      await until(() => server.events().some((e) => e.event === 'rls-listening'), 'rls-listening');
+      const client = publishedClient(grpcPort);
+      await expect(client.should('app', [d('user', 'u')])).rejects.toMatchObject({
+        code: status.UNAVAILABLE,
+      });
+      client.close();
+      await until(() => server.events().some((e) => e.event === 'rls-redis'), 'rls-redis');
+      const line = server.events().find((e) => e.event === 'rls-redis')!;
+      expect(String(line.fields.message)).toMatch(/^\[sluice\] RedisStore: Redis failed/);
+    } finally {
+      await server.kill('SIGTERM');
+    }
   }, 90_000);
 });

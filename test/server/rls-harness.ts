@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
+  type ChannelOptions,
   type Client,
   credentials,
   type GrpcObject,
@@ -97,9 +98,10 @@ export interface RlsClient {
   close(): void;
 }
 
-function clientOf(Ctor: ServiceClientConstructor, port: number): RlsClient {
+function clientOf(Ctor: ServiceClientConstructor, port: number, options: ChannelOptions = {}): RlsClient {
   const raw = new Ctor(`127.0.0.1:${port}`, credentials.createInsecure(), {
     'grpc.max_send_message_length': 8 * 1024 * 1024,
+    ...options,
   });
   return {
     raw,
@@ -119,9 +121,13 @@ function clientOf(Ctor: ServiceClientConstructor, port: number): RlsClient {
   };
 }
 
-/** A client from Envoy's published proto. */
-export function publishedClient(port: number): RlsClient {
-  return clientOf(publishedService(), port);
+/**
+ * A client from Envoy's published proto. `options`: the channel's (e.g.
+ * `'grpc.use_local_subchannel_pool': 1` for a connection of its own: by default grpc-js shares one
+ * between the clients of a target).
+ */
+export function publishedClient(port: number, options?: ChannelOptions): RlsClient {
+  return clientOf(publishedService(), port, options);
 }
 
 /** A client from sluice-server's own proto (for the descriptor's hits_addend, absent from the published snapshot). */

@@ -16,6 +16,7 @@ import {
   type UtilizationShedder,
 } from '@sluice/core';
 import { assertKnownOptions, describeValue } from '@sluice/core/adapter';
+import { checkRls, type ObservedRateLimitService, rlsCounters } from './rls-counters.js';
 import { timedStore } from './timed-store.js';
 
 /** What `@sluice/otel` reads from a store: `RedisStore` has both; any store may have either. */
@@ -46,6 +47,12 @@ export interface SluiceMetricsOptions {
    * @default []
    */
   adaptive?: readonly AdaptiveConcurrency[];
+  /**
+   * Envoy rate limit services (@sluice/server's `RateLimitService`) whose per-descriptor counters
+   * are observed, by the name reported in `sluice.rls.service` (e.g. `{ envoy: service }`).
+   * @default {}
+   */
+  rls?: Readonly<Record<string, ObservedRateLimitService>>;
 }
 
 /** Breaker states as gauge values: 0 closed (healthy), 1 half-open (probing), 2 open (Redis away). */
@@ -56,6 +63,7 @@ const KNOWN = [
   'stores',
   'shedders',
   'adaptive',
+  'rls',
 ] as const satisfies readonly (keyof SluiceMetricsOptions)[];
 
 /**
@@ -77,6 +85,11 @@ const KNOWN = [
  *   [`sluice.limiter`].
  * - `sluice.adaptive.partition.in_flight` and `sluice.adaptive.partition.limit` (its guaranteed
  *   slots at the current limit) gauges [`sluice.limiter`, `sluice.priority`].
+ * - `sluice.rls.total_hits`, `sluice.rls.over_limit`, `sluice.rls.near_limit`,
+ *   `sluice.rls.within_limit`, `sluice.rls.shadow_mode` observable counters, hits
+ *   [`sluice.rls.service`, `sluice.rls.key`: envoyproxy/ratelimit's stats key], at most the
+ *   service's `maxStatsKeys` keys; `sluice.rls.stats_dropped` [`sluice.rls.service`]: the
+ *   descriptor decisions left uncounted past that bound.
  *
  * @example
  * const telemetry = new SluiceMetrics({ stores: { redis: store } });
@@ -118,6 +131,7 @@ export class SluiceMetrics {
         { option: 'adaptive', value: adaptive },
       );
     }
+    const rls = rlsCounters(meter, checkRls(options.rls));
     this.meter = meter;
     this.decisions = meter.createCounter('sluice.decisions', {
       description: 'Rate-limit decisions, one per limit per request',
@@ -172,6 +186,7 @@ export class SluiceMetrics {
       rttNoLoad,
       partitionInFlight,
       partitionLimit,
+      ...rls.observables,
     ];
     this.observe = (result) => {
       for (const [name, store] of stores) {
@@ -200,6 +215,7 @@ export class SluiceMetrics {
           result.observe(partitionLimit, partition.guaranteed, at);
         }
       }
+      rls.observe(result);
     };
     meter.addBatchObservableCallback(this.observe, this.observables);
   }
@@ -233,7 +249,7 @@ export class SluiceMetrics {
     });
   }
 
-  /** Stops observing the stores, shedders and adaptive limiters. Idempotent. */
+  /** Stops observing the stores, shedders, adaptive limiters and rate limit services. Idempotent. */
   close(): void {
     this.meter.removeBatchObservableCallback(this.observe, this.observables);
   }

@@ -15,7 +15,8 @@ const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind
   [--grpc-port 8081 --rls-config DIR [--rls-redis redis://HOST:PORT | --rls-redis-cluster HOST:PORT,...] [--rls-redis-timeout 100]
    [--rls-shadow-mode] [--rls-response-headers]]
 The gRPC port serves Envoy's rate limit service (envoyproxy/ratelimit's YAML files in DIR) and
-grpc.health.v1; its counters are in the server's LMDB, or in Redis when one is named.
+grpc.health.v1 (from every worker with --workers; SIGHUP reloads DIR); its counters are in the
+server's LMDB, or in Redis when one is named.
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
 
 /** `--workers`: a whole number ≥ 1, or `auto` (the cores this process may use). */
@@ -91,17 +92,18 @@ async function main(): Promise<void> {
   if ((grpcPort === undefined) !== (values['rls-config'] === undefined)) {
     throw new Error('--grpc-port and --rls-config go together');
   }
-  if (grpcPort !== undefined && workers > 1) {
-    throw new Error('--grpc-port serves from one process: it cannot be combined with --workers > 1 yet');
-  }
   const worker = workerIndex();
   if (workers > 1 && worker === undefined) {
     const details = {
       host: options.host ?? '127.0.0.1',
       tls: options.tls !== undefined,
       dataDir: options.dataDir,
+      ...(grpcPort === undefined ? {} : { grpcPort }),
     };
-    process.exit(await runPrimary(workers, options.dataDir, details, defaultLog));
+    // Every worker serves the gRPC port too (node:cluster shares it as it shares the RESP port);
+    // SIGHUP to the primary reloads the rate limit config in each of them.
+    const forward = grpcPort === undefined ? [] : (['SIGHUP'] as const);
+    process.exit(await runPrimary(workers, options.dataDir, details, defaultLog, forward));
   }
   if (worker !== undefined) {
     options.worker = worker;

@@ -17,6 +17,10 @@ import { SERVER_ENV } from './server-env.js';
  * killed inside a transaction does not block the others); `SO_REUSEPORT` (Node 22.12+) lets the
  * kernel spread connections by a hash, unevenly for a few long-lived ones.
  *
+ * With `--grpc-port`, each worker also runs the rate limit service on that port: @grpc/grpc-js
+ * listens with a Node http2 server, a net.Server, so node:cluster shares its port the same way
+ * (one gRPC connection, all its calls, to one worker).
+ *
  * The primary opens the environment once before forking (so workers never race to create it),
  * restarts a worker that dies (its clients reconnect to the others meanwhile), and stops the
  * workers on SIGTERM/SIGINT, each finishing the replies it has computed.
@@ -55,13 +59,15 @@ const RESTART_WINDOW = 60_000;
 
 /**
  * Runs the primary of `count` workers: resolves with the exit code once they have all stopped
- * (0 after SIGTERM/SIGINT, 1 when one kept dying).
+ * (0 after SIGTERM/SIGINT, 1 when one kept dying). `forward`: signals passed on to every worker
+ * (SIGHUP, which reloads the rate limit config in each).
  */
 export function runPrimary(
   count: number,
   dataDir: string,
   details: Record<string, unknown>,
   log: Log,
+  forward: readonly NodeJS.Signals[] = [],
 ): Promise<number> {
   // Creates or checks the environment now: a bad directory stops the start-up here, once.
   void openStateEnv(SERVER_ENV, dataDir).root.close();
@@ -117,6 +123,11 @@ export function runPrimary(
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    for (const signal of forward) {
+      process.on(signal, () => {
+        for (const worker of workers.values()) worker.process.kill(signal);
+      });
+    }
     for (let index = 0; index < count; index++) fork(index);
   });
 }

@@ -25,16 +25,20 @@ export interface CliRlsOptions {
 async function redisStore(options: CliRlsOptions): Promise<Store> {
   const [{ RedisStore }, ioredis] = await Promise.all([import('@sluice/redis'), import('ioredis')]);
   const timeout = options.redisTimeout === undefined ? {} : { timeout: options.redisTimeout };
+  // The store's few failure lines (failing, breaker, a Cluster give-back that failed: see
+  // all_or_nothing in the README) in the server's JSON log, not bare on the console.
+  const logger = { warn: (message: string) => options.log('rls-redis', { message }) };
+  const common = { failurePolicy: 'deny' as const, logger, ...timeout };
   if (options.redisCluster !== undefined) {
     const nodes = options.redisCluster.split(',').map((node) => {
       const colon = node.lastIndexOf(':');
       return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
     });
-    return new RedisStore({ client: new ioredis.Cluster(nodes), failurePolicy: 'deny', ...timeout });
+    return new RedisStore({ client: new ioredis.Cluster(nodes), ...common });
   }
   // 'deny' marks its answers 'store-unavailable', which StoreBackend turns into gRPC UNAVAILABLE: a
   // replica never acknowledges a hit that is not in Redis ('local' would count it in its memory).
-  return new RedisStore({ client: new ioredis.Redis(options.redis!), failurePolicy: 'deny', ...timeout });
+  return new RedisStore({ client: new ioredis.Redis(options.redis!), ...common });
 }
 
 export interface CliRls {

@@ -174,9 +174,17 @@ export class RateLimitService {
     return this.directory.reload();
   }
 
-  /** The per-descriptor counters, by stats key. */
+  /**
+   * The per-descriptor counters, by stats key (at most `maxStatsKeys` of them); observed by
+   * @sluice/otel's `new SluiceMetrics({ rls: { name: service } })`.
+   */
   counters(): Record<string, DescriptorCounters> {
     return this.stats.snapshot();
+  }
+
+  /** Descriptor decisions left uncounted: their stats key was new and `maxStatsKeys` were kept. */
+  get droppedStats(): number {
+    return this.stats.droppedKeys;
   }
 
   private known(service: string): boolean {
