@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,8 +48,54 @@ export interface Playground {
   close(): Promise<void>;
 }
 
+/** The newest modification time of the files under `path` (node_modules and dist left out). */
+function newest(path: string): number {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let latest = 0;
+  for (const name of readdirSync(path)) {
+    if (name !== 'node_modules' && name !== 'dist') latest = Math.max(latest, newest(join(path, name)));
+  }
+  return latest;
+}
+
 /**
- * Builds the page as `pnpm --filter @sluice/playground build` does, serves it with `vite preview`
+ * The page built once for the sources as they are: the browser tests run in two test processes
+ * at once, and each building into one `dist` (emptied first) could empty it under the other's
+ * server. A build goes to a directory of its own and is renamed to one named by the sources'
+ * newest time; a test that finds that directory serves it, and of two builds racing, the second
+ * rename fails and its copy is dropped.
+ */
+async function builtPage(configFile: string): Promise<string> {
+  const sources = Math.max(newest(PAGE), newest(join(ROOT, 'packages/core/src')));
+  const outDir = join(ARTIFACTS, `dist-${Math.floor(sources)}`);
+  if (existsSync(join(outDir, 'index.html'))) return outDir;
+  const building = mkdtempSync(join(ARTIFACTS, 'building-'));
+  await build({
+    root: PAGE,
+    configFile,
+    mode: 'production',
+    logLevel: 'warn',
+    build: { outDir: building, emptyOutDir: true },
+  });
+  try {
+    renameSync(building, outDir);
+  } catch (error) {
+    // Another process renamed its build first: the same sources, so the same page.
+    rmSync(building, { recursive: true, force: true });
+    if (!existsSync(join(outDir, 'index.html'))) throw error;
+  }
+  // Builds of older sources (gitignored artifacts) are not kept.
+  for (const name of readdirSync(ARTIFACTS)) {
+    if (/^dist(-\d+)?$/.test(name) && join(ARTIFACTS, name) !== outDir) {
+      rmSync(join(ARTIFACTS, name), { recursive: true, force: true });
+    }
+  }
+  return outDir;
+}
+
+/**
+ * Builds the page as `pnpm --filter @sluice/playground build` does (once for the sources as they are), serves it with `vite preview`
  * and starts Chromium with a fresh profile. Fails loudly when Chromium is not installed: the
  * browser test must never be skipped (`.ci/run` installs it).
  */
@@ -60,15 +106,8 @@ export async function startPlayground(): Promise<Playground> {
     );
   }
   mkdirSync(ARTIFACTS, { recursive: true });
-  const outDir = join(ARTIFACTS, 'dist');
   const configFile = join(PAGE, 'vite.config.ts');
-  await build({
-    root: PAGE,
-    configFile,
-    mode: 'production',
-    logLevel: 'warn',
-    build: { outDir, emptyOutDir: true },
-  });
+  const outDir = await builtPage(configFile);
   const server: PreviewServer = await preview({
     root: PAGE,
     configFile,
