@@ -113,6 +113,8 @@ export interface ServerProcess {
   readonly child: ChildProcess;
   /** The JSON events it has printed on stderr so far. */
   events(): LoggedEvent[];
+  /** The lines of stderr that are not JSON events (a library writing on its own). */
+  otherLines(): string[];
   /**
    * Sends `signal` to the server's process group: the process, and with `--workers` its workers
    * too (a SIGKILL then crashes the whole server at once). Resolves once the process has exited.
@@ -159,6 +161,7 @@ export async function spawnServer(
           const { event, ...fields } = JSON.parse(line) as { event: string };
           return { event, fields };
         }),
+    otherLines: () => stderr.split('\n').filter((line) => line !== '' && !line.startsWith('{')),
     kill: (signal) =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

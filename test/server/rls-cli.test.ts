@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { status } from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../setup/redis-server.js';
+import { freePort, type RedisProcess, startRedis } from '../setup/redis-server.js';
 import { spawnServer, tempDir, until } from './harness.js';
 import { configDir, d, publishedClient } from './rls-harness.js';
 
@@ -45,7 +45,7 @@ describe('sluice-server --grpc-port', () => {
     // A real process started and stopped: bounded for a loaded machine, not by the default 20 s.
   }, 90_000);
 
-  it('--rls-redis with Redis away: the call is UNAVAILABLE and the store says why in the JSON log', async () => {
+  it('--rls-redis with Redis away: the call is UNAVAILABLE, the store says why in the JSON log, and Redis never counts it when it comes back', async () => {
     const data = await tempDir();
     const config = await configDir({
       'app.yaml':
@@ -63,18 +63,40 @@ describe('sluice-server --grpc-port', () => {
       '--rls-redis',
       `redis://127.0.0.1:${redisPort}`,
     ]);
+    let redis: RedisProcess | undefined;
     try {
       await until(() => server.events().some((e) => e.event === 'rls-listening'), 'rls-listening');
       const client = publishedClient(grpcPort);
-      await expect(client.should('app', [d('user', 'u')])).rejects.toMatchObject({
-        code: status.UNAVAILABLE,
-      });
-      client.close();
+      for (let i = 0; i < 3; i++) {
+        await expect(client.should('app', [d('user', 'u')])).rejects.toMatchObject({
+          code: status.UNAVAILABLE,
+        });
+      }
       await until(() => server.events().some((e) => e.event === 'rls-redis'), 'rls-redis');
       const line = server.events().find((e) => e.event === 'rls-redis')!;
       expect(String(line.fields.message)).toMatch(/^\[sluice\] RedisStore: Redis failed/);
+      // Redis comes back: an answer of UNAVAILABLE was not a hit, now or later (a client queueing
+      // commands while offline would send the three above once connected: the limit of 2 spent).
+      redis = await startRedis({ port: redisPort });
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        try {
+          await client.should('app', [d('user', 'probe')]);
+          break;
+        } catch (error) {
+          if (Date.now() > deadline) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      const codes: string[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await client.should('app', [d('user', 'u')])).overall_code);
+      expect(codes).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+      client.close();
+      // Every line the server wrote is a JSON event (ioredis' own "Unhandled error event" was not).
+      expect(server.otherLines()).toEqual([]);
     } finally {
       await server.kill('SIGTERM');
+      await redis?.stop();
     }
   }, 90_000);
 });

@@ -122,7 +122,7 @@ export function policyText(policy: 'local' | 'allow' | 'deny' | 'store', share: 
     case 'allow':
       return "failurePolicy 'allow' (admitted: requests are not limited)";
     case 'deny':
-      return "failurePolicy 'deny' (refused with 503)";
+      return "failurePolicy 'deny' (refused as 'store-unavailable': a 503 from the HTTP adapters)";
     default:
       return `the fallback store of failurePolicy (${scaled})`;
   }

@@ -137,10 +137,11 @@ export class StoreBackend implements RlsBackend {
         }),
       );
     }
-    // The store's failure policy answered ('allow' / 'deny'): nothing was counted. Envoy decides
+    // The store's failure policy answered ('allow' / 'deny'), not Redis: a call that failed at once
+    // was not counted; one that timed out may still run in Redis when it gets there. Envoy decides
     // what that means (failure_mode_deny), as it does when envoyproxy/ratelimit loses Redis.
     if (decisions.some((d) => d.reason === 'store-unavailable')) {
-      throw new Error(`${this.name} is unavailable (nothing was counted)`);
+      throw new Error(`${this.name} did not answer (a call that timed out may still be counted)`);
     }
     return { decisions, now };
   }

@@ -29,16 +29,26 @@ async function redisStore(options: CliRlsOptions): Promise<Store> {
   // all_or_nothing in the README) in the server's JSON log, not bare on the console.
   const logger = { warn: (message: string) => options.log('rls-redis', { message }) };
   const common = { failurePolicy: 'deny' as const, logger, ...timeout };
-  if (options.redisCluster !== undefined) {
-    const nodes = options.redisCluster.split(',').map((node) => {
-      const colon = node.lastIndexOf(':');
-      return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
-    });
-    return new RedisStore({ client: new ioredis.Cluster(nodes), ...common });
-  }
+  // No offline queue: a call made while Redis is away fails now instead of waiting to be sent on
+  // reconnection, where it would count a hit the caller was told was not counted (UNAVAILABLE).
+  const client =
+    options.redisCluster === undefined
+      ? new ioredis.Redis(options.redis!, { enableOfflineQueue: false })
+      : new ioredis.Cluster(clusterNodes(options.redisCluster), { enableOfflineQueue: false });
+  // The store reports its failures (the logger above); without a listener ioredis would also
+  // print each reconnection error on its own, outside the JSON log.
+  client.on('error', () => {});
   // 'deny' marks its answers 'store-unavailable', which StoreBackend turns into gRPC UNAVAILABLE: a
   // replica never acknowledges a hit that is not in Redis ('local' would count it in its memory).
-  return new RedisStore({ client: new ioredis.Redis(options.redis!), ...common });
+  return new RedisStore({ client, ...common });
+}
+
+/** `host:port,host:port` as ioredis' Cluster nodes. */
+function clusterNodes(list: string): { host: string; port: number }[] {
+  return list.split(',').map((node) => {
+    const colon = node.lastIndexOf(':');
+    return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
+  });
 }
 
 export interface CliRls {
