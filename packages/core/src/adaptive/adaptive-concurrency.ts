@@ -26,13 +26,15 @@ export interface AdaptiveConcurrencyOptions {
   /**
    * Priority → guaranteed share of the limit (0–1, adding up to at most 1), most important first
    * by convention. A partition below its share is admitted whenever the limit has room; above
-   * it, it borrows what the others leave unused, never the unused share of one that has demand.
+   * it, it borrows what the others leave unused, never what one that has demand keeps for itself:
+   * its recent peak (the most it asked for at once over the last one to two `demandWindow`s) and
+   * a slot of headroom, up to its share.
    * With partitions, `acquire` takes the request's priority.
    * @default none: one partition, the whole limit
    * @example { critical: 0.8, low: 0.2 }
    */
   partitions?: Readonly<Record<string, number>>;
-  /** How long after its last request a partition counts as having demand (its unused share is then not lent): ms or `'1s'`… @default '1s' */
+  /** How long after its last request a partition counts as having demand (what it keeps for itself is then not lent), and how far back its recent peak reaches (one to two of these): ms or `'1s'`… @default '1s' */
   demandWindow?: Duration;
   /** The range a refused request's `retryAfter` is drawn from. @default { min: '1s', max: '5s' } */
   retryAfter?: RetryRange;
