@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   BENCH_SHAPE,
+  halvingShape,
+  limitRecovery,
   runShape,
-  settleShape,
-  settling,
   shapeDeadline,
 } from '../../packages/playground/src/sim/adaptive/bench-shape.js';
 
@@ -53,17 +53,17 @@ describe('the bench shape in the simulator', () => {
       // Regression: Vegas took 13.1 s and settled at 16 (12 once the partitions were fixed), Envoy
       // at 4: both held the no-load RTT from before the halving (each call now takes 100 ms, but
       // the downstream still serves 20 at once).
-      const s = settleShape(kind, BENCH_SHAPE);
-      expect(s.settle).toBeLessThanOrEqual(10);
+      const s = halvingShape(kind, BENCH_SHAPE);
+      expect(s.after).toBeLessThanOrEqual(10);
       expect(s.swing).toBeLessThan(0.2);
-      expect(s.settledAt).toBeGreaterThanOrEqual(BENCH_SHAPE.slots);
+      expect(s.steadyAt).toBeGreaterThanOrEqual(BENCH_SHAPE.slots);
     },
   );
 
   it('the settling reading: the last 100 ms sample outside ±20% of the last third’s median', () => {
     // 5 samples before the halving; after it 30 → 20 → 10 × 6 (median 10): the last outside is the
     // second sample after the halving, so it settles 0.2 s after it.
-    const s = settling([30, 30, 30, 30, 30, 30, 20, 10, 10, 10, 10, 10, 10], 5);
-    expect(s).toEqual({ settle: 0.2, settledAt: 10, swing: 0 });
+    const s = limitRecovery([30, 30, 30, 30, 30, 30, 20, 10, 10, 10, 10, 10, 10], 5);
+    expect(s).toEqual({ after: 0.2, steadyAt: 10, swing: 0 });
   });
 });

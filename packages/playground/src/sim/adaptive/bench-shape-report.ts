@@ -1,11 +1,11 @@
 import type { ControllerKind } from '@sluice/core';
 import {
   type BenchShape,
+  halvingShape,
+  type LimitRecovery,
   runShape,
-  type Settling,
   SHAPE_SUBJECTS,
   type ShapeRound,
-  settleShape,
   shapeDeadline,
 } from './bench-shape.js';
 
@@ -16,7 +16,7 @@ export interface ShapeReport {
   readonly shape: BenchShape;
   readonly deadline: number;
   readonly rounds: ShapeRound[];
-  readonly settling: (Settling & { readonly subject: ControllerKind })[];
+  readonly recovery: (LimitRecovery & { readonly subject: ControllerKind })[];
 }
 
 export function benchShapeReport(shape: BenchShape): ShapeReport {
@@ -24,8 +24,8 @@ export function benchShapeReport(shape: BenchShape): ShapeReport {
   const rounds = SHAPE_SUBJECTS.flatMap((subject) =>
     [2, 4].map((load) => runShape(subject, load, shape, { deadline })),
   );
-  const settling = ADAPTIVE.map((subject) => ({ subject, ...settleShape(subject, shape) }));
-  return { shape, deadline, rounds, settling };
+  const recovery = ADAPTIVE.map((subject) => ({ subject, ...halvingShape(subject, shape) }));
+  return { shape, deadline, rounds, recovery };
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -53,7 +53,7 @@ export function formatShapeReport(report: ShapeReport): string {
     '| subject | settles within ±20% after (s) | settles at | swing there |',
     '|---|---|---|---|',
   );
-  for (const s of report.settling)
-    lines.push(`| ${s.subject} | ${s.settle.toFixed(1)} | ${s.settledAt} | ±${pct(s.swing)} |`);
+  for (const s of report.recovery)
+    lines.push(`| ${s.subject} | ${s.after.toFixed(1)} | ${s.steadyAt} | ±${pct(s.swing)} |`);
   return lines.join('\n');
 }

@@ -231,33 +231,33 @@ export function shapeDeadline(shape: BenchShape): number {
 }
 
 /** How a limit settled after the halving (the bench's reading of its 100 ms samples). */
-export interface Settling {
+export interface LimitRecovery {
   /** s after the halving until the limit stays within ±20% of where it settles. */
-  readonly settle: number;
+  readonly after: number;
   /** The median of the last third after the halving. */
-  readonly settledAt: number;
-  /** The largest distance from `settledAt` over that last third, as a share. */
+  readonly steadyAt: number;
+  /** The largest distance from `steadyAt` over that last third, as a share. */
   readonly swing: number;
 }
 
-export function settling(limits: readonly number[], halvedAt: number): Settling {
-  const after = limits.slice(halvedAt);
-  const tail = after.slice(Math.floor((after.length * 2) / 3)).sort((a, b) => a - b);
-  const settledAt = tail[Math.floor(tail.length / 2)] ?? Number.NaN;
+export function limitRecovery(limits: readonly number[], halvedAt: number): LimitRecovery {
+  const since = limits.slice(halvedAt);
+  const tail = since.slice(Math.floor((since.length * 2) / 3)).sort((a, b) => a - b);
+  const steadyAt = tail[Math.floor(tail.length / 2)] ?? Number.NaN;
   let last = -1;
-  after.forEach((limit, i) => {
-    if (Math.abs(limit - settledAt) > 0.2 * settledAt) last = i;
+  since.forEach((limit, i) => {
+    if (Math.abs(limit - steadyAt) > 0.2 * steadyAt) last = i;
   });
-  const swing = Math.max(...tail.map((limit) => Math.abs(limit - settledAt) / settledAt));
-  return { settle: ((last + 1) * 100) / 1000, settledAt, swing };
+  const swing = Math.max(...tail.map((limit) => Math.abs(limit - steadyAt) / steadyAt));
+  return { after: ((last + 1) * 100) / 1000, steadyAt, swing };
 }
 
 /** The bench's settling run: 1.5× for `seconds`, the downstream halving half way. */
-export function settleShape(
+export function halvingShape(
   subject: ControllerKind,
   shape: BenchShape,
   seconds = 40,
-): Settling & { readonly limits: number[] } {
+): LimitRecovery & { readonly limits: number[] } {
   const duration = seconds * 1000;
   const round = runShape(
     subject,
@@ -265,5 +265,5 @@ export function settleShape(
     { ...shape, duration },
     { deadline: Number.POSITIVE_INFINITY, halveAt: duration / 2 },
   );
-  return { ...settling(round.limits, duration / 200), limits: round.limits };
+  return { ...limitRecovery(round.limits, duration / 200), limits: round.limits };
 }
