@@ -100,13 +100,13 @@ const ENDED = 3;
 
 /**
  * One round: `load` × capacity for `shape.duration`; `halveAt` (ms), when given, doubles the
- * service time from then on. `deadline`: answers later than it are not counted in `goodputInDeadline`.
+ * service time from then on; `controller`, when given, replaces the subject's defaults. `deadline`: answers later than it are not counted in `goodputInDeadline`.
  */
 export function runShape(
   subject: ShapeSubject,
   load: number,
   shape: BenchShape,
-  options: { deadline: number; halveAt?: number },
+  options: { deadline: number; halveAt?: number; controller?: () => LimitController },
 ): ShapeRound {
   const random = seededRandom(shape.seed);
   const rate = (shape.slots / shape.serviceTime) * load; // per ms
@@ -124,7 +124,7 @@ export function runShape(
   const adaptive =
     subject in CONTROLLERS
       ? new AdaptiveConcurrency({
-          controller: CONTROLLERS[subject as ControllerKind](),
+          controller: (options.controller ?? CONTROLLERS[subject as ControllerKind])(),
           partitions: shape.partitions,
           clock: () => now,
           random: seededRandom(shape.seed * 7919 + 17),
