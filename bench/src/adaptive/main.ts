@@ -7,8 +7,9 @@
  * subject core (the load generator, this process, on the other):
  * - no load: 10% of capacity; the app's p99 of served requests is the reference;
  * - 2× and 4× capacity, a quarter of it critical (`x-priority: critical`), open-loop (a fixed
- *   rate, whatever the answers): goodput (2xx per second), the app's p99 of served requests, and
- *   the share of critical and of low-priority requests served;
+ *   rate, whatever the answers): goodput (2xx per second), goodput within a deadline (2xx answered
+ *   within 2 × the no-load p99 the client saw, per second: a late answer is often a useless one),
+ *   the app's p99 of served requests, and the share of critical and of low-priority requests served;
  * - the adaptive subjects once more at 1.5× capacity, the downstream halving its capacity half way:
  *   the time until the limit stays within ±20% of where it settles, and its swing there.
  *
@@ -93,20 +94,37 @@ async function startApp(framework: Framework, subject: SubjectId): Promise<App> 
 
 interface Offered {
   readonly goodput: number;
+  /** 2xx per second answered within the deadline (ms) given to `offer`. */
+  readonly inDeadline: number;
+  /** The client's p99 of 2xx answers, ms. */
+  readonly p99: number;
   readonly criticalServed: number;
   readonly lowServed: number;
   readonly failures: number;
 }
 
 /** Open-loop load at `rate` requests per second for `seconds`, evenly spaced, a quarter critical. */
-async function offer(app: App, rate: number, seconds: number): Promise<Offered> {
-  const { sent, ok, failures } = await openLoop(`http://127.0.0.1:${app.port}/work`, rate, seconds, {
-    header: PRIORITY_HEADER,
-    criticalEvery: Math.round(1 / CRITICAL_SHARE),
-    timeoutMs: 10_000,
-  });
+async function offer(
+  app: App,
+  rate: number,
+  seconds: number,
+  deadline = Number.POSITIVE_INFINITY,
+): Promise<Offered> {
+  const { sent, ok, failures, latencies } = await openLoop(
+    `http://127.0.0.1:${app.port}/work`,
+    rate,
+    seconds,
+    {
+      header: PRIORITY_HEADER,
+      criticalEvery: Math.round(1 / CRITICAL_SHARE),
+      timeoutMs: 10_000,
+    },
+  );
+  latencies.sort((a, b) => a - b);
   return {
     goodput: (ok.critical + ok.low) / seconds,
+    inDeadline: latencies.filter((ms) => ms <= deadline).length / seconds,
+    p99: latencies[Math.max(0, Math.ceil(0.99 * latencies.length) - 1)] ?? Number.NaN,
     criticalServed: ok.critical / Math.max(1, sent.critical),
     lowServed: ok.low / Math.max(1, sent.low),
     failures,
@@ -149,24 +167,26 @@ async function main(): Promise<void> {
   for (const framework of FRAMEWORKS) {
     console.log(`\n## ${framework}\n`);
     console.log(
-      '| subject | no-load p99 ms | load | goodput/s | p99 served ms | critical served | low served | errors |',
+      '| subject | no-load p99 ms | load | goodput/s | in deadline/s | p99 served ms | critical served | low served | errors |',
     );
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     const settles: string[] = [];
     for (const subject of subjectsOf(framework).filter(
       (s) => values.subject === undefined || s === values.subject,
     )) {
       let app = await startApp(framework, subject);
-      await offer(app, CAPACITY * 0.1, Math.max(1, SECONDS / 4));
+      const quiet = await offer(app, CAPACITY * 0.1, Math.max(1, SECONDS / 4));
       const noLoad = (await app.stats()).p99;
       await app.stop();
+      // The deadline: twice the no-load p99 the client saw (the app's own p99 leaves out HTTP).
+      const deadline = 2 * quiet.p99;
       for (const factor of [2, 4]) {
         app = await startApp(framework, subject);
-        const offered = await offer(app, CAPACITY * factor, SECONDS);
+        const offered = await offer(app, CAPACITY * factor, SECONDS, deadline);
         const { p99 } = await app.stats();
         await app.stop();
         console.log(
-          `| ${subject} | ${noLoad.toFixed(1)} | ${factor}× | ${Math.round(offered.goodput)} | ${p99.toFixed(1)} | ${pct(offered.criticalServed)} | ${pct(offered.lowServed)} | ${offered.failures} |`,
+          `| ${subject} | ${noLoad.toFixed(1)} | ${factor}× | ${Math.round(offered.goodput)} | ${Math.round(offered.inDeadline)} | ${p99.toFixed(1)} | ${pct(offered.criticalServed)} | ${pct(offered.lowServed)} | ${offered.failures} |`,
         );
       }
       if (['vegas', 'gradient2', 'aimd', 'envoy-gradient'].includes(subject)) {

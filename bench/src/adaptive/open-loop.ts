@@ -5,6 +5,8 @@ export interface OpenLoopResult {
   readonly sent: { critical: number; low: number };
   readonly ok: { critical: number; low: number };
   readonly failures: number;
+  /** ms from sending to the end of each 2xx answer, as the client saw it. */
+  readonly latencies: number[];
 }
 
 /**
@@ -26,6 +28,7 @@ export async function openLoop(
   const sent = { critical: 0, low: 0 };
   const ok = { critical: 0, low: 0 };
   let failures = 0;
+  const latencies: number[] = [];
   const pending = new Set<Promise<void>>();
   const total = Math.round(rate * seconds);
   const start = performance.now();
@@ -33,6 +36,7 @@ export async function openLoop(
     const critical = i % options.criticalEvery === 0;
     if (critical) sent.critical++;
     else sent.low++;
+    const sentAt = performance.now();
     const done = new Promise<void>((resolve) => {
       const req = request(
         url,
@@ -40,7 +44,10 @@ export async function openLoop(
         (res) => {
           res.resume();
           res.on('end', () => {
-            if (res.statusCode! >= 200 && res.statusCode! < 300) ok[critical ? 'critical' : 'low']++;
+            if (res.statusCode! >= 200 && res.statusCode! < 300) {
+              ok[critical ? 'critical' : 'low']++;
+              latencies.push(performance.now() - sentAt);
+            }
             resolve();
           });
         },
@@ -67,5 +74,5 @@ export async function openLoop(
   });
   await Promise.all(pending);
   agent.destroy();
-  return { sent, ok, failures };
+  return { sent, ok, failures, latencies };
 }

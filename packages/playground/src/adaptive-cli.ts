@@ -4,17 +4,28 @@
  * summary per phase.
  *
  *   pnpm simulate adaptive [--out-dir charts] [--seed 1]
+ *   pnpm simulate adaptive --bench-shape [--arrivals even|poisson] [--seconds 20] [--seed 1]
+ *
+ * `--bench-shape` runs the HTTP bench's shape instead (`sim/adaptive/bench-shape.ts`) and prints
+ * its tables: no charts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type AdaptiveSimResult, DEFAULT_SIM, simulateAdaptive } from './sim/adaptive/adaptive-sim.js';
 import { renderAdaptiveSvg } from './sim/adaptive/adaptive-svg.js';
+import { BENCH_SHAPE } from './sim/adaptive/bench-shape.js';
+import { benchShapeReport, formatShapeReport } from './sim/adaptive/bench-shape-report.js';
 import { phaseSummaries } from './sim/adaptive/phase-summary.js';
 
 const USAGE = `usage: pnpm simulate adaptive [--out-dir dir] [--seed n]
-  --out-dir  where to write the SVG charts (default: adaptive-charts)
-  --seed     the generator's seed: the same seed, the same run (default: 1)`;
+       pnpm simulate adaptive --bench-shape [--arrivals even|poisson] [--seconds n] [--seed n]
+  --out-dir      where to write the SVG charts (default: adaptive-charts)
+  --seed         the generator's seed: the same seed, the same run (default: 1)
+  --bench-shape  the HTTP bench's shape instead (a 20 × 50 ms downstream at 2× and 4×, a quarter
+                 critical; then the downstream halving): prints its tables, writes no chart
+  --arrivals     with --bench-shape: even (the bench's open loop, default) or poisson
+  --seconds      with --bench-shape: seconds per round (default: 20)`;
 
 export function adaptiveMain(argv: readonly string[]): number {
   const { values } = parseArgs({
@@ -22,6 +33,9 @@ export function adaptiveMain(argv: readonly string[]): number {
     options: {
       'out-dir': { type: 'string', default: 'adaptive-charts' },
       seed: { type: 'string', default: '1' },
+      'bench-shape': { type: 'boolean', default: false },
+      arrivals: { type: 'string', default: 'even' },
+      seconds: { type: 'string', default: '20' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -33,6 +47,21 @@ export function adaptiveMain(argv: readonly string[]): number {
   if (!Number.isInteger(seed) || seed < 0) {
     console.error(`--seed must be a whole number ≥ 0; got ${JSON.stringify(values.seed)}`);
     return 2;
+  }
+  if (values['bench-shape']) {
+    const arrivals = values.arrivals;
+    const seconds = Number(values.seconds);
+    if (arrivals !== 'even' && arrivals !== 'poisson') {
+      console.error(`--arrivals must be even or poisson; got ${JSON.stringify(arrivals)}`);
+      return 2;
+    }
+    if (!Number.isInteger(seconds) || seconds < 1) {
+      console.error(`--seconds must be a whole number ≥ 1; got ${JSON.stringify(values.seconds)}`);
+      return 2;
+    }
+    const shape = { ...BENCH_SHAPE, seed, arrivals, duration: seconds * 1000 } as const;
+    console.log(formatShapeReport(benchShapeReport(shape)));
+    return 0;
   }
   const result = simulateAdaptive({ ...DEFAULT_SIM, seed });
   const dir = values['out-dir'];

@@ -120,17 +120,50 @@ describe('AdaptiveConcurrency', () => {
     });
   });
 
-  it('partitions: once a partition has had nothing in flight and no request for demandWindow, its share is lent again', () => {
+  it('partitions: a partition that asked keeps free its recent peak and one slot; after demandWindow with nothing in flight its share is lent again', () => {
     const limiter = new AdaptiveConcurrency({
       controller: fixed(10),
       partitions: { critical: 0.8, low: 0.2 },
       demandWindow: 1000,
     });
+    // Critical asked once, at 0 in flight: it wanted 1 slot; it keeps min(8, 1 + 1) = 2 free.
     limiter.acquire('critical', { now: 0 }).release({ now: 5, ignore: true });
     const low = Array.from({ length: 10 }, () => limiter.acquire('low', { now: 500 }));
-    expect(low.filter((l) => l.decision.allowed)).toHaveLength(2); // critical asked 500 ms ago: 8 reserved
+    expect(low.filter((l) => l.decision.allowed)).toHaveLength(8);
     expect(limiter.acquire('low', { now: 999 }).decision.allowed).toBe(false);
     expect(limiter.acquire('low', { now: 1000 }).decision.allowed).toBe(true); // 1000 ms since: lent
+  });
+
+  // Issue 33's bench at 2× (a quarter critical, partitions 80/20): critical needed ~10 of its 16
+  // guaranteed slots, and the whole unused 6 were kept free while it had demand, so low was held to
+  // its own 4 and the downstream had room left: 73–82% of the best fixed limit's goodput.
+  it('partitions: a partition using less than its share keeps free only what it has recently used, not its whole share', () => {
+    const limiter = new AdaptiveConcurrency({
+      controller: fixed(20),
+      partitions: { critical: 0.8, low: 0.2 },
+      demandWindow: 1000,
+    });
+    expect(limiter.partitions().critical!.guaranteed).toBe(16);
+    // Critical steadily holds 10: it asks at 0…9 in flight, so its peak is 10.
+    const critical = Array.from({ length: 10 }, (_, i) => limiter.acquire('critical', { now: i }));
+    expect(critical.every((l) => l.decision.allowed)).toBe(true);
+    // Low takes the rest but the 1 slot of headroom kept for critical: 20 − 10 − 1 = 9 (was 4).
+    const low = Array.from({ length: 12 }, () => limiter.acquire('low', { now: 20 }));
+    expect(low.filter((l) => l.decision.allowed)).toHaveLength(9);
+    // Critical's next request finds the headroom slot: 20 in flight, none over the limit.
+    expect(limiter.acquire('critical', { now: 21 }).decision.allowed).toBe(true);
+    expect(limiter.inFlight).toBe(20);
+    // It asked at 10 in flight: its peak is 11, it keeps min(16, 11 + 1) − 11 = 1 free. A critical
+    // request ends: 2 free slots are kept (12 − 10), so low is refused though 1 slot is free.
+    critical[0]!.release({ now: 30, ignore: true });
+    expect(limiter.acquire('low', { now: 31 }).decision).toMatchObject({ allowed: false, remaining: 0 });
+    // A low request ends: now 2 are free, both critical's; critical takes one, low still nothing.
+    low[0]!.release({ now: 32, ignore: true });
+    expect(limiter.acquire('low', { now: 33 }).decision.allowed).toBe(false);
+    expect(limiter.acquire('critical', { now: 33 }).decision.allowed).toBe(true);
+    // Critical at 11, its peak still 11 (it asked at 10), keeps min(16, 12) − 11 = 1: the free slot.
+    expect(limiter.acquire('low', { now: 34 }).decision.allowed).toBe(false);
+    expect(limiter.inFlight).toBe(19);
   });
 
   it('refuses an unknown priority, and a priority without partitions, with a coded error', () => {
@@ -199,8 +232,14 @@ describe('AdaptiveConcurrency', () => {
       for (let i = 0; i < 20; i++) round(10);
       const peak = limiter.limit;
       expect(peak).toBeGreaterThan(20);
-      for (let i = 0; i < 20; i++) round(40);
-      expect(limiter.limit).toBeLessThan(peak);
+      // (Vegas falls, then, as RTT here does not follow the limit, re-probes its no-load RTT and
+      // rises again: a slower service, not a queue. The others stay down.)
+      let lowest = peak;
+      for (let i = 0; i < 20; i++) {
+        round(40);
+        lowest = Math.min(lowest, limiter.limit);
+      }
+      expect(lowest).toBeLessThan(peak);
     },
   );
 });

@@ -76,6 +76,47 @@ describe("Envoy's adaptive concurrency gradient controller", () => {
     expect(s).toMatchObject({ limit: 3, restore: 3, epoch: 1000 });
   });
 
+  it('windows last updateInterval as given, and without it 5 minRTTs (at least 100 ms)', () => {
+    const auto = envoyGradientParams({ minRttRequests: 1 });
+    // minRTT 40 → windows of 200 ms, opened at the measurement's end (40): the first closes after 240.
+    const a = feed(envoyGradientStart(auto, 0), [rq(0, 40)], auto);
+    expect(a.window.end).toBe(240);
+    // minRTT 12 → 60 ms, below the floor: 100 ms.
+    expect(feed(envoyGradientStart(auto, 0), [rq(0, 12)], auto).window.end).toBe(112);
+    const given = envoyGradientParams({ minRttRequests: 1, updateInterval: 100 });
+    expect(feed(envoyGradientStart(given, 0), [rq(0, 40)], given).window.end).toBe(140);
+  });
+
+  // Issue 33's bench: after the downstream halved (each call twice as long), Envoy's gradient held
+  // limit 4 with a minRTT from before (g = 1.25 × 50/100 = 0.625; L = g·L + √(g·L) at L ≈ 4.4)
+  // until the next scheduled measurement, a minute away.
+  it('regression, stale minRTT: five windows in a row lowering the limit at an RTT that does not fall measure the minRTT again', () => {
+    const p = envoyGradientParams({ initialLimit: 20, minRttRequests: 1, minRttInterval: 60_000 });
+    let s = feed(envoyGradientStart(p, 0), [rq(0, 50)], p); // minRTT 50: windows of 250 ms, the first ends at 300
+    expect(s).toMatchObject({ limit: 20, minRtt: 50 });
+    // Every window one request of 100 ms, closing it: g = 62.5/100 = 0.625.
+    // 20 → ⌊12.5 + 3.54⌋ = 16 (no RTT before: not counted) → ⌊10 + 3.16⌋ = 13 → ⌊8.13 + 2.85⌋ = 10
+    // → ⌊6.25 + 2.5⌋ = 8 → ⌊5 + 2.24⌋ = 7, the RTT flat at 100 each time: 4 in a row.
+    const limits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      s = feed(s, [rq(201 + 251 * i, 301 + 251 * i)], p);
+      limits.push(s.limit);
+    }
+    expect(limits).toEqual([16, 13, 10, 8, 7]);
+    expect(s).toMatchObject({ stale: 4, restore: undefined });
+    // The fifth: 7 → ⌊4.38 + 2.09⌋ = 6 → measure now, 6 restored after.
+    s = feed(s, [rq(1456, 1556)], p);
+    expect(s).toMatchObject({ limit: 3, restore: 6, epoch: 1556 });
+    s = feed(s, [rq(1556, 1656)], p);
+    expect(s).toMatchObject({ limit: 6, minRtt: 100, restore: undefined });
+    // A queue that drains as the limit falls (RTT 100 then 90) resets the count.
+    let q = feed(envoyGradientStart(p, 0), [rq(0, 50), rq(201, 301)], p);
+    expect(q).toMatchObject({ limit: 16, stale: 0 });
+    // g = 62.5/90 = 0.694: ⌊11.1 + 3.33⌋ = 14, the RTT fell: not counted.
+    q = feed(q, [rq(462, 552)], p);
+    expect(q).toMatchObject({ limit: 14, stale: 0 });
+  });
+
   it('as a controller: the no-load RTT is the minRTT', () => {
     const c = envoyGradient({ minRttRequests: 1 });
     let s = c.start(0, 0);

@@ -102,7 +102,7 @@ const NAMES = ['critical', 'normal', 'low'] as const;
 
 describe('partitioned acquire: every interleaving, every controller', () => {
   it.each(Object.keys(CONTROLLERS) as (keyof typeof CONTROLLERS)[])(
-    '%s: in flight never exceeds the limit; a partition below its share is refused only at the limit; borrowing never takes the unused share of a partition with demand',
+    '%s: in flight never exceeds the limit; a partition below its share is refused only at the limit; borrowing never takes what another partition recently asked for, and is refused only for that',
     (name) => {
       fc.assert(
         fc.property(
@@ -120,37 +120,56 @@ describe('partitioned acquire: every interleaving, every controller', () => {
             let now = 0;
             const out: { lease: AdaptiveLease; partition: number; start: number; load: number }[] = [];
             const counts = [0, 0, 0];
-            const asked = [-Infinity, -Infinity, -Infinity];
+            /** Every ask so far: when, and how many the partition would then have had in flight. */
+            const asks: { at: number; wanted: number }[][] = [[], [], []];
+            /** The most partition q wanted at once over asks less than `span` ago (0: none). */
+            const peak = (q: number, span: number) =>
+              Math.max(0, ...asks[q]!.filter((a) => now - a.at < span).map((a) => a.wanted));
+            /** What q keeps free when its remembered peak is `p` (0: it asked for nothing): up to its guarantee, a slot over p. */
+            const kept = (q: number, p: number, guaranteed: number[]) =>
+              p > 0 && counts[q]! < guaranteed[q]!
+                ? Math.max(0, Math.min(guaranteed[q]!, p + 1) - counts[q]!)
+                : 0;
             for (const o of ops) {
               now += o.dt;
               if (o.kind === 'acquire') {
                 const limit = limiter.limit;
                 const before = limiter.inFlight;
-                const guaranteed = guaranteedSlots(limit, shares);
-                const active = counts.map((c, q) => c > 0 || now - asked[q]! < demandWindow);
-                asked[o.partition] = now;
-                active[o.partition] = true;
+                asks[o.partition]!.push({ at: now, wanted: counts[o.partition]! + 1 });
                 const lease = limiter.acquire(NAMES[o.partition], { now });
                 // The limit the decision was taken under (the first acquire starts the controller).
                 const decided = lease.decision.limit;
+                const guaranteed = guaranteedSlots(decided, shares);
+                const others = [0, 1, 2].filter((q) => q !== o.partition);
+                const borrower = counts[o.partition]! >= guaranteed[o.partition]!;
                 if (lease.decision.allowed) {
                   expect(limiter.inFlight).toBe(before + 1);
                   expect(limiter.inFlight).toBeLessThanOrEqual(decided);
-                  if (counts[o.partition]! >= guaranteed[o.partition]!) {
-                    // A borrower: what stays free covers every other active partition's unused share.
-                    let unused = 0;
-                    counts.forEach((c, q) => {
-                      if (q !== o.partition && active[q]) unused += Math.max(0, guaranteed[q]! - c);
-                    });
-                    expect(limiter.inFlight + unused).toBeLessThanOrEqual(decided);
+                  if (borrower) {
+                    // What stays free covers, for every other partition, at least what it asked
+                    // for at once within demandWindow (and a slot more), up to its guarantee.
+                    const free = decided - limiter.inFlight;
+                    const owed = others.reduce(
+                      (sum, q) => sum + kept(q, peak(q, demandWindow), guaranteed),
+                      0,
+                    );
+                    expect(free).toBeGreaterThanOrEqual(owed);
                   }
                   counts[o.partition]! += 1;
                   out.push({ lease, partition: o.partition, start: now, load: limiter.inFlight });
                 } else {
                   expect(lease.decision).toMatchObject({ reason: 'shed', limit: decided });
-                  // Refused below its guarantee only when the whole limit is in use.
-                  if (counts[o.partition]! < guaranteedSlots(decided, shares)[o.partition]!) {
+                  if (!borrower) {
+                    // Refused below its guarantee only when the whole limit is in use.
                     expect(before).toBeGreaterThanOrEqual(decided);
+                  } else if (before < decided) {
+                    // A borrower refused with slots free: they are kept for a partition that asked
+                    // for them within two demandWindows (never a share nobody recently needed).
+                    const owed = others.reduce(
+                      (sum, q) => sum + kept(q, peak(q, 2 * demandWindow), guaranteed),
+                      0,
+                    );
+                    expect(before + 1 + owed).toBeGreaterThan(decided);
                   }
                 }
                 expect(limit === decided || before === 0).toBe(true);

@@ -41,15 +41,15 @@ describe('Vegas (Netflix concurrency-limits VegasLimit)', () => {
         win(10, 20), // 2. queue = ⌈20 × (1 − 10/10)⌉ = 0 ≤ threshold 1 → 20 + beta 6 = 26
         win(10, 26), // 3. queue 0 again → 26 + 6 = 32
         win(12, 32), // 4. queue = ⌈32 × (1 − 10/12)⌉ = ⌈5.33⌉ = 6: not ≤ 1, not < 3, not > 6 → holds 32
-        win(16, 32), // 5. queue = ⌈32 × 0.375⌉ = 12 > beta 6 → 32 − L = 31
-        win(10.5, 31), // 6. queue = ⌈31 × 0.5/10.5⌉ = ⌈1.48⌉ = 2 < alpha 3 → 31 + L = 32
-        win(10, 15), // 7. 2 × 15 = 30 < 32: the app does not use the limit → holds 32
-        win(10, 32, true), // 8. a drop → 32 − L = 31
-        win(8, 31), // 9. below the no-load RTT: rttNoLoad = 8, limit holds
+        win(16, 32), // 5. queue = ⌈32 × 0.375⌉ = 12 > beta 6 → 32 − max(L, 12 − 6) = 26 (Netflix: 32 − L)
+        win(10.5, 26), // 6. queue = ⌈26 × 0.5/10.5⌉ = ⌈1.24⌉ = 2 < alpha 3 → 26 + L = 27
+        win(10, 13), // 7. 2 × 13 = 26 < 27: the app does not use the limit → holds 27
+        win(10, 27, true), // 8. a drop → 27 − L = 26
+        win(8, 26), // 9. below the no-load RTT: rttNoLoad = 8, limit holds
       ],
       params,
     );
-    expect(steps.map((s) => s.estimate)).toEqual([20, 26, 32, 32, 31, 32, 32, 31, 31]);
+    expect(steps.map((s) => s.estimate)).toEqual([20, 26, 32, 32, 26, 27, 27, 26, 26]);
     expect(steps.map((s) => s.rttNoLoad)).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 8]);
   });
 
@@ -62,12 +62,12 @@ describe('Vegas (Netflix concurrency-limits VegasLimit)', () => {
         win(10, 100), // queue 0 ≤ 2 → 100 + 12 = 112
         win(10.5, 112), // queue = ⌈112 × 0.5/10.5⌉ = ⌈5.33⌉ = 6: not < alpha 6, not > 12 → holds
         win(11, 112), // queue = ⌈112/11⌉ = ⌈10.2⌉ = 11 ≤ beta 12 → holds
-        win(12, 112), // queue = ⌈112/6⌉ = ⌈18.7⌉ = 19 > 12 → 112 − 2 = 110
+        win(12, 112), // queue = ⌈112/6⌉ = ⌈18.7⌉ = 19 > 12 → 112 − max(2, 19 − 12) = 105
       ],
       params,
     );
     expect([grown!.estimate, near!.estimate, within!.estimate, shrunk!.estimate]).toEqual([
-      112, 112, 112, 110,
+      112, 112, 112, 105,
     ]);
   });
 
@@ -93,15 +93,44 @@ describe('Vegas (Netflix concurrency-limits VegasLimit)', () => {
     expect(vegasUpdate(probe, win(20, 4), params, 0.5).estimate).toBe(10);
   });
 
+  // Issue 33's bench: after the downstream halved (each call twice as long), Vegas took 13.1 s to
+  // settle: it stepped down by L = 1 a 1 s window, from 26, and its no-load RTT (50 ms) stayed
+  // stale, so it read the slower service as a queue of half the limit and held ~2 × beta.
+  it('regression, slow settling after a slowdown: a deep queue is cut in one window; one the cut does not drain re-probes the no-load RTT', () => {
+    const params = vegasParams({ initialLimit: 26 });
+    const steps = run(
+      vegasStart(params, 0, 0),
+      [
+        win(50, 26), // 1. rttNoLoad = 50, holds 26
+        win(125, 26), // 2. queue = ⌈26 × (1 − 50/125)⌉ = ⌈15.6⌉ = 16 > 6 → 26 − (16 − 6) = 16
+        win(100, 16), // 3. queue = ⌈16 × 0.5⌉ = 8 > 6 right after a cut: no queue drained, the
+        //                  service slowed → probe: rttNoLoad = 100, the limit holds
+        win(100, 16), // 4. queue 0 ≤ threshold → 16 + 6 = 22
+        win(105, 22), // 5. queue = ⌈22 × 5/105⌉ = ⌈1.05⌉ = 2 < alpha → 23
+      ],
+      params,
+      0.5,
+    );
+    expect(steps.map((s) => s.estimate)).toEqual([26, 16, 16, 22, 23]);
+    expect(steps.map((s) => s.rttNoLoad)).toEqual([50, 50, 100, 100, 100]);
+    expect(steps[2]).toMatchObject({ probeCount: 0, probeJitter: 0.75, drained: false });
+    // A real queue drains after the cut: no probe, the no-load RTT stays.
+    const [, cut, after] = run(vegasStart(params, 0, 0), [win(50, 26), win(125, 26), win(60, 16)], params);
+    expect(cut).toMatchObject({ estimate: 16, drained: true });
+    // queue = ⌈16 × (1 − 50/60)⌉ = ⌈2.67⌉ = 3: in [alpha, beta] → holds
+    expect(after).toMatchObject({ estimate: 16, rttNoLoad: 50, drained: false });
+  });
+
   it('the no-load RTT never goes below rttNoLoadFloor (Netflix #165)', () => {
     const floored = vegasParams({ rttNoLoadFloor: 5 });
     const [low, next] = run(vegasStart(floored, 0, 0), [win(1, 20), win(6, 20)], floored);
     // rttNoLoad = max(5, 1) = 5; then queue = ⌈20 × (1 − 5/6)⌉ = ⌈3.33⌉ = 4: in [alpha, beta] → holds 20
     expect(low!.rttNoLoad).toBe(5);
     expect(next!.estimate).toBe(20);
-    // With the default floor (0.1 ms) the 1 ms window sets rttNoLoad = 1: queue = ⌈20 × 5/6⌉ = 17 > 6 → 19
+    // With the default floor (0.1 ms) the 1 ms window sets rttNoLoad = 1: queue = ⌈20 × 5/6⌉ = 17 > 6
+    // → 20 − (17 − 6) = 9
     const plain = vegasParams();
-    expect(run(vegasStart(plain, 0, 0), [win(1, 20), win(6, 20)], plain)[1]!.estimate).toBe(19);
+    expect(run(vegasStart(plain, 0, 0), [win(1, 20), win(6, 20)], plain)[1]!.estimate).toBe(9);
   });
 
   it('a window of drops only (no RTT recorded) decreases the limit without touching the no-load RTT', () => {

@@ -12,6 +12,7 @@ import {
 } from '../shedding/retry-hint.js';
 import { assertKnownOptions, assertTime, booleanOption, functionOption } from '../validate.js';
 import type { LimitController } from './controller.js';
+import { type DemandState, NO_DEMAND, recentPeak, recordAsk } from './partition-demand.js';
 import { admits, guaranteedSlots, type PartitionPlan, partitionsOption, SINGLE } from './partitions.js';
 import { vegas } from './vegas.js';
 
@@ -25,13 +26,15 @@ export interface AdaptiveConcurrencyOptions {
   /**
    * Priority → guaranteed share of the limit (0–1, adding up to at most 1), most important first
    * by convention. A partition below its share is admitted whenever the limit has room; above
-   * it, it borrows what the others leave unused, never the unused share of one that has demand.
+   * it, it borrows what the others leave unused, never what one that has demand keeps for itself:
+   * its recent peak (the most it asked for at once over the last one to two `demandWindow`s) and
+   * a slot of headroom, up to its share.
    * With partitions, `acquire` takes the request's priority.
    * @default none: one partition, the whole limit
    * @example { critical: 0.8, low: 0.2 }
    */
   partitions?: Readonly<Record<string, number>>;
-  /** How long after its last request a partition counts as having demand (its unused share is then not lent): ms or `'1s'`… @default '1s' */
+  /** How long after its last request a partition counts as having demand (what it keeps for itself is then not lent), and how far back its recent peak reaches (one to two of these): ms or `'1s'`… @default '1s' */
   demandWindow?: Duration;
   /** The range a refused request's `retryAfter` is drawn from. @default { min: '1s', max: '5s' } */
   retryAfter?: RetryRange;
@@ -152,6 +155,8 @@ export class AdaptiveConcurrency {
   private readonly counts: number[];
   /** ms of each partition's last acquire; -Infinity before one. */
   private readonly asked: number[];
+  /** Each partition's recent peak of slots wanted at once (see `partition-demand.ts`). */
+  private readonly demand: DemandState[];
   /**
    * The leases out, in the order they were taken, which is their expiry's order (one ttl, time
    * that does not run back): the oldest expire first, so a sweep stops at the first still valid.
@@ -174,6 +179,7 @@ export class AdaptiveConcurrency {
     this.overloadSignal = functionOption('overloadSignal', options.overloadSignal);
     this.counts = this.plan.names.map(() => 0);
     this.asked = this.plan.names.map(() => Number.NEGATIVE_INFINITY);
+    this.demand = this.plan.names.map(() => NO_DEMAND);
     this.state = this.controller.start(this.clock(), this.random());
     this.current = this.controller.limit(this.state);
     this.guaranteed = guaranteedSlots(this.current, this.plan.shares);
@@ -196,8 +202,9 @@ export class AdaptiveConcurrency {
     }
     this.asked[p] = now;
     this.expire(now);
+    this.demand[p] = recordAsk(this.demand[p]!, now, this.counts[p]! + 1, this.demandWindow);
     const limit = this.current;
-    if (!admits(p, limit, this.total, this.counts, this.guaranteed, (q) => this.hasDemand(q, now))) {
+    if (!admits(p, limit, this.total, this.counts, this.guaranteed, (q) => this.wanted(q, now))) {
       // Nothing is left for this request, whatever the limit's free slots: they are reserved.
       const retryAfter = retryHint(this.retryRange, this.random());
       const decision = decide(false, limit, 0, 0, retryAfter, 0, this.name, 'shed');
@@ -294,9 +301,14 @@ export class AdaptiveConcurrency {
     return this.overloaded;
   }
 
-  /** Requests in flight, or one within `demandWindow`. */
-  private hasDemand(q: number, now: number): boolean {
-    return this.counts[q]! > 0 || now - this.asked[q]! < this.demandWindow;
+  /**
+   * The slots partition `q` wants at once: with demand (requests in flight, or one within
+   * `demandWindow`), its recent peak (see `recentPeak`) and one slot of headroom, so its next
+   * request finds a slot and what it keeps grows by one with each slot it asks for; else 0.
+   */
+  private wanted(q: number, now: number): number {
+    if (this.counts[q]! === 0 && !(now - this.asked[q]! < this.demandWindow)) return 0;
+    return recentPeak(this.demand[q]!, now, this.demandWindow) + 1;
   }
 
   private partitionOf(priority: string | undefined): number {

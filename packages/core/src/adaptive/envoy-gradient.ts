@@ -31,7 +31,13 @@ export interface EnvoyGradientOptions {
   buffer?: number;
   /** The percentile of a window's RTTs that stands for it (Envoy's `sample_aggregate_percentile`). In (0, 1]. @default 0.5 */
   percentile?: number;
-  /** How often the limit is recalculated (Envoy's `concurrency_update_interval`): ms or `'100ms'`… @default '100ms' */
+  /**
+   * How often the limit is recalculated (Envoy's `concurrency_update_interval`, which Envoy
+   * requires): ms or `'100ms'`…, used as given.
+   * @default 100 ms or 5 × the minRTT, whichever is longer (Envoy's documented 100 ms alone
+   * swings the limit ×4 at RTTs of 50 ms and more: each window's RTTs are those of requests
+   * admitted under the limit one or two windows before)
+   */
   updateInterval?: Duration;
   /** RTTs below this, in ms, are ignored. 0 keeps every RTT. @default 0.1 */
   ignoreRttBelow?: number;
@@ -53,6 +59,11 @@ const KNOWN = [
 
 /** Consecutive windows at `minLimit` after which the minRTT is measured again at once (Envoy's 5). */
 const AT_MIN_REMEASURE = 5;
+/** Without `updateInterval`: windows last this many minRTTs, at least `AUTO_MIN_INTERVAL` ms. */
+const AUTO_RTTS = 5;
+/** Consecutive windows lowering the limit at an RTT that does not fall, after which the minRTT is measured again. */
+const STALE_REMEASURE = 5;
+const AUTO_MIN_INTERVAL = 100;
 
 export interface EnvoyGradientParams {
   readonly initialLimit: number;
@@ -64,6 +75,8 @@ export interface EnvoyGradientParams {
   readonly minRttInterval: number;
   readonly jitter: number;
   readonly buffer: number;
+  /** ms; `undefined`: 100 ms or 5 × the minRTT, whichever is longer. */
+  readonly updateInterval: number | undefined;
   readonly window: WindowParams;
 }
 
@@ -82,6 +95,12 @@ export interface EnvoyGradientState {
   readonly nextMeasure: number;
   /** Consecutive windows that set the limit to `minLimit` from `minLimit`. */
   readonly atMin: number;
+  /** Consecutive windows that lowered the limit while their RTT did not fall (see `envoyGradientUpdate`). */
+  readonly stale: number;
+  /** The last window's RTT, ms (`undefined` before one since the last measurement). */
+  readonly sampleRtt: number | undefined;
+  /** The windows' parameters: their span follows the minRTT when `updateInterval` is not set. */
+  readonly windowParams: WindowParams;
   readonly window: WindowState;
 }
 
@@ -96,7 +115,11 @@ export function envoyGradientParams(options: EnvoyGradientOptions = {}): EnvoyGr
       { option: 'minRttConcurrency', value: minRttConcurrency },
     );
   }
-  const updateInterval = parseDuration('updateInterval', options.updateInterval ?? '100ms');
+  const updateInterval =
+    options.updateInterval === undefined
+      ? undefined
+      : parseDuration('updateInterval', options.updateInterval);
+  const span = updateInterval ?? AUTO_MIN_INTERVAL;
   return Object.freeze({
     ...bounds,
     minRttConcurrency,
@@ -104,10 +127,11 @@ export function envoyGradientParams(options: EnvoyGradientOptions = {}): EnvoyGr
     minRttInterval: parseDuration('minRttInterval', options.minRttInterval ?? '60s'),
     jitter: rangeOption('jitter', options.jitter ?? 0.15, 0, 1),
     buffer: rangeOption('buffer', options.buffer ?? 0.25, 0, Number.POSITIVE_INFINITY),
+    updateInterval,
     // Envoy's sample window is time-based: one aggregate per update interval, however few samples.
     window: windowParams(
       options.ignoreRttBelow === undefined ? {} : { ignoreRttBelow: options.ignoreRttBelow },
-      { windowSamples: 1, minWindow: updateInterval, maxWindow: updateInterval },
+      { windowSamples: 1, minWindow: span, maxWindow: span },
       rangeOption('percentile', options.percentile ?? 0.5, 0, 1, { min: true }),
     ),
   });
@@ -121,6 +145,7 @@ export function envoyGradientStart(params: EnvoyGradientParams, now: number): En
       minRtt: undefined,
       atMin: 0,
       nextMeasure: now,
+      windowParams: params.window,
       window: openWindow(params.window, now),
     },
     params,
@@ -129,7 +154,7 @@ export function envoyGradientStart(params: EnvoyGradientParams, now: number): En
 }
 
 function measuring(
-  state: Pick<EnvoyGradientState, 'limit' | 'minRtt' | 'atMin' | 'nextMeasure' | 'window'>,
+  state: Pick<EnvoyGradientState, 'limit' | 'minRtt' | 'atMin' | 'nextMeasure' | 'windowParams' | 'window'>,
   params: EnvoyGradientParams,
   now: number,
 ): EnvoyGradientState {
@@ -140,7 +165,16 @@ function measuring(
     epoch: now,
     minRttSamples: [],
     atMin: 0,
+    stale: 0,
+    sampleRtt: undefined,
   };
+}
+
+/** The windows' parameters once the minRTT is `minRtt`: `updateInterval`, else 5 minRTTs (≥ 100 ms). */
+function windowsFor(params: EnvoyGradientParams, minRtt: number): WindowParams {
+  if (params.updateInterval !== undefined) return params.window;
+  const span = Math.max(AUTO_MIN_INTERVAL, AUTO_RTTS * minRtt);
+  return { ...params.window, minWindow: span, maxWindow: span };
 }
 
 /**
@@ -175,6 +209,11 @@ export function envoyGradientLimit(
  *   `minRttConcurrency`); else its RTT joins the window, and each window (one `updateInterval`)
  *   that closes gives `sampleRTT` = its percentile and the limit `envoyGradientLimit`. Five
  *   windows in a row at `minLimit` start a measurement at once: the minRTT is likely wrong.
+ * - Not Envoy's: five windows in a row that each lowered the limit while their `sampleRTT` did
+ *   not fall below the window before's start a measurement at once too. A queue shrinks as the
+ *   limit falls; an RTT that stays up while the limit falls is the service's own, slower now, and
+ *   a minRTT from before the slowdown would hold the limit where `L = g·L + √(g·L)` (at twice
+ *   the RTT, `g = 0.625`: L ≈ 4) until the next scheduled measurement, a minute away.
  */
 export function envoyGradientUpdate(
   state: EnvoyGradientState,
@@ -189,29 +228,35 @@ export function envoyGradientUpdate(
     const minRttSamples = [...state.minRttSamples, rtt];
     if (minRttSamples.length < params.minRttRequests) return { ...state, minRttSamples };
     const spread = Math.ceil(params.minRttInterval * params.jitter);
+    const minRtt = percentileOf(minRttSamples, params.window.percentile ?? 0.5);
+    const windows = windowsFor(params, minRtt);
     return {
       ...state,
       limit: state.restore,
       restore: undefined,
-      minRtt: percentileOf(minRttSamples, params.window.percentile ?? 0.5),
+      minRtt,
       minRttSamples: [],
       nextMeasure: sample.end + params.minRttInterval + Math.floor(draw * spread),
-      window: openWindow(params.window, sample.end),
+      windowParams: windows,
+      window: openWindow(windows, sample.end),
     };
   }
   if (sample.end >= state.nextMeasure) return measuring(state, params, sample.end);
   if (sample.start < state.epoch) return state;
-  const { window, closed } = addSample(state.window, sample, params.window);
+  const { window, closed } = addSample(state.window, sample, state.windowParams);
   if (closed?.rtt === undefined || state.minRtt === undefined) return { ...state, window };
   const limit = envoyGradientLimit(state.limit, state.minRtt, closed.rtt, params);
   const atMin = limit === params.minLimit && state.limit === params.minLimit ? state.atMin + 1 : 0;
-  if (atMin >= AT_MIN_REMEASURE) return measuring({ ...state, limit, window }, params, sample.end);
-  return { ...state, limit, atMin, window };
+  const flat = limit < state.limit && state.sampleRtt !== undefined && closed.rtt >= state.sampleRtt;
+  const stale = flat ? state.stale + 1 : 0;
+  if (atMin >= AT_MIN_REMEASURE || stale >= STALE_REMEASURE)
+    return measuring({ ...state, limit, window }, params, sample.end);
+  return { ...state, limit, atMin, stale, sampleRtt: closed.rtt, window };
 }
 
 /**
  * Envoy's adaptive concurrency filter's gradient controller: the minRTT measured with the limit
- * pinned low, then every 100 ms `limit = gradient × limit + √(gradient × limit)`. See
+ * pinned low, then every window (100 ms, or 5 minRTTs) `limit = gradient × limit + √(gradient × limit)`. See
  * `envoyGradientUpdate` and `envoyGradientLimit`.
  * @example
  * const limiter = new AdaptiveConcurrency({ controller: envoyGradient({ minRttInterval: '30s' }) });

@@ -86,10 +86,12 @@ export function guaranteedSlots(limit: number, shares: readonly number[]): numbe
  * when the limit has shrunk below what is in flight, everything waits until enough have ended.
  *
  * - Below its guarantee, a partition is admitted whenever the limit has room.
- * - At or above it, it borrows: admitted only if what stays free afterwards still covers the
- *   unused guarantees of every other partition that has demand (`hasDemand`: requests in flight,
- *   or asked recently). So an idle partition's share is lent out, and once it asks again, every slot
- *   that ends goes to it (or to another partition below its guarantee) until it has its share.
+ * - At or above it, it borrows: admitted only if what stays free afterwards still covers what
+ *   every other partition keeps for itself: `min(guaranteed, wanted) − inFlight` of it, `wanted`
+ *   being how many slots it wants at once (`wanted(q)`: 0 when it has no demand). So an idle
+ *   partition's share is lent out, a busy one keeps free only the part of its share it has
+ *   recently used (and a slot more), and once it asks for more, every slot that ends goes to it
+ *   (or to another partition below what it keeps) until it has what it asks for, up to its share.
  */
 export function admits(
   p: number,
@@ -97,13 +99,14 @@ export function admits(
   inFlight: number,
   counts: readonly number[],
   guaranteed: readonly number[],
-  hasDemand: (q: number) => boolean,
+  wanted: (q: number) => number,
 ): boolean {
   if (inFlight >= limit) return false;
   if (counts[p]! < guaranteed[p]!) return true;
   let reserved = 0;
   for (let q = 0; q < counts.length; q++) {
-    if (q !== p && counts[q]! < guaranteed[q]! && hasDemand(q)) reserved += guaranteed[q]! - counts[q]!;
+    if (q === p || counts[q]! >= guaranteed[q]!) continue;
+    reserved += Math.max(0, Math.min(guaranteed[q]!, wanted(q)) - counts[q]!);
   }
   return inFlight + 1 + reserved <= limit;
 }

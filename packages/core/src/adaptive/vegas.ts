@@ -64,6 +64,8 @@ export interface VegasState {
   readonly probeCount: number;
   /** In [0.5, 1): this probe period's jitter. */
   readonly probeJitter: number;
+  /** Whether the last window cut the limit for a deep queue (see `vegasUpdate`, step 5). */
+  readonly drained: boolean;
   readonly window: WindowState;
 }
 
@@ -85,6 +87,7 @@ export function vegasStart(params: VegasParams, now: number, draw: number): Vega
     rttNoLoad: 0,
     probeCount: 0,
     probeJitter: jitter(draw),
+    drained: false,
     window: openWindow(params.window, now),
   };
 }
@@ -104,11 +107,18 @@ function jitter(draw: number): number {
  *    jitter is drawn, the count restarts, the limit holds.
  * 3. When there is no no-load RTT yet, or `rtt` is below it, it becomes `rtt`; the limit holds.
  * 4. `queue = ⌈limit × (1 − rttNoLoad / rtt)⌉`, the requests waiting rather than being served.
+ *    When the last window cut the limit for a deep queue (5.) and `queue` is still above `beta`,
+ *    the cut did not drain it: the service itself slowed, and the no-load RTT is probed at once
+ *    (as in 2.). Not Netflix's: its stale no-load RTT reads a service twice as slow as a queue
+ *    of half the limit, and holds the limit at ~2 × beta until the next probe, minutes away.
  * 5. A drop in the window: `new = limit − L`. Otherwise, while `2 × maxInFlight < limit` (the
  *    application does not use the limit), the limit holds. Otherwise, with `alpha = 3L`,
  *    `beta = 6L`, `threshold = L`:
  *    `queue ≤ threshold` → `limit + beta`; `queue < alpha` → `limit + L`;
- *    `queue > beta` → `limit − L`; else the limit holds.
+ *    `queue > beta` → `limit − max(L, queue − beta)`; else the limit holds.
+ *    The deep-queue step is not Netflix's `limit − L`: it takes out the whole excess the queue
+ *    estimate sees, in one window. Netflix's Vegas (unwindowed, its default) steps per request;
+ *    over 1 s windows, `−L` a window took 14 s to absorb a downstream halving at limit 26.
  * 6. `new` is clamped to `[minLimit, maxLimit]`, then `limit = (1 − smoothing) · limit + smoothing · new`.
  *
  * Every RTT goes through `max(rttNoLoadFloor, rtt)` first (the floor, #165).
@@ -131,14 +141,20 @@ export function vegasUpdate(
   }
   if (state.rttNoLoad === 0 || rtt < state.rttNoLoad) return { ...state, rttNoLoad: rtt, probeCount };
   const queue = Math.ceil(limit * (1 - state.rttNoLoad / rtt));
+  if (state.drained && !summary.dropped && queue > 6 * L) {
+    // The last window cut the limit by the whole excess and the queue did not drain: no queue
+    // stands behind this RTT, the service itself slowed. Probe now rather than in minutes.
+    return { ...state, rttNoLoad: rtt, probeCount: 0, probeJitter: jitter(draw), drained: false };
+  }
   let target: number;
   if (summary.dropped) target = limit - L;
   else if (summary.maxInFlight * 2 < limit) return { ...state, probeCount };
   else if (queue <= L) target = limit + 6 * L;
   else if (queue < 3 * L) target = limit + L;
-  else if (queue > 6 * L) target = limit - L;
-  else return { ...state, probeCount };
-  return { ...state, probeCount, estimate: next(limit, target, params) };
+  else if (queue > 6 * L) target = limit - Math.max(L, queue - 6 * L);
+  else return { ...state, probeCount, drained: false };
+  const drained = !summary.dropped && queue > 6 * L;
+  return { ...state, probeCount, estimate: next(limit, target, params), drained };
 }
 
 function next(limit: number, target: number, params: VegasParams): number {

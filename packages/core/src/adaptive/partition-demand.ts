@@ -1,0 +1,43 @@
+/**
+ * How many slots a partition has recently wanted at once: the most it had in flight counting the
+ * request it asked for (`inFlight + 1` at each ask, admitted or not), over the last one to two
+ * `window`s. Two buckets, rolled lazily at the partition's own asks: pure, no timers.
+ *
+ * The partitions reserve a partition's unused guarantee only up to this (plus one slot of
+ * headroom), not all of it: a critical partition guaranteed 16 slots that needs 10 would otherwise
+ * keep 6 slots empty whenever it has demand, and the borrowers would be refused work the limit
+ * (and the service behind it) still had room for.
+ */
+export interface DemandState {
+  /** ms the current bucket opened. */
+  readonly since: number;
+  /** Most wanted at once in the current bucket. */
+  readonly peak: number;
+  /** Most wanted at once in the bucket before it (0 when that bucket is not the one just before). */
+  readonly previous: number;
+}
+
+export const NO_DEMAND: DemandState = Object.freeze({
+  since: Number.NEGATIVE_INFINITY,
+  peak: 0,
+  previous: 0,
+});
+
+/** The state after an ask at `now` that would bring the partition to `wanted` in flight. */
+export function recordAsk(state: DemandState, now: number, wanted: number, window: number): DemandState {
+  let { since, peak, previous } = state;
+  if (now - since >= window || now < since) {
+    previous = now - since < 2 * window && now >= since ? peak : 0;
+    since = now;
+    peak = 0;
+  }
+  return { since, peak: Math.max(peak, wanted), previous };
+}
+
+/** The most wanted at once over the last one to two windows at `now` (0: no ask that recent). */
+export function recentPeak(state: DemandState, now: number, window: number): number {
+  const age = now - state.since;
+  if (age < 0) return state.peak;
+  if (age < window) return Math.max(state.peak, state.previous);
+  return age < 2 * window ? state.peak : 0;
+}
