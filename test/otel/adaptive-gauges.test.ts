@@ -1,14 +1,10 @@
-import { MeterProvider, type MetricData, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type MetricData } from '@opentelemetry/sdk-metrics';
 import { AdaptiveConcurrency, aimd, ErrorCode, type LimitController } from '@sluice/core';
 import { SluiceMetrics } from '@sluice/otel';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { TestReader } from './test-reader.js';
 
 /** A reader collected on demand: the SDK's own aggregation, read the way an exporter reads it. */
-class TestReader extends MetricReader {
-  protected override async onShutdown(): Promise<void> {}
-  protected override async onForceFlush(): Promise<void> {}
-}
-
 let reader: TestReader;
 let provider: MeterProvider;
 beforeEach(() => {
@@ -16,14 +12,7 @@ beforeEach(() => {
   provider = new MeterProvider({ readers: [reader] });
 });
 
-async function collect(): Promise<Map<string, MetricData>> {
-  const { resourceMetrics, errors } = await reader.collect();
-  expect(errors).toEqual([]);
-  const byName = new Map<string, MetricData>();
-  for (const scope of resourceMetrics.scopeMetrics)
-    for (const m of scope.metrics) byName.set(m.descriptor.name, m);
-  return byName;
-}
+const collect = (): Promise<Map<string, MetricData>> => reader.byName();
 
 function points(metric: MetricData | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};

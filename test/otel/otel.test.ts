@@ -1,17 +1,13 @@
-import { MeterProvider, type MetricData, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type MetricData } from '@opentelemetry/sdk-metrics';
 import { fixedWindow, MemoryStore, type Store, UtilizationShedder } from '@sluice/core';
 import { SluiceMetrics } from '@sluice/otel';
 import { RedisStore } from '@sluice/redis';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { subjects } from '../adapters/subjects.js';
 import { connectCluster, connectRedis, uniquePrefix } from '../redis/clients.js';
+import { TestReader } from './test-reader.js';
 
 /** A reader collected on demand: the SDK's own aggregation, read the way an exporter reads it. */
-class TestReader extends MetricReader {
-  protected override async onShutdown(): Promise<void> {}
-  protected override async onForceFlush(): Promise<void> {}
-}
-
 const standalone = await connectRedis();
 const cluster = await connectCluster();
 afterAll(() => {
@@ -26,14 +22,7 @@ beforeEach(() => {
   provider = new MeterProvider({ readers: [reader] });
 });
 
-async function collect(): Promise<Map<string, MetricData>> {
-  const { resourceMetrics, errors } = await reader.collect();
-  expect(errors).toEqual([]);
-  const byName = new Map<string, MetricData>();
-  for (const scope of resourceMetrics.scopeMetrics)
-    for (const m of scope.metrics) byName.set(m.descriptor.name, m);
-  return byName;
-}
+const collect = (): Promise<Map<string, MetricData>> => reader.byName();
 
 /** Each data point of a counter or gauge as `attributes → value`, attributes in a stable text. */
 function points(metric: MetricData | undefined): Record<string, unknown> {

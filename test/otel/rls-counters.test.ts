@@ -1,18 +1,14 @@
-import { MeterProvider, type MetricData, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type MetricData } from '@opentelemetry/sdk-metrics';
 import { ErrorCode } from '@sluice/core';
 import { SluiceMetrics } from '@sluice/otel';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { d, type RlsSubject, startRls } from '../server/rls-harness.js';
+import { TestReader } from './test-reader.js';
 
 // Issue 34, Operations: the rate limit service's per-descriptor counters (envoyproxy/ratelimit's
 // `ratelimit.service.rate_limit.<stats key>.{total_hits,over_limit,near_limit,within_limit,
 // shadow_mode}`) through @sluice/otel, read by a real MeterProvider from a real service answering
 // real gRPC calls.
-
-class TestReader extends MetricReader {
-  protected override async onShutdown(): Promise<void> {}
-  protected override async onForceFlush(): Promise<void> {}
-}
 
 const CONFIG = {
   'api.yaml': `
@@ -52,14 +48,7 @@ afterEach(async () => {
   s = undefined;
 });
 
-async function collect(): Promise<Map<string, MetricData>> {
-  const { resourceMetrics, errors } = await reader.collect();
-  expect(errors).toEqual([]);
-  const byName = new Map<string, MetricData>();
-  for (const scope of resourceMetrics.scopeMetrics)
-    for (const m of scope.metrics) byName.set(m.descriptor.name, m);
-  return byName;
-}
+const collect = (): Promise<Map<string, MetricData>> => reader.byName();
 
 /** A metric's points by `service/key`. */
 function points(metric: MetricData | undefined): Record<string, unknown> {
