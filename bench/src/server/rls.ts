@@ -9,11 +9,19 @@
  *
  *   node --import tsx bench/src/server/rls.ts [--rounds 3] [--requests 20000] [--callers 50] [--keys 10000]
  *   node --import tsx bench/src/server/rls.ts --smoke        # a few hundred calls: it runs, nothing to read
+ *   node --import tsx bench/src/server/rls.ts --generator h2load [--requests 50000]
+ *
+ * `--generator h2load` measures the server rather than a Node client: h2load (nghttp2, C) sends
+ * ShouldRateLimit frames and redis-benchmark sends SL.CHECK, each pinned to the generator core, on
+ * one hot descriptor (h2load sends one body; the Node generator spreads over `--keys`); the
+ * figures are calls per second, the mean (h2load) or p50/p99 (redis-benchmark) latency, and the
+ * server's CPU per call from /proc. The Node generator's own gRPC client costs about what the
+ * server does per call, so on 2 cores it measures the client as much as the server.
  *
  * Prints `uptime` before and after: read the figures against the machine's load.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -32,8 +40,10 @@ const { values } = parseArgs({
     callers: { type: 'string', default: '50' },
     keys: { type: 'string', default: '10000' },
     smoke: { type: 'boolean', default: false },
+    generator: { type: 'string', default: 'node' },
   },
 });
+const external = values.generator === 'h2load';
 const smoke = values.smoke === true;
 const rounds = smoke ? 1 : Number(values.rounds);
 const requests = smoke ? 300 : Number(values.requests);
@@ -168,6 +178,129 @@ async function respCalls(port: number): Promise<{ call: Call; close: () => void 
   };
 }
 
+/** The server process's CPU time so far, µs (/proc: utime + stime, 100 ticks a second). */
+function cpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** One gRPC frame of ShouldRateLimit on the hot descriptor `client=c1`, encoded by the published proto. */
+function requestFrame(): Buffer {
+  const method = (
+    Service.envoy.service.ratelimit.v3.RateLimitService as unknown as {
+      service: { ShouldRateLimit: { requestSerialize(value: unknown): Buffer } };
+    }
+  ).service.ShouldRateLimit;
+  const message = method.requestSerialize({
+    domain: 'bench',
+    descriptors: [{ entries: [{ key: 'client', value: 'c1' }] }],
+  });
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(message.length, 1);
+  return Buffer.concat([header, message]);
+}
+
+interface ExternalRun {
+  rate: number;
+  /** ms: h2load's mean, or redis-benchmark's p50. */
+  p50: number;
+  /** ms: redis-benchmark's p99 (h2load reports none: NaN). */
+  p99: number;
+  /** Server CPU µs per call. */
+  cpu: number;
+}
+
+/** h2load against the gRPC port: 10 connections × 4 streams, `requests` calls, every one answered 200. */
+function h2load(server: Server, body: string): ExternalRun {
+  const pid = server.child.pid!;
+  const before = cpuUs(pid);
+  const out = execFileSync(
+    'taskset',
+    [
+      ...['-c', cores?.generator ?? '0', 'h2load', '-n', String(requests), '-c', '10', '-m', '4', '-d', body],
+      ...['-H', 'content-type: application/grpc', '-H', 'te: trailers'],
+      `http://127.0.0.1:${server.grpc}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`,
+    ],
+    { encoding: 'utf8' },
+  );
+  const cpu = (cpuUs(pid) - before) / requests;
+  const done = /(\d+) succeeded/.exec(out);
+  if (done === null || Number(done[1]) !== requests || !out.includes(`${requests} 2xx`)) {
+    throw new Error(`h2load: not every call succeeded:\n${out}`);
+  }
+  const rate = Number(/finished in [\d.]+s, ([\d.]+) req\/s/.exec(out)![1]);
+  const mean = /time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)/.exec(out)!;
+  const scale = mean[2] === 'us' ? 0.001 : mean[2] === 's' ? 1000 : 1;
+  return { rate, p50: Number(mean[1]) * scale, p99: Number.NaN, cpu };
+}
+
+/** redis-benchmark against the RESP port: SL.CHECK of the same fixed window on the hot key, 50 clients. */
+function redisBenchmark(server: Server): ExternalRun {
+  const pid = server.child.pid!;
+  const before = cpuUs(pid);
+  const out = execFileSync(
+    'taskset',
+    [
+      ...['-c', cores?.generator ?? '0', 'redis-benchmark', '-p', String(server.resp), '-c', '50'],
+      ...['-n', String(requests), '--csv', 'SL.CHECK', 'COMPACT', 'LIMIT'],
+      ...['fixed-window:limit=1000000000,window=3600000', 'c1'],
+    ],
+    { encoding: 'utf8' },
+  );
+  const cpu = (cpuUs(pid) - before) / requests;
+  const row = out
+    .trim()
+    .split('\n')
+    .at(-1)!
+    .split('","')
+    .map((f) => f.replaceAll('"', ''));
+  return { rate: Number(row[1]), p50: Number(row[4]), p99: Number(row[6]), cpu };
+}
+
+/** `--generator h2load`: the server's capacity, generator and server each on its core. */
+async function mainExternal(): Promise<void> {
+  console.log(`before: ${uptime()}`);
+  console.log(
+    `pinning: ${cores === undefined ? 'none' : `generator ${cores.generator}, servers ${cores.subject}`}; h2load / redis-benchmark, ${requests} calls per pass, one hot descriptor`,
+  );
+  const redis = await startRedis(cores?.subject);
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-rls-h2load-'));
+  const body = join(dir, 'request.bin');
+  writeFileSync(body, requestFrame());
+  const names = ['RLS on LMDB', 'RLS on Redis', 'RESP SL.CHECK (LMDB)'];
+  const runs: ExternalRun[][] = names.map(() => []);
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const [i] of names.entries()) {
+        const server = await startServer(i === 1 ? `redis://127.0.0.1:${redis.port}` : undefined);
+        try {
+          const pass = () => (i === 2 ? redisBenchmark(server) : h2load(server, body));
+          pass(); // warm-up (JIT, connections, the key created)
+          runs[i]!.push(pass());
+        } finally {
+          await server.stop();
+        }
+      }
+    }
+  } finally {
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const resp = median(runs[2]!.map((r) => r.rate));
+  for (const [i, name] of names.entries()) {
+    const of = (pick: (r: ExternalRun) => number) => median(runs[i]!.map(pick));
+    const rates = runs[i]!.map((r) => formatRate(r.rate)).join(', ');
+    const latency =
+      i === 2
+        ? `p50 ${of((r) => r.p50).toFixed(2)} ms  p99 ${of((r) => r.p99).toFixed(2)} ms`
+        : `mean ${of((r) => r.p50).toFixed(2)} ms`;
+    console.log(
+      `${name.padEnd(22)} ${formatRate(of((r) => r.rate))}/s [${rates}]  ${latency}  server ${of((r) => r.cpu).toFixed(0)} µs CPU per call  ×RESP ${formatRatio(of((r) => r.rate) / resp)}`,
+    );
+  }
+  console.log(`after: ${uptime()}`);
+}
+
 interface Row {
   name: string;
   rates: number[];
@@ -221,4 +354,4 @@ async function main(): Promise<void> {
   console.log(`after: ${uptime()}`);
 }
 
-await main();
+await (external ? mainExternal() : main());
