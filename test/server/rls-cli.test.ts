@@ -13,6 +13,19 @@ afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
+/**
+ * A free port below Linux's ephemeral range (32768–60999). The server's client reconnects to it
+ * while nothing listens, and a connect to a free port inside that range can take the port itself
+ * (a TCP self-connect) or another socket can be given it, so Redis could not bind it afterwards
+ * (seen once in a full run: "Address already in use").
+ */
+async function portBelowEphemeral(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port < 32_768) return port;
+  }
+}
+
 describe('sluice-server --grpc-port', () => {
   it('serves ShouldRateLimit from the YAML directory on LMDB and stops cleanly on SIGTERM', async () => {
     const data = await tempDir();
@@ -53,8 +66,8 @@ describe('sluice-server --grpc-port', () => {
     });
     dirs.push(data, config);
     const grpcPort = await freePort();
-    // Nothing listens there.
-    const redisPort = await freePort();
+    // Nothing listens there yet.
+    const redisPort = await portBelowEphemeral();
     const server = await spawnServer(data, undefined, [
       '--grpc-port',
       String(grpcPort),
