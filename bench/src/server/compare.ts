@@ -31,6 +31,7 @@ import { Limiter, type Store, tokenBucket } from '@sluice/core';
 import { RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { ServerStore } from '../../../packages/server/src/index.js';
+import { redisBenchmarkFigures } from '../lib/redis-benchmark.js';
 import { loadBucketScript, redisPeerArgs } from './redis-peer.js';
 
 const { values } = parseArgs({
@@ -146,14 +147,8 @@ function bench(port: number, group: number, pipeline: number, command: string[])
     ],
     { encoding: 'utf8' },
   );
-  const row = out
-    .trim()
-    .split('\n')
-    .at(-1)!
-    .split('","')
-    .map((f) => f.replaceAll('"', ''));
   const cpu = (cpuUs(group) - cpuBefore) / Number(values.requests);
-  return { rps: Number(row[1]), p50: Number(row[4]), p99: Number(row[6]), cpu };
+  return { ...redisBenchmarkFigures(out), cpu };
 }
 
 const SLUICE_COMMAND = ['RL.PREDUCE', 'key:__rand_int__', '100', '60000'];

@@ -30,6 +30,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { Redis } from 'ioredis';
 import { protoDir } from '../../../packages/server/src/rls/proto.js';
 import { benchCores, pin, uptime } from '../lib/pinning.js';
+import { redisBenchmarkFigures } from '../lib/redis-benchmark.js';
 import { freePort, startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median } from '../lib/stats.js';
 
@@ -248,13 +249,8 @@ function redisBenchmark(server: Server): ExternalRun {
     { encoding: 'utf8' },
   );
   const cpu = (cpuUs(pid) - before) / requests;
-  const row = out
-    .trim()
-    .split('\n')
-    .at(-1)!
-    .split('","')
-    .map((f) => f.replaceAll('"', ''));
-  return { rate: Number(row[1]), p50: Number(row[4]), p99: Number(row[6]), cpu };
+  const { rps, p50, p99 } = redisBenchmarkFigures(out);
+  return { rate: rps, p50, p99, cpu };
 }
 
 /** `--generator h2load`: the server's capacity, generator and server each on its core. */
