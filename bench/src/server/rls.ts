@@ -229,7 +229,7 @@ function h2load(server: Server, body: string): ExternalRun {
   if (done === null || Number(done[1]) !== requests || !out.includes(`${requests} 2xx`)) {
     throw new Error(`h2load: not every call succeeded:\n${out}`);
   }
-  const rate = Number(/finished in [\d.]+s, ([\d.]+) req\/s/.exec(out)![1]);
+  const rate = Number(/finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(out)![1]);
   const mean = /time for request:\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)/.exec(out)!;
   const scale = mean[2] === 'us' ? 0.001 : mean[2] === 's' ? 1000 : 1;
   return { rate, p50: Number(mean[1]) * scale, p99: Number.NaN, cpu };
