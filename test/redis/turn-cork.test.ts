@@ -2,7 +2,7 @@
 // ~20% of a Fastify + Redis server's CPU), and each is still answered on its own.
 import { fixedWindow, Limiter } from '@sluice/core';
 import { RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { clientFamilyName, type Redis, storeClient } from './client-family.js';
 import { connectRedis, uniquePrefix } from './clients.js';
 
@@ -96,6 +96,26 @@ describe.skipIf(clientFamilyName === 'node-redis')(
         const again = await Promise.all(['fine:1', 'fine:2'].map((key) => limiter.check(key, { now: 0 })));
         expect(again.map((d) => d.allowed)).toEqual([false, false]);
       } finally {
+        own.disconnect();
+      }
+    });
+
+    it("an app's fake timers (setImmediate faked, as vi.useFakeTimers() does) do not hold the write back", async () => {
+      const own = await connectRedis();
+      const limiter = new Limiter({
+        algorithm,
+        store: new RedisStore({ client: own, prefix: uniquePrefix('turn-cork'), timeout: 5_000 }),
+      });
+      vi.useFakeTimers({ toFake: ['setImmediate'] });
+      try {
+        const answered = await Promise.race([
+          limiter.check('faked', { now: 0 }).then((d) => d.allowed),
+          // setTimeout is not faked here: a bound on the wait, far above a loopback round trip.
+          new Promise<string>((resolve) => setTimeout(() => resolve('no answer within 5 s'), 5_000)),
+        ]);
+        expect(answered).toBe(true);
+      } finally {
+        vi.useRealTimers();
         own.disconnect();
       }
     });

@@ -1,3 +1,6 @@
+// node:timers' own function, not the global: an app's tests that fake the global timers
+// (vi.useFakeTimers, sinon) would otherwise hold every Redis write back until they advance time.
+import { setImmediate as afterThisTurn } from 'node:timers';
 import type { RedisClient } from './client.js';
 
 /** The connection's socket, as ioredis exposes it (`client.stream`). */
@@ -42,7 +45,7 @@ export class TurnCork {
     if (stream === undefined || !stream.writable) return;
     stream.cork();
     this.corked = stream;
-    setImmediate(this.release);
+    afterThisTurn(this.release);
   };
 
   private readonly release = (): void => {
