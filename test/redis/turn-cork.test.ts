@@ -109,7 +109,7 @@ describe.skipIf(clientFamilyName === 'node-redis')(
       vi.useFakeTimers({ toFake: ['setImmediate'] });
       try {
         const answered = await Promise.race([
-          limiter.check('faked', { now: 0 }).then((d) => d.allowed),
+          Promise.resolve(limiter.check('faked', { now: 0 })).then((d) => d.allowed),
           // setTimeout is not faked here: a bound on the wait, far above a loopback round trip.
           new Promise<string>((resolve) => setTimeout(() => resolve('no answer within 5 s'), 5_000)),
         ]);
