@@ -47,15 +47,35 @@ describe('the bench shape in the simulator', () => {
     },
   );
 
-  it.each(['vegas', 'gradient2', 'aimd', 'envoy-gradient'] as const)(
+  it.each(LATENCY_LED)(
     '%s settles within 10 s after the downstream halves, swinging less than ±20% there, at a limit that keeps its 20 slots busy',
     (kind) => {
-      // Regression: Vegas took 13.1 s and settled at 16 (12 once the partitions were fixed), Envoy
-      // at 4: both held the no-load RTT from before the halving (each call now takes 100 ms, but
-      // the downstream still serves 20 at once).
+      // Regression: Vegas took 13.1 s and settled at 16 (12 once the partitions were fixed): it
+      // held the no-load RTT from before the halving (each call now takes 100 ms, but the
+      // downstream still serves 20 at once).
       const s = halvingShape(kind, BENCH_SHAPE);
       expect(s.after).toBeLessThanOrEqual(10);
       expect(s.swing).toBeLessThan(0.2);
+      expect(s.steadyAt).toBeGreaterThanOrEqual(BENCH_SHAPE.slots);
+    },
+  );
+
+  // Regression (issue 33's bench, Fastify and Express: Envoy's gradient settled at 4 after the
+  // halving). Its minRTT from before the halving (50 ms) reads the slower calls as a queue: g = 0.625
+  // and the limit falls to L = g·L + √(g·L) ≈ 4. The not-Envoy re-measurement asked each window's
+  // RTT to be at least the last's, which a noisy p50 rarely gives five times in a row; with service
+  // times a little spread (σ 0.05), it never fired and the limit stayed at 3–4 to the end (20 s).
+  // Envoy's own oscillation (the √L headroom, windows whose RTTs are those of requests admitted one
+  // or two windows before) swings it ±12–38% around ~33 before and after the halving alike, so the
+  // ±20% reading is no verdict on its recovery: what is checked is that it comes back to the
+  // downstream's 20 slots within 5 s and stays there.
+  it.each([0, 0.05, 0.1, 0.2])(
+    'envoy-gradient (service times σ %s) measures its minRTT again after the downstream halves, and from 5 s after keeps the 20 slots busy',
+    (sigma) => {
+      const s = halvingShape('envoy-gradient', { ...BENCH_SHAPE, sigma });
+      const after = s.limits.slice(s.limits.length / 2);
+      expect(Math.min(...after.slice(0, 50))).toBe(3); // the measurement, pinned to 3
+      expect(Math.min(...after.slice(50))).toBeGreaterThanOrEqual(BENCH_SHAPE.slots);
       expect(s.steadyAt).toBeGreaterThanOrEqual(BENCH_SHAPE.slots);
     },
   );

@@ -10,6 +10,8 @@ import {
 
 /** A finished request admitted at `start`, ending at `end`. */
 const rq = (start: number, end: number, dropped = false) => ({ start, end, inFlight: 3, dropped });
+/** A finished request admitted at `start` with `inFlight` in flight (itself included), ending at `end`. */
+const busy = (start: number, end: number, inFlight: number) => ({ start, end, inFlight, dropped: false });
 
 function feed(
   state: EnvoyGradientState,
@@ -96,25 +98,103 @@ describe("Envoy's adaptive concurrency gradient controller", () => {
     expect(s).toMatchObject({ limit: 20, minRtt: 50 });
     // Every window one request of 100 ms, closing it: g = 62.5/100 = 0.625.
     // 20 → ⌊12.5 + 3.54⌋ = 16 (no RTT before: not counted) → ⌊10 + 3.16⌋ = 13 → ⌊8.13 + 2.85⌋ = 10
-    // → ⌊6.25 + 2.5⌋ = 8 → ⌊5 + 2.24⌋ = 7, the RTT flat at 100 each time: 4 in a row.
+    // → ⌊6.25 + 2.5⌋ = 8 → ⌊5 + 2.24⌋ = 7, the RTT flat at 100 each time: 4 in a row. Each request
+    // was admitted with the limit in force full (it binds).
     const limits: number[] = [];
     for (let i = 0; i < 5; i++) {
-      s = feed(s, [rq(201 + 251 * i, 301 + 251 * i)], p);
+      s = feed(s, [busy(201 + 251 * i, 301 + 251 * i, s.limit)], p);
       limits.push(s.limit);
     }
     expect(limits).toEqual([16, 13, 10, 8, 7]);
     expect(s).toMatchObject({ stale: 4, restore: undefined });
     // The fifth: 7 → ⌊4.38 + 2.09⌋ = 6 → measure now, 6 restored after.
-    s = feed(s, [rq(1456, 1556)], p);
+    s = feed(s, [busy(1456, 1556, 7)], p);
     expect(s).toMatchObject({ limit: 3, restore: 6, epoch: 1556 });
     s = feed(s, [rq(1556, 1656)], p);
     expect(s).toMatchObject({ limit: 6, minRtt: 100, restore: undefined });
-    // A queue that drains as the limit falls (RTT 100 then 90) resets the count.
-    let q = feed(envoyGradientStart(p, 0), [rq(0, 50), rq(201, 301)], p);
+    // A queue that drains as the limit falls (RTT 100 then 85, more than the 10% a window's p50
+    // wobbles by) resets the count.
+    let q = feed(envoyGradientStart(p, 0), [rq(0, 50), busy(201, 301, 20)], p);
     expect(q).toMatchObject({ limit: 16, stale: 0 });
-    // g = 62.5/90 = 0.694: ⌊11.1 + 3.33⌋ = 14, the RTT fell: not counted.
-    q = feed(q, [rq(462, 552)], p);
-    expect(q).toMatchObject({ limit: 14, stale: 0 });
+    // g = 62.5/85 = 0.735: ⌊11.76 + 3.43⌋ = 15, the RTT fell: not counted.
+    q = feed(q, [busy(467, 552, 16)], p);
+    expect(q).toMatchObject({ limit: 15, stale: 0 });
+  });
+
+  // Issue 33's bench, after the stale-minRTT rule: on Fastify and Express the limit still settled at
+  // 4 after the halving. A real window's p50 wobbles by a few ms (98, 101, 97…); the rule asked each
+  // window's RTT to be at least the one before, so a run of five almost never happened, and at the
+  // fixed point (L ≈ 4.4) the limit no longer falls: the minRTT stayed stale until the next
+  // scheduled measurement (60 s).
+  it('regression, stale minRTT under noise: RTTs that wobble within 10% while the limit falls five times measure the minRTT again', () => {
+    const p = envoyGradientParams({ initialLimit: 20, minRttRequests: 1, minRttInterval: 60_000 });
+    let s = feed(envoyGradientStart(p, 0), [rq(0, 50)], p); // minRTT 50: windows of 250 ms, the first ends at 300
+    // One request a window, closing it (each window opens at the sample that closed the last):
+    // rtt 100: g = 62.5/100   = 0.625:  20 × g = 12.5;  + √12.5 = 3.54 → 16 (no RTT before: not counted)
+    // rtt  98: g = 62.5/98    = 0.6378: 16 × g = 10.20; + 3.19 → 13 (98 ≥ 0.9 × 100: 1)
+    // rtt 101: g = 0.6188: 13 × g = 8.04;  + 2.84 → 10 (2)
+    // rtt  97: g = 0.6443: 10 × g = 6.44;  + 2.54 →  8 (3)
+    // rtt  99: g = 0.6313:  8 × g = 5.05;  + 2.25 →  7 (4)
+    const windows: [number, number][] = [
+      [201, 301],
+      [454, 552],
+      [702, 803],
+      [957, 1054],
+      [1206, 1305],
+    ];
+    const limits: number[] = [];
+    for (const [start, end] of windows) {
+      s = feed(s, [busy(start, end, s.limit)], p);
+      limits.push(s.limit);
+    }
+    expect(limits).toEqual([16, 13, 10, 8, 7]);
+    expect(s.restore).toBeUndefined();
+    // rtt 98: 7 × 0.6378 = 4.46; + 2.11 → 6, the fifth: measure now, 6 restored after.
+    s = feed(s, [busy(1458, 1556, 7)], p);
+    expect(s).toMatchObject({ limit: 3, restore: 6, epoch: 1556 });
+    s = feed(s, [rq(1556, 1654)], p);
+    expect(s).toMatchObject({ limit: 6, minRtt: 98, restore: undefined });
+  });
+
+  it('the stale-minRTT count: a window that holds the limit neither counts nor resets it; one that raises it, whose requests never reached the limit it set, or whose RTT falls over 10% below where the run began, resets it', () => {
+    const p = envoyGradientParams({ initialLimit: 20, minRttRequests: 1, minRttInterval: 60_000 });
+    const measured = feed(envoyGradientStart(p, 0), [rq(0, 50)], p);
+    // 20 → 16 at rtt 100 (no RTT before), → 13 at rtt 100: counted (1), the run's RTT is 100.
+    const run = feed(measured, [busy(201, 301, 20), busy(452, 552, 16)], p);
+    expect(run).toMatchObject({ limit: 13, stale: 1 });
+    // rtt 91 (≥ 90): g = 0.6868, 13 × g = 8.93 + 2.99 → 11: counted (2).
+    expect(feed(run, [busy(712, 803, 13)], p)).toMatchObject({ limit: 11, stale: 2 });
+    // The same, but never more than 10 in flight at once: a limit of 11 did not bind, reset.
+    expect(feed(run, [busy(712, 803, 10)], p)).toMatchObject({ limit: 11, stale: 0 });
+    // rtt 89 (< 90: a queue draining): g = 0.7022, 13 × g = 9.13 + 3.02 → 12: reset.
+    expect(feed(run, [busy(714, 803, 13)], p)).toMatchObject({ limit: 12, stale: 0 });
+    // rtt 62.5 at limit 13: g = 1, 13 + 3.6 → 16, raised: reset.
+    expect(feed(run, [busy(740.5, 803, 13)], p)).toMatchObject({ limit: 16, stale: 0 });
+    // A window that holds the limit (near the fixed point L ≈ 4.4 of g = 0.625), between two that lower it:
+    // rtt 100: 8 → 5 + 2.24 → 7 (no RTT before), → 6 (1), → 5 (2), → 4 (3), 4 → 2.5 + 1.58 → 4 held (3);
+    // rtt 110: g = 0.5682, 4 × g = 2.27 + 1.51 → 3, lowered (4).
+    const q = envoyGradientParams({ initialLimit: 8, minRttRequests: 1, minRttInterval: 60_000 });
+    let h = feed(envoyGradientStart(q, 0), [rq(0, 50)], q);
+    const seen: [number, number][] = [];
+    for (const [start, end] of [
+      [201, 301],
+      [452, 552],
+      [703, 803],
+      [954, 1054],
+      [1205, 1305],
+      [1446, 1556],
+    ] as const) {
+      h = feed(h, [busy(start, end, h.limit)], q);
+      seen.push([h.limit, h.stale]);
+    }
+    expect(seen).toEqual([
+      [7, 0],
+      [6, 1],
+      [5, 2],
+      [4, 3],
+      [4, 3],
+      [3, 4],
+    ]);
   });
 
   it('as a controller: the no-load RTT is the minRTT', () => {

@@ -61,8 +61,14 @@ const KNOWN = [
 const AT_MIN_REMEASURE = 5;
 /** Without `updateInterval`: windows last this many minRTTs, at least `AUTO_MIN_INTERVAL` ms. */
 const AUTO_RTTS = 5;
-/** Consecutive windows lowering the limit at an RTT that does not fall, after which the minRTT is measured again. */
+/** Windows lowering the limit at an RTT that does not fall, after which the minRTT is measured again. */
 const STALE_REMEASURE = 5;
+/**
+ * How far below the RTT where such a run began a window's RTT may read and still count as not
+ * fallen: a real window's p50 wobbles by a few percent from one window to the next, a queue that
+ * drains as the limit falls takes far more off it.
+ */
+const STALE_TOLERANCE = 0.1;
 const AUTO_MIN_INTERVAL = 100;
 
 export interface EnvoyGradientParams {
@@ -95,8 +101,10 @@ export interface EnvoyGradientState {
   readonly nextMeasure: number;
   /** Consecutive windows that set the limit to `minLimit` from `minLimit`. */
   readonly atMin: number;
-  /** Consecutive windows that lowered the limit while their RTT did not fall (see `envoyGradientUpdate`). */
+  /** Windows that lowered the limit while their RTT did not fall, since the run began (see `envoyGradientUpdate`). */
   readonly stale: number;
+  /** ms: the RTT of the window before that run's first (`undefined` while no run). */
+  readonly staleRtt: number | undefined;
   /** The last window's RTT, ms (`undefined` before one since the last measurement). */
   readonly sampleRtt: number | undefined;
   /** The windows' parameters: their span follows the minRTT when `updateInterval` is not set. */
@@ -166,6 +174,7 @@ function measuring(
     minRttSamples: [],
     atMin: 0,
     stale: 0,
+    staleRtt: undefined,
     sampleRtt: undefined,
   };
 }
@@ -209,11 +218,15 @@ export function envoyGradientLimit(
  *   `minRttConcurrency`); else its RTT joins the window, and each window (one `updateInterval`)
  *   that closes gives `sampleRTT` = its percentile and the limit `envoyGradientLimit`. Five
  *   windows in a row at `minLimit` start a measurement at once: the minRTT is likely wrong.
- * - Not Envoy's: five windows in a row that each lowered the limit while their `sampleRTT` did
- *   not fall below the window before's start a measurement at once too. A queue shrinks as the
- *   limit falls; an RTT that stays up while the limit falls is the service's own, slower now, and
- *   a minRTT from before the slowdown would hold the limit where `L = g·L + √(g·L)` (at twice
- *   the RTT, `g = 0.625`: L ≈ 4) until the next scheduled measurement, a minute away.
+ * - Not Envoy's: five windows that each lowered the limit, their requests reaching the new limit
+ *   at once, while their `sampleRTT` stayed within 10% of the RTT of the window before the first
+ *   of them (`STALE_TOLERANCE`), start a measurement at once too. A window that raises the limit,
+ *   whose RTT falls further, or whose requests never reached the limit it set (a limit that does
+ *   not bind shapes no queue, so an RTT that holds says nothing) ends the run; one that holds the
+ *   limit neither counts nor ends it. A queue shrinks as a binding limit falls; an RTT that stays
+ *   up while it falls is the service's own, slower now, and a minRTT from before the slowdown
+ *   would hold the limit where `L = g·L + √(g·L)` (at twice the RTT, `g = 0.625`: L ≈ 4) until
+ *   the next scheduled measurement, a minute away.
  */
 export function envoyGradientUpdate(
   state: EnvoyGradientState,
@@ -247,11 +260,27 @@ export function envoyGradientUpdate(
   if (closed?.rtt === undefined || state.minRtt === undefined) return { ...state, window };
   const limit = envoyGradientLimit(state.limit, state.minRtt, closed.rtt, params);
   const atMin = limit === params.minLimit && state.limit === params.minLimit ? state.atMin + 1 : 0;
-  const flat = limit < state.limit && state.sampleRtt !== undefined && closed.rtt >= state.sampleRtt;
-  const stale = flat ? state.stale + 1 : 0;
+  const { stale, staleRtt } = staleRun(state, limit, closed.rtt, closed.maxInFlight);
   if (atMin >= AT_MIN_REMEASURE || stale >= STALE_REMEASURE)
     return measuring({ ...state, limit, window }, params, sample.end);
-  return { ...state, limit, atMin, stale, sampleRtt: closed.rtt, window };
+  return { ...state, limit, atMin, stale, staleRtt, sampleRtt: closed.rtt, window };
+}
+
+/**
+ * The run of windows lowering a binding limit at an RTT that does not fall, after a window that set
+ * `limit` at `rtt` with at most `maxInFlight` requests in flight at once.
+ */
+function staleRun(
+  state: EnvoyGradientState,
+  limit: number,
+  rtt: number,
+  maxInFlight: number,
+): Pick<EnvoyGradientState, 'stale' | 'staleRtt'> {
+  const from = state.staleRtt ?? state.sampleRtt;
+  if (from === undefined || limit > state.limit || maxInFlight < limit || rtt < (1 - STALE_TOLERANCE) * from)
+    return { stale: 0, staleRtt: undefined };
+  if (limit === state.limit) return { stale: state.stale, staleRtt: state.staleRtt };
+  return { stale: state.stale + 1, staleRtt: from };
 }
 
 /**
