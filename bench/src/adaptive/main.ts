@@ -6,7 +6,7 @@
  * Per framework (Fastify, Express) and subject, each round in a fresh app process pinned to the
  * subject core (the load generator, this process, on the other):
  * - no load: 10% of capacity; the app's p99 of served requests is the reference;
- * - 2× and 4× capacity, a quarter of it critical (`x-priority: critical`), open-loop (a fixed
+ * - 2× and 4× capacity, 1 request in 7 critical (`x-priority: critical`; why: `CRITICAL_EVERY`), open-loop (a fixed
  *   rate, whatever the answers): goodput (2xx per second), goodput within a deadline (2xx answered
  *   within 2 × the no-load p99 the client saw, per second: a late answer is often a useless one),
  *   the app's p99 of served requests, and the share of critical and of low-priority requests served;
@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { benchCores, pin, quietEnough, uptime } from '../lib/pinning.js';
 import { openLoop } from './open-loop.js';
 import {
-  CRITICAL_SHARE,
+  CRITICAL_EVERY,
   type Framework,
   type FromApp,
   PRIORITY_HEADER,
@@ -103,7 +103,7 @@ interface Offered {
   readonly failures: number;
 }
 
-/** Open-loop load at `rate` requests per second for `seconds`, evenly spaced, a quarter critical. */
+/** Open-loop load at `rate` requests per second for `seconds`, evenly spaced, 1 in `CRITICAL_EVERY` critical. */
 async function offer(
   app: App,
   rate: number,
@@ -116,7 +116,7 @@ async function offer(
     seconds,
     {
       header: PRIORITY_HEADER,
-      criticalEvery: Math.round(1 / CRITICAL_SHARE),
+      criticalEvery: CRITICAL_EVERY,
       timeoutMs: 10_000,
     },
   );

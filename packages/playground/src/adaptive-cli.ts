@@ -22,7 +22,7 @@ const USAGE = `usage: pnpm simulate adaptive [--out-dir dir] [--seed n]
        pnpm simulate adaptive --bench-shape [--arrivals even|poisson] [--seconds n] [--seed n]
   --out-dir      where to write the SVG charts (default: adaptive-charts)
   --seed         the generator's seed: the same seed, the same run (default: 1)
-  --bench-shape  the HTTP bench's shape instead (a 20 × 50 ms downstream at 2× and 4×, a quarter
+  --bench-shape  the HTTP bench's shape instead (a 20 × 50 ms downstream at 2× and 4×, 1 in 7
                  critical; then the downstream halving): prints its tables, writes no chart
   --arrivals     with --bench-shape: even (the bench's open loop, default) or poisson
   --seconds      with --bench-shape: seconds per round (default: 20)`;

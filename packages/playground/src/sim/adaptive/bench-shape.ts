@@ -41,7 +41,7 @@ export interface BenchShape {
   readonly sigma: number;
   /** `even`: request i arrives at i ÷ rate (the bench's open loop); `poisson`: exponential gaps. */
   readonly arrivals: 'even' | 'poisson';
-  /** Every n-th request is critical (the bench: 4, a quarter). */
+  /** Every n-th request is critical (the bench: 7, ~14%; see its `CRITICAL_EVERY`). */
   readonly criticalEvery: number;
   /** The adaptive subjects' partitions (the bench's). */
   readonly partitions: Readonly<Record<'critical' | 'low', number>>;
@@ -51,14 +51,14 @@ export interface BenchShape {
   readonly duration: number;
 }
 
-/** The bench's: 20 slots × 50 ms (400/s), a quarter critical, partitions 80/20, 10 s client timeout. */
+/** The bench's: 20 slots × 50 ms (400/s), 1 in 7 critical, partitions 80/20, 10 s client timeout. */
 export const BENCH_SHAPE: BenchShape = {
   seed: 1,
   slots: 20,
   serviceTime: 50,
   sigma: 0,
   arrivals: 'even',
-  criticalEvery: 4,
+  criticalEvery: 7,
   partitions: { critical: 0.8, low: 0.2 },
   timeout: 10_000,
   duration: 20_000,
