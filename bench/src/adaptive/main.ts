@@ -6,6 +6,11 @@
  * Per framework (Fastify, Express) and subject, each round in a fresh app process pinned to the
  * subject core (the load generator, this process, on the other):
  * - no load: 10% of capacity; the app's p99 of served requests is the reference;
+ * - 2× and 4× capacity, after a warm-up of `--warm` s (default 5) at 90% of capacity, as a
+ *   running service meets a spike (Netflix's test shape steps 50%, 90%, 200%); the warm-up's answers
+ *   are not counted. Without it each round would measure the controller's cold start too (Envoy's
+ *   gradient pins concurrency to 3 while it first measures minRTT): a restart into overload is
+ *   another scenario, which the simulator shows (`pnpm simulate adaptive --bench-shape`).
  * - 2× and 4× capacity, 1 request in 7 critical (`x-priority: critical`; why: `CRITICAL_EVERY`), open-loop (a fixed
  *   rate, whatever the answers): goodput (2xx per second), goodput within a deadline (2xx answered
  *   within 2 × the no-load p99 the client saw, per second: a late answer is often a useless one),
@@ -40,6 +45,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     seconds: { type: 'string' },
+    warm: { type: 'string' },
     framework: { type: 'string' },
     subject: { type: 'string' },
   },
@@ -47,6 +53,8 @@ const { values } = parseArgs({
 /** Seconds per measured round; `--quick` is a smoke run of the wiring, not a measurement. */
 const SECONDS = Number(values.seconds ?? (values.quick ? 1 : 20));
 const SETTLE_SECONDS = values.quick ? 4 : 40;
+/** Seconds at 90% of capacity before each overload round, not counted. */
+const WARM_SECONDS = Number(values.warm ?? (values.quick ? 0.5 : 5));
 const FRAMEWORKS: readonly Framework[] =
   values.framework === undefined ? ['fastify', 'express'] : [values.framework as Framework];
 const cores = benchCores();
@@ -160,7 +168,7 @@ async function main(): Promise<void> {
   );
   console.log(`\n${uptime()}`);
   console.log(
-    `cores: ${cores === undefined ? 'not pinned' : `load generator ${cores.generator}, app ${cores.subject}`}; downstream ${SLOTS} slots × ${SERVICE_MS} ms = ${CAPACITY}/s; ${SECONDS} s per round`,
+    `cores: ${cores === undefined ? 'not pinned' : `load generator ${cores.generator}, app ${cores.subject}`}; downstream ${SLOTS} slots × ${SERVICE_MS} ms = ${CAPACITY}/s; ${SECONDS} s per round after ${WARM_SECONDS} s at 90%`,
   );
   if (!before.quiet)
     console.log(`load average ${before.load.toFixed(2)}: NOT a quiet machine, the figures are not evidence`);
@@ -182,6 +190,8 @@ async function main(): Promise<void> {
       const deadline = 2 * quiet.p99;
       for (const factor of [2, 4]) {
         app = await startApp(framework, subject);
+        await offer(app, CAPACITY * 0.9, WARM_SECONDS);
+        await app.stats(); // forgets the warm-up's latencies
         const offered = await offer(app, CAPACITY * factor, SECONDS, deadline);
         const { p99 } = await app.stats();
         await app.stop();

@@ -6,6 +6,10 @@
  * and seeded, so its figures are deterministic (the bench's are not: they depend on the machine).
  *
  * Also the bench's settling run: 1.5× capacity, the downstream halving its capacity half way.
+ *
+ * One difference: the bench warms each app up for 5 s at 90% of capacity before an overload round
+ * (a running service meeting a spike); these rounds start cold, so they also show each
+ * controller's start (Envoy's gradient first measures its minRTT at concurrency 3).
  */
 import {
   AdaptiveConcurrency,
