@@ -55,13 +55,15 @@ const IOVALKEY_SUITES = CLIENT_SUITES.filter((file) => file !== 'test/reliabilit
 
 /**
  * The release tier (`pnpm test:release`; `pnpm test` leaves it out). The rule: a file goes here
- * when its subject is what a user installs rather than the sources (the packed tarballs, the
- * registry's view of a package, the built dist as an app or another runtime loads it, the built
- * documentation site), or when it repeats, on a second major of a client, a scenario the first
- * tier already runs on ioredis 5. Everything else is the first tier (`pnpm test`): every
- * behaviour suite against every store and adapter from the sources, every client family at least
- * once, no build needed. test/architecture/test-tiers.test.ts holds the split: each test file runs
- * on ioredis 5 in exactly one tier, and no file runs twice on one client.
+ * when its subject is a built artefact that a user installs or visits rather than the sources (the
+ * packed tarballs and the registry's view of a package, the built dist as an app or another
+ * runtime loads it, the documentation site and its pages built and read in Chromium), or when it
+ * repeats, on a second major of a client, a scenario the first tier already runs on ioredis 5.
+ * Everything else is the first tier (`pnpm test`): every behaviour suite against every store and
+ * adapter from the sources, every client family at least once, with no build and no browser. A
+ * new file is in the first tier unless it is listed here. test/architecture/test-tiers.test.ts
+ * holds the split: each test file runs on ioredis 5 in exactly one tier, no file runs twice on
+ * one client, and no first-tier file builds a package or drives Chromium.
  */
 export const RELEASE_FILES = [
   // The packed tarballs installed with npm outside the workspace; the registry's view of each package.
@@ -72,8 +74,11 @@ export const RELEASE_FILES = [
   'test/hono/runtimes/deno.test.ts',
   'test/hono/runtimes/workerd.test.ts',
   'test/server/client-entry.test.ts',
-  // The documentation site as VitePress builds it, read in Chromium.
+  // The documentation site as VitePress builds it, and the playground's pages as Vite builds them
+  // for it, read in Chromium (the simulators behind them run in the first tier: test/playground/).
   'test/docs/site.test.ts',
+  'test/playground/playground.test.ts',
+  'test/playground/adaptive-page.test.ts',
 ];
 
 /**
