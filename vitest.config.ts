@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const source = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
 
@@ -53,10 +53,51 @@ const NODE_REDIS_SUITES = [
  */
 const IOVALKEY_SUITES = CLIENT_SUITES.filter((file) => file !== 'test/reliability/faults.test.ts');
 
+/**
+ * The release tier (`pnpm test:release`; `pnpm test` leaves it out). The rule: a file goes here
+ * when its subject is a built artefact that a user installs or visits rather than the sources (the
+ * packed tarballs and the registry's view of a package, the built dist as an app or another
+ * runtime loads it, the documentation site and its pages built and read in Chromium), or when it
+ * repeats, on a second major of a client, a scenario the first tier already runs on ioredis 5.
+ * Everything else is the first tier (`pnpm test`): every behaviour suite against every store and
+ * adapter from the sources, every client family at least once, with no build and no browser. A
+ * new file is in the first tier unless it is listed here. test/architecture/test-tiers.test.ts
+ * holds the split: each test file runs on ioredis 5 in exactly one tier, no file runs twice on
+ * one client, and no first-tier file builds a package or drives Chromium.
+ */
+export const RELEASE_FILES = [
+  // The packed tarballs installed with npm outside the workspace; the registry's view of each package.
+  'test/consumer/consumer.test.ts',
+  'test/consumer/packaging.test.ts',
+  // The built dist: @sluice/hono on Bun, Deno and workerd; @sluice/server/client's entry point.
+  'test/hono/runtimes/bun.test.ts',
+  'test/hono/runtimes/deno.test.ts',
+  'test/hono/runtimes/workerd.test.ts',
+  'test/server/client-entry.test.ts',
+  // The documentation site as VitePress builds it, and the playground's pages as Vite builds them
+  // for it, read in Chromium (the simulators behind them run in the first tier: test/playground/).
+  'test/docs/site.test.ts',
+  'test/playground/playground.test.ts',
+  'test/playground/adaptive-page.test.ts',
+];
+
+/**
+ * Client suites whose ioredis 6 run is in the release tier: the HTTP fault scenarios (app
+ * processes, Redis paused, killed, failed over), which the first tier runs on ioredis 5; ioredis
+ * 6's reconnect paths still meet the same faults at the store in the first tier
+ * (test/redis/faults.test.ts).
+ */
+const IOREDIS6_RELEASE = ['test/reliability/faults.test.ts'];
+
 /** One project per client family of test/redis/client-family.ts, chosen by SLUICE_REDIS_CLIENT. */
-const clientProject = (client: string, include: string[]) => ({
+const clientProject = (name: string, client: string, include: string[], exclude: string[] = []) => ({
   extends: true as const,
-  test: { name: client, include, env: { SLUICE_REDIS_CLIENT: client } },
+  test: {
+    name,
+    include,
+    exclude: [...configDefaults.exclude, ...exclude],
+    env: { SLUICE_REDIS_CLIENT: client },
+  },
 });
 
 // Tests import the TypeScript sources directly: no build step before `pnpm test`.
@@ -93,13 +134,21 @@ export default defineConfig({
     // time): many files wait on Redis, app processes or a fault, and the other file uses the CPU
     // meanwhile. Three were slower here, and pushed the load past 9.
     maxWorkers: 2,
-    // `pnpm test` runs all: every suite on ioredis 5, the client suites on ioredis 6 and iovalkey too.
+    // Two tiers, by project name: `pnpm test` runs every project but `release*` (every suite on
+    // ioredis 5 from the sources, the client suites on ioredis 6, iovalkey and node-redis too),
+    // `pnpm test:release` the `release*` ones; `pnpm vitest run` with no --project runs both.
     // One client: `pnpm vitest run --project ioredis6 test/redis`.
     projects: [
-      clientProject('ioredis', ['test/**/*.test.ts']),
-      clientProject('ioredis6', CLIENT_SUITES),
-      clientProject('iovalkey', IOVALKEY_SUITES),
-      clientProject('node-redis', NODE_REDIS_SUITES),
+      clientProject('ioredis', 'ioredis', ['test/**/*.test.ts'], RELEASE_FILES),
+      clientProject(
+        'ioredis6',
+        'ioredis6',
+        CLIENT_SUITES.filter((file) => !IOREDIS6_RELEASE.includes(file)),
+      ),
+      clientProject('iovalkey', 'iovalkey', IOVALKEY_SUITES),
+      clientProject('node-redis', 'node-redis', NODE_REDIS_SUITES),
+      clientProject('release', 'ioredis', RELEASE_FILES),
+      clientProject('release-ioredis6', 'ioredis6', IOREDIS6_RELEASE),
       {
         // The public API's type tests (test/types/*.test-d.ts, expectTypeOf and @ts-expect-error):
         // vitest's typecheck mode runs tsc on them and what they import, no test process and no

@@ -45,11 +45,14 @@ describe("the README's two commands", () => {
     expect(commands.join('\n')).not.toMatch(/corepack/);
   });
 
-  it('the test command installs redis-server when missing, with the script CI runs', () => {
+  it('the test commands install redis-server when missing, with the script CI runs, and CI runs both tiers', () => {
     const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
-    expect(scripts.test).toBe('sh scripts/ensure-test-tools.sh && vitest run');
+    expect(scripts.test).toBe("sh scripts/ensure-test-tools.sh && vitest run --project '!release*'");
+    expect(scripts['test:release']).toBe(
+      "sh scripts/ensure-test-tools.sh && vitest run --project 'release*'",
+    );
     const ci = read('.ci/run');
     expect(ci).toMatch(/^sh scripts\/ensure-test-tools\.sh$/m);
-    expect(ci).toMatch(/^pnpm test 2>&1/m);
+    expect(ci).toMatch(/^pnpm test 2>&1[^\n]*\n(.*\n)*pnpm test:release 2>&1/m);
   });
 });
