@@ -53,7 +53,9 @@ export type GrpcMethod = UnaryMethod | ServerStreamMethod;
 
 const OK_HEADERS = { ':status': 200, 'content-type': 'application/grpc' };
 const OK_TRAILERS = { 'grpc-status': '0' };
-const WAIT_FOR_TRAILERS = { waitForTrailers: true };
+// No `date` header: gRPC has no use for it, and node formats and encodes it on every answer.
+const WAIT_FOR_TRAILERS = { waitForTrailers: true, sendDate: false };
+const END_STREAM = { endStream: true, sendDate: false };
 
 function sendOkTrailers(this: ServerHttp2Stream): void {
   this.sendTrailers(OK_TRAILERS);
@@ -77,7 +79,7 @@ function endWithStatus(stream: ServerHttp2Stream, code: number, message: string)
     'grpc-message': encodeStatusMessage(message),
   };
   if (code === GrpcStatus.UNIMPLEMENTED) headers['grpc-accept-encoding'] = ACCEPT_ENCODING;
-  stream.respond(headers, { endStream: true });
+  stream.respond(headers, END_STREAM);
   if (!stream.readableEnded) stream.close(constants.NGHTTP2_NO_ERROR);
 }
 
@@ -151,7 +153,7 @@ class Call {
           this.finish();
           if (stream.headersSent || stream.destroyed) return; // past its deadline, or reset
           stream.respond(OK_HEADERS, WAIT_FOR_TRAILERS);
-          stream.once('wantTrailers', sendOkTrailers);
+          stream.on('wantTrailers', sendOkTrailers); // emitted once per stream
           stream.end(frame(answer));
         },
         (err: unknown) => {
@@ -167,7 +169,7 @@ class Call {
         if (stream.destroyed || stream.writableEnded) return;
         if (!stream.headersSent) {
           stream.respond(OK_HEADERS, WAIT_FOR_TRAILERS);
-          stream.once('wantTrailers', sendOkTrailers);
+          stream.on('wantTrailers', sendOkTrailers); // emitted once per stream
         }
         stream.write(frame(answer));
       },
