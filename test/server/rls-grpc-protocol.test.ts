@@ -249,6 +249,18 @@ describe('routing and headers', () => {
     expect(answered(a).overall_code).toBe('OK');
   });
 
+  it('a health Watch with a grpc-timeout: its messages, then DEADLINE_EXCEEDED in the trailers', async () => {
+    // The watch never ends by itself while the service serves: the deadline is what ends it.
+    const a = await call(
+      [framed(Buffer.alloc(0))],
+      { 'grpc-timeout': '30m' },
+      { path: '/grpc.health.v1.Health/Watch' },
+    );
+    expect(a.status).toBe(200);
+    expect(a.body).toEqual(framed(Buffer.from([0x08, 0x01]))); // HealthCheckResponse { status: SERVING }
+    expect(a.trailers?.['grpc-status']).toBe('4');
+  });
+
   it('a malformed grpc-timeout: INTERNAL', async () => {
     expect((await call([framed(request('t'))], { 'grpc-timeout': '10 seconds' })).grpcStatus).toBe(13);
   });

@@ -61,6 +61,13 @@ function sendOkTrailers(this: ServerHttp2Stream): void {
   this.sendTrailers(OK_TRAILERS);
 }
 
+function sendDeadlineTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers({
+    'grpc-status': String(GrpcStatus.DEADLINE_EXCEEDED),
+    'grpc-message': 'deadline exceeded',
+  });
+}
+
 function ignore(): void {
   // A reset stream or a dropped connection ends its calls; nothing to report, no one to tell.
 }
@@ -163,7 +170,7 @@ class Call {
       );
       return;
     }
-    this.finish(); // a stream lives as long as its method keeps it: no deadline on it
+    // A stream keeps its deadline (onDeadline ends it with DEADLINE_EXCEEDED after its messages).
     this.method.handle(message, {
       write(answer) {
         if (stream.destroyed || stream.writableEnded) return;
@@ -186,7 +193,15 @@ class Call {
 
   private onDeadline(): void {
     this.timer = undefined;
-    endWithStatus(this.stream, GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded');
+    const stream = this.stream;
+    if (!stream.headersSent) {
+      endWithStatus(stream, GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded');
+    } else if (!stream.destroyed && !stream.writableEnded) {
+      // A stream that has sent messages: its trailers carry the status instead of OK.
+      stream.off('wantTrailers', sendOkTrailers);
+      stream.on('wantTrailers', sendDeadlineTrailers);
+      stream.end();
+    }
   }
 
   private finish(): void {
