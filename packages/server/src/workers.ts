@@ -17,7 +17,7 @@ import { SERVER_ENV } from './server-env.js';
  * killed inside a transaction does not block the others); `SO_REUSEPORT` (Node 22.12+) lets the
  * kernel spread connections by a hash, unevenly for a few long-lived ones.
  *
- * With `--grpc-port`, each worker also runs the rate limit service on that port: @grpc/grpc-js
+ * With `--grpc-port`, each worker also runs the rate limit service on that port: its gRPC server
  * listens with a Node http2 server, a net.Server, so node:cluster shares its port the same way
  * (one gRPC connection, all its calls, to one worker).
  *

@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { GrpcObject, ServiceClientConstructor } from '@grpc/grpc-js';
-import { loadPackageDefinition } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
+import { GrpcError, GrpcStatus } from './grpc-frames.js';
+import type { RateLimitRequest, RateLimitResponse } from './should-rate-limit.js';
 
 /**
  * The package's own .proto files (packages/server/proto, shipped in the tarball): Envoy's rate
@@ -13,7 +13,11 @@ export function protoDir(): string {
   return join(dirname(createRequire(import.meta.url).resolve('@sluice/server/package.json')), 'proto');
 }
 
-/** How messages are read and written: proto field names, enums and 64-bit integers as numbers. */
+/**
+ * How messages are read: proto field names, enums and 64-bit integers as numbers, absent fields
+ * as their defaults (empty arrays, null messages). The options @grpc/proto-loader was given when
+ * it read them, so the objects the service sees are the ones it saw then.
+ */
 export const LOADER_OPTIONS = {
   keepCase: true,
   longs: Number,
@@ -22,31 +26,59 @@ export const LOADER_OPTIONS = {
   oneofs: true,
 } as const;
 
+/** One message type: bytes to the object the service reads, the object it writes to bytes. */
+export interface MessageCodec<In, Out = In> {
+  /** A malformed message is a GrpcError (INTERNAL). */
+  decode(bytes: Uint8Array): In;
+  encode(value: Out): Uint8Array;
+}
+
 export interface LoadedProtos {
-  readonly rateLimitService: ServiceClientConstructor;
-  readonly health: ServiceClientConstructor;
+  readonly rateLimitRequest: MessageCodec<RateLimitRequest>;
+  readonly rateLimitResponse: MessageCodec<RateLimitResponse>;
+  readonly healthRequest: MessageCodec<{ service: string }>;
+  readonly healthResponse: MessageCodec<{ status: number }>;
 }
 
 let loaded: LoadedProtos | undefined;
 
-function at(root: GrpcObject, path: string): ServiceClientConstructor {
-  let node: unknown = root;
-  for (const part of path.split('.')) node = (node as Record<string, unknown>)[part];
-  return node as ServiceClientConstructor;
+function codec<T>(root: protobuf.Root, name: string): MessageCodec<T> {
+  const type = root.lookupType(name);
+  return {
+    decode(bytes) {
+      let message: protobuf.Message;
+      try {
+        message = type.decode(bytes);
+      } catch (err) {
+        throw new GrpcError(
+          GrpcStatus.INTERNAL,
+          `could not deserialize the ${type.name} message: ${(err as Error).message}`,
+        );
+      }
+      return type.toObject(message, LOADER_OPTIONS) as T;
+    },
+    // fromObject first, as proto-loader's serializer did: it coerces what encode alone would not.
+    encode: (value) => type.encode(type.fromObject(value as Record<string, unknown>)).finish(),
+  };
 }
 
-/** Loads both services once per process. */
+/** Loads both services' messages once per process. */
 export function loadProtos(): LoadedProtos {
   if (loaded !== undefined) return loaded;
   const dir = protoDir();
-  const definition = loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
-    ...LOADER_OPTIONS,
-    includeDirs: [dir],
+  const root = new protobuf.Root();
+  // google/protobuf/*.proto come bundled with protobufjs; the rest from the package's proto/.
+  root.resolvePath = (_origin, target) =>
+    target.startsWith('google/protobuf/') ? target : join(dir, target);
+  root.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
+    keepCase: LOADER_OPTIONS.keepCase,
   });
-  const root = loadPackageDefinition(definition);
+  root.resolveAll();
   loaded = {
-    rateLimitService: at(root, 'envoy.service.ratelimit.v3.RateLimitService'),
-    health: at(root, 'grpc.health.v1.Health'),
+    rateLimitRequest: codec(root, 'envoy.service.ratelimit.v3.RateLimitRequest'),
+    rateLimitResponse: codec(root, 'envoy.service.ratelimit.v3.RateLimitResponse'),
+    healthRequest: codec(root, 'grpc.health.v1.HealthCheckRequest'),
+    healthResponse: codec(root, 'grpc.health.v1.HealthCheckResponse'),
   };
   return loaded;
 }

@@ -1,25 +1,19 @@
-import {
-  Server,
-  ServerCredentials,
-  type ServerUnaryCall,
-  type ServerWritableStream,
-  type sendUnaryData,
-  status,
-} from '@grpc/grpc-js';
 import { ErrorCode, SluiceError } from '@sluice/core';
 import type { RlsBackend } from './backends.js';
 import { ConfigDirectory } from './config-directory.js';
-import { loadProtos } from './proto.js';
+import { GrpcError, GrpcStatus } from './grpc-frames.js';
+import { GrpcHttp2Server, type GrpcMethod, type ServerStreamCall } from './grpc-http2-server.js';
+import { type LoadedProtos, loadProtos } from './proto.js';
 import {
   BadRequest,
   type DecideOptions,
-  type RateLimitRequest,
   type RateLimitResponse,
   shouldRateLimit,
 } from './should-rate-limit.js';
 import { type DescriptorCounters, RlsStats } from './stats.js';
 
 export const RLS_SERVICE_NAME = 'envoy.service.ratelimit.v3.RateLimitService';
+const HEALTH_SERVICE_NAME = 'grpc.health.v1.Health';
 
 export interface RateLimitServiceOptions {
   /**
@@ -91,11 +85,12 @@ function positive(option: string, value: number | undefined, fallback: number): 
  */
 export class RateLimitService {
   readonly stats: RlsStats;
-  private readonly server: Server;
+  private readonly server: GrpcHttp2Server;
+  private readonly protos: LoadedProtos;
   private readonly directory: ConfigDirectory;
   private readonly decide: DecideOptions;
   private readonly log: (event: string, fields: Record<string, unknown>) => void;
-  private readonly watchers = new Set<ServerWritableStream<unknown, { status: number }>>();
+  private readonly watchers = new Set<ServerStreamCall>();
   private serving = false;
   private closing: Promise<void> | undefined;
   private boundPort = 0;
@@ -133,31 +128,44 @@ export class RateLimitService {
     this.stats = new RlsStats(ratio, positive('maxStatsKeys', options.maxStatsKeys, 10_000));
     this.directory = new ConfigDirectory(options.configDir, (event, fields) => this.log(event, fields));
     const maxMessage = positive('maxMessageBytes', options.maxMessageBytes, 4 * 1024 * 1024);
-    this.server = new Server({ 'grpc.max_receive_message_length': maxMessage });
     const protos = loadProtos();
-    this.server.addService(protos.rateLimitService.service, {
-      ShouldRateLimit: (
-        call: ServerUnaryCall<RateLimitRequest, RateLimitResponse>,
-        cb: sendUnaryData<RateLimitResponse>,
-      ) => this.shouldRateLimit(call.request, cb),
-    });
-    this.server.addService(protos.health.service, {
-      Check: (
-        call: ServerUnaryCall<{ service: string }, { status: number }>,
-        cb: sendUnaryData<{ status: number }>,
-      ) => {
-        const known = this.known(call.request.service);
-        if (!known)
-          cb({ code: status.NOT_FOUND, details: `unknown service ${JSON.stringify(call.request.service)}` });
-        else cb(null, { status: this.health() });
-      },
-      Watch: (call: ServerWritableStream<{ service: string }, { status: number }>) => {
-        call.write({ status: this.known(call.request.service) ? this.health() : HEALTH.SERVICE_UNKNOWN });
-        const stream = call as ServerWritableStream<unknown, { status: number }>;
-        this.watchers.add(stream);
-        call.on('cancelled', () => this.watchers.delete(stream));
-      },
-    });
+    this.protos = protos;
+    const methods = new Map<string, GrpcMethod>([
+      [
+        `/${RLS_SERVICE_NAME}/ShouldRateLimit`,
+        { kind: 'unary', handle: (message) => this.shouldRateLimit(message) },
+      ],
+      [
+        `/${HEALTH_SERVICE_NAME}/Check`,
+        {
+          kind: 'unary',
+          handle: async (message) => {
+            const { service } = protos.healthRequest.decode(message);
+            if (!this.known(service)) {
+              throw new GrpcError(GrpcStatus.NOT_FOUND, `unknown service ${JSON.stringify(service)}`);
+            }
+            return protos.healthResponse.encode({ status: this.health() });
+          },
+        },
+      ],
+      [
+        `/${HEALTH_SERVICE_NAME}/Watch`,
+        {
+          kind: 'server-stream',
+          handle: (message, call) => {
+            const { service } = protos.healthRequest.decode(message);
+            call.write(
+              protos.healthResponse.encode({
+                status: this.known(service) ? this.health() : HEALTH.SERVICE_UNKNOWN,
+              }),
+            );
+            this.watchers.add(call);
+            call.onClose(() => this.watchers.delete(call));
+          },
+        },
+      ],
+    ]);
+    this.server = new GrpcHttp2Server(methods, maxMessage);
   }
 
   /** The config now serving. */
@@ -197,45 +205,43 @@ export class RateLimitService {
 
   private setServing(serving: boolean): void {
     this.serving = serving;
-    for (const w of this.watchers) w.write({ status: this.health() });
+    const message = this.protos.healthResponse.encode({ status: this.health() });
+    for (const w of this.watchers) w.write(message);
   }
 
-  private shouldRateLimit(request: RateLimitRequest, cb: sendUnaryData<RateLimitResponse>): void {
-    shouldRateLimit(request, this.directory.config, this.options.backend, this.stats, this.decide).then(
-      (response) => cb(null, response),
-      (err: unknown) => {
-        if (err instanceof BadRequest) {
-          cb({ code: status.INVALID_ARGUMENT, details: err.message });
-          return;
-        }
-        this.log('decide-error', { backend: this.options.backend.name, error: (err as Error).message });
-        cb({ code: status.UNAVAILABLE, details: `rate limit backend failed: ${(err as Error).message}` });
-      },
-    );
+  private async shouldRateLimit(message: Buffer): Promise<Uint8Array> {
+    const request = this.protos.rateLimitRequest.decode(message);
+    let response: RateLimitResponse;
+    try {
+      response = await shouldRateLimit(
+        request,
+        this.directory.config,
+        this.options.backend,
+        this.stats,
+        this.decide,
+      );
+    } catch (err) {
+      if (err instanceof BadRequest) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, err.message);
+      this.log('decide-error', { backend: this.options.backend.name, error: (err as Error).message });
+      throw new GrpcError(GrpcStatus.UNAVAILABLE, `rate limit backend failed: ${(err as Error).message}`);
+    }
+    return this.protos.rateLimitResponse.encode(response);
   }
 
   /** Binds and starts serving; resolves with the bound port. */
-  listen(): Promise<number> {
+  async listen(): Promise<number> {
     const host = this.options.host ?? '127.0.0.1';
-    const address = `${host.includes(':') ? `[${host}]` : host}:${this.options.port ?? 8081}`;
-    return new Promise((resolve, reject) => {
-      this.server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
-        if (err !== null) {
-          reject(err);
-          return;
-        }
-        this.boundPort = port;
-        if (this.options.watch !== false) this.directory.watch(this.options.reloadDelay ?? 200);
-        this.setServing(true);
-        this.log('rls-listening', {
-          host,
-          port,
-          configDir: this.options.configDir,
-          backend: this.options.backend.name,
-        });
-        resolve(port);
-      });
+    const port = await this.server.listen(host, this.options.port ?? 8081);
+    this.boundPort = port;
+    if (this.options.watch !== false) this.directory.watch(this.options.reloadDelay ?? 200);
+    this.setServing(true);
+    this.log('rls-listening', {
+      host,
+      port,
+      configDir: this.options.configDir,
+      backend: this.options.backend.name,
     });
+    return port;
   }
 
   /**
@@ -248,17 +254,7 @@ export class RateLimitService {
       for (const w of this.watchers) w.end();
       this.watchers.clear();
       this.directory.close();
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.server.forceShutdown();
-          resolve();
-        }, this.options.closeTimeout ?? 10_000);
-        timer.unref();
-        this.server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      await this.server.close(this.options.closeTimeout ?? 10_000);
       this.log('rls-stopped', { port: this.boundPort });
     })();
     return this.closing;
