@@ -52,7 +52,8 @@ describe("Envoy's adaptive concurrency gradient controller", () => {
     expect(measured.nextMeasure).toBe(1091);
     // Window (16, 116]: RTTs 15, 20, and 17 (ending at 117, it closes the window): p50 of [15, 17, 20] = 17
     // → ⌊10 × 15/17 + √(10 × 15/17)⌋ = 11
-    const first = feed(measured, [rq(20, 35), rq(30, 50), rq(100, 117)], params);
+    // (five in flight: half the limit, so it may grow; see the idle rule below)
+    const first = feed(measured, [busy(20, 35, 5), busy(30, 50, 5), busy(100, 117, 5)], params);
     expect(first.limit).toBe(11);
     // Window (117, 217]: 30 and 30 → g = 0.5: ⌊5.5 + 2.35⌋ = 7
     const second = feed(first, [rq(150, 180), rq(200, 230)], params);
@@ -64,6 +65,28 @@ describe("Envoy's adaptive concurrency gradient controller", () => {
     expect(feed(again, [rq(1090, 1100)], params).minRttSamples).toEqual([]);
     const remeasured = feed(again, [rq(1095, 1115), rq(1096, 1116), rq(1097, 1117), rq(1098, 1118)], params);
     expect(remeasured).toMatchObject({ limit: 7, minRtt: 20 });
+  });
+
+  it('not Envoy’s: a window that never had half the limit in flight does not raise it; one that did, does', () => {
+    const measured = feed(
+      envoyGradientStart(params, 0),
+      [rq(0, 12), rq(0, 12), rq(0, 12), rq(0, 12)],
+      params,
+    );
+    expect(measured).toMatchObject({ limit: 10, minRtt: 12 });
+    // Window (12, 112]: RTTs at the minRTT, g = 15/12 → 1.25: Envoy's formula says ⌊12.5 + 3.54⌋ = 16.
+    expect(envoyGradientLimit(10, 12, 12, params)).toBe(16);
+    // At most 4 in flight (under half of 10): the limit holds, window after window.
+    const idle = feed(measured, [busy(20, 32, 4), busy(40, 52, 4), busy(101, 113, 4)], params);
+    expect(idle.limit).toBe(10);
+    const stillIdle = feed(idle, [busy(150, 162, 2), busy(201, 213, 2), busy(210, 222, 1)], params);
+    expect(stillIdle.limit).toBe(10);
+    // Five in flight at once (half of 10): it grows as Envoy's formula says.
+    const used = feed(measured, [busy(20, 32, 4), busy(40, 52, 5), busy(101, 113, 4)], params);
+    expect(used.limit).toBe(16);
+    // Falling is never held: an RTT of 30 halves it whatever was in flight (⌊5 + 2.24⌋ = 7).
+    const slow = feed(measured, [busy(20, 50, 1), busy(40, 70, 1), busy(90, 120, 1)], params);
+    expect(slow.limit).toBe(7);
   });
 
   it('five windows in a row at the minimum start a new minRTT measurement (the minRTT is likely wrong)', () => {

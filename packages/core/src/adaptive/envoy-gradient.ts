@@ -218,6 +218,9 @@ export function envoyGradientLimit(
  *   `minRttConcurrency`); else its RTT joins the window, and each window (one `updateInterval`)
  *   that closes gives `sampleRTT` = its percentile and the limit `envoyGradientLimit`. Five
  *   windows in a row at `minLimit` start a measurement at once: the minRTT is likely wrong.
+ * - Not Envoy's: a window whose requests never had half the limit in flight at once does not
+ *   raise it (Gradient2's and AIMD's rule): below capacity the RTT stays at the minRTT, Envoy's
+ *   gradient is 1.25 there, and its limit would climb to `maxLimit` and let a spike through whole.
  * - Not Envoy's: five windows that each lowered the limit, their requests reaching the new limit
  *   at once, while their `sampleRTT` stayed within 10% of the RTT of the window before the first
  *   of them (`STALE_TOLERANCE`), start a measurement at once too. A window that raises the limit,
@@ -258,7 +261,11 @@ export function envoyGradientUpdate(
   if (sample.start < state.epoch) return state;
   const { window, closed } = addSample(state.window, sample, state.windowParams);
   if (closed?.rtt === undefined || state.minRtt === undefined) return { ...state, window };
-  const limit = envoyGradientLimit(state.limit, state.minRtt, closed.rtt, params);
+  const gradient = envoyGradientLimit(state.limit, state.minRtt, closed.rtt, params);
+  // Not Envoy's: no growth from a window that used under half the limit (Gradient2's and AIMD's
+  // rule). Its RTT says nothing of what more would cost, and Envoy's limit climbs to
+  // `maxLimit` under any load below capacity; a spike then meets no limit at all.
+  const limit = gradient > state.limit && closed.maxInFlight * 2 < state.limit ? state.limit : gradient;
   const atMin = limit === params.minLimit && state.limit === params.minLimit ? state.atMin + 1 : 0;
   const { stale, staleRtt } = staleRun(state, limit, closed.rtt, closed.maxInFlight);
   if (atMin >= AT_MIN_REMEASURE || stale >= STALE_REMEASURE)
