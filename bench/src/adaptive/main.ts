@@ -24,6 +24,8 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+// The simulator's reading of the same 100 ms limit samples: one definition of "settled".
+import { limitRecovery } from '../../../packages/playground/src/sim/adaptive/bench-shape.js';
 import { benchCores, pin, quietEnough, uptime } from '../lib/pinning.js';
 import { openLoop } from './open-loop.js';
 import {
@@ -139,26 +141,6 @@ async function offer(
   };
 }
 
-interface Settling {
-  /** Seconds after the halving until the limit stays within ±20% of where it settles. */
-  readonly settle: number;
-  /** The limit's largest distance from where it settles, over the last third, as a share. */
-  readonly swing: number;
-  readonly settledAt: number;
-}
-
-function settling(limits: readonly number[], halvedAt: number): Settling {
-  const after = limits.slice(halvedAt);
-  const tail = after.slice(Math.floor((after.length * 2) / 3)).sort((a, b) => a - b);
-  const settledAt = tail[Math.floor(tail.length / 2)] ?? Number.NaN;
-  let last = -1;
-  after.forEach((limit, i) => {
-    if (Math.abs(limit - settledAt) > 0.2 * settledAt) last = i;
-  });
-  const swing = Math.max(...tail.map((limit) => Math.abs(limit - settledAt) / settledAt));
-  return { settle: ((last + 1) * 100) / 1000, swing, settledAt };
-}
-
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 async function main(): Promise<void> {
@@ -207,9 +189,9 @@ async function main(): Promise<void> {
         clearTimeout(halving);
         const { limits } = await app.stats();
         await app.stop();
-        const s = settling(limits, Math.round(half * 10));
+        const s = limitRecovery(limits, Math.round(half * 10));
         settles.push(
-          `| ${subject} | ${s.settle.toFixed(1)} | ${Number.isNaN(s.settledAt) ? '–' : s.settledAt} | ±${pct(s.swing)} |`,
+          `| ${subject} | ${s.after.toFixed(1)} | ${Number.isNaN(s.steadyAt) ? '–' : s.steadyAt} | ±${pct(s.swing)} |`,
         );
       }
     }
