@@ -97,13 +97,14 @@ describe('the bench shape in the simulator', () => {
     },
   );
 
-  it('the busy loop: arrivals and the ends of responses are seen at the turns’ ends; without one, the rounds are as before', () => {
-    const quiet = runShape('fixed', 0.1, busy, { deadline: Number.POSITIVE_INFINITY });
-    // A 50 ms call answered a turn (2 ms) or a stall later: never sooner than the call itself.
-    expect(quiet.p99).toBeGreaterThan(50);
-    expect(runShape('vegas', 4, { ...shape, loop: undefined }, { deadline })).toEqual(
-      runShape('vegas', 4, shape, { deadline }),
-    );
+  it('the busy loop: arrivals and the ends of responses are seen at the turns’ ends, later than without one', () => {
+    const none = { deadline: Number.POSITIVE_INFINITY };
+    // Without a loop a 50 ms call at 10% load is answered in 50 ms; on the busy loop a turn (2 ms)
+    // or a stall later, never sooner.
+    expect(runShape('fixed', 0.1, shape, none).p99).toBe(50);
+    const slow = runShape('fixed', 0.1, busy, none);
+    expect(slow.p99).toBeGreaterThan(52);
+    expect(slow.p99).toBeLessThan(50 + 2 * 1.5 * busy.loop.stall);
   });
 
   // Issue 33's bench: AIMD's p99 on Express at 4× was 112 ms (target ≤ ~104). Netflix's AIMDLimit
