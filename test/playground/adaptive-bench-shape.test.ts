@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { CRITICAL_EVERY, PARTITIONS, SERVICE_MS, SLOTS } from '../../bench/src/adaptive/subjects.js';
 import {
   BENCH_SHAPE,
+  BUSY_LOOP,
   halvingShape,
   limitRecovery,
   runShape,
@@ -84,7 +85,7 @@ describe('the bench shape in the simulator', () => {
   // have not yet ended. Modelled here (2 ms turns, a 10–30 ms stall one turn in 50), one slot of
   // headroom over critical's recent peak served 98.6–99.0%: bursts past the peak met a limit low
   // priority had filled. ⌈√peak⌉ slots of headroom cover them.
-  const busy = { ...shape, loop: { turn: 2, stall: 20, stallEvery: 50 } };
+  const busy = { ...shape, loop: BUSY_LOOP };
   it.each(LATENCY_LED.flatMap((kind) => [2, 4].map((load) => [kind, load] as const)))(
     '%s at %s× on a busy event loop: critical ≥ 99% served, low priority absorbs the shedding, goodput in the deadline ≥ 90% of the fixed limit’s there',
     (kind, load) => {

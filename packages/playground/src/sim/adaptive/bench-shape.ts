@@ -87,6 +87,14 @@ export const BENCH_SHAPE: BenchShape = {
   duration: 20_000,
 };
 
+/**
+ * A model of the bench's Express app at 4× (2 ms turns, a 10–30 ms stall one turn in 50): a
+ * guess at its loop, not a measurement of it. With one slot of partition headroom it reproduced
+ * the bench's Express rows in direction and size: critical 98.6–99.0% served at 4× (the bench:
+ * 98.8–98.9%), low priority and goodput below the quiet loop's (bench/results/adaptive.md).
+ */
+export const BUSY_LOOP: BusyLoop = { turn: 2, stall: 20, stallEvery: 50 };
+
 const CONTROLLERS: Record<ControllerKind, () => LimitController> = {
   vegas: () => vegas(),
   gradient2: () => gradient2(),
