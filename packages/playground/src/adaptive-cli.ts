@@ -4,7 +4,7 @@
  * summary per phase.
  *
  *   pnpm simulate adaptive [--out-dir charts] [--seed 1]
- *   pnpm simulate adaptive --bench-shape [--arrivals even|poisson] [--seconds 20] [--seed 1]
+ *   pnpm simulate adaptive --bench-shape [--arrivals even|poisson] [--busy-loop] [--seconds 20] [--seed 1]
  *
  * `--bench-shape` runs the HTTP bench's shape instead (`sim/adaptive/bench-shape.ts`) and prints
  * its tables: no charts.
@@ -14,17 +14,19 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type AdaptiveSimResult, DEFAULT_SIM, simulateAdaptive } from './sim/adaptive/adaptive-sim.js';
 import { renderAdaptiveSvg } from './sim/adaptive/adaptive-svg.js';
-import { BENCH_SHAPE } from './sim/adaptive/bench-shape.js';
+import { BENCH_SHAPE, BUSY_LOOP } from './sim/adaptive/bench-shape.js';
 import { benchShapeReport, formatShapeReport } from './sim/adaptive/bench-shape-report.js';
 import { phaseSummaries } from './sim/adaptive/phase-summary.js';
 
 const USAGE = `usage: pnpm simulate adaptive [--out-dir dir] [--seed n]
-       pnpm simulate adaptive --bench-shape [--arrivals even|poisson] [--seconds n] [--seed n]
+       pnpm simulate adaptive --bench-shape [--arrivals even|poisson] [--busy-loop] [--seconds n] [--seed n]
   --out-dir      where to write the SVG charts (default: adaptive-charts)
   --seed         the generator's seed: the same seed, the same run (default: 1)
   --bench-shape  the HTTP bench's shape instead (a 20 × 50 ms downstream at 2× and 4×, 1 in 7
                  critical; then the downstream halving): prints its tables, writes no chart
   --arrivals     with --bench-shape: even (the bench's open loop, default) or poisson
+  --busy-loop    with --bench-shape: the app's event loop busy, as the bench's Express app at 4×
+                 (2 ms turns, a 10–30 ms stall one turn in 50)
   --seconds      with --bench-shape: seconds per round (default: 20)`;
 
 export function adaptiveMain(argv: readonly string[]): number {
@@ -35,6 +37,7 @@ export function adaptiveMain(argv: readonly string[]): number {
       seed: { type: 'string', default: '1' },
       'bench-shape': { type: 'boolean', default: false },
       arrivals: { type: 'string', default: 'even' },
+      'busy-loop': { type: 'boolean', default: false },
       seconds: { type: 'string', default: '20' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -59,7 +62,13 @@ export function adaptiveMain(argv: readonly string[]): number {
       console.error(`--seconds must be a whole number ≥ 1; got ${JSON.stringify(values.seconds)}`);
       return 2;
     }
-    const shape = { ...BENCH_SHAPE, seed, arrivals, duration: seconds * 1000 } as const;
+    const shape = {
+      ...BENCH_SHAPE,
+      seed,
+      arrivals,
+      duration: seconds * 1000,
+      ...(values['busy-loop'] ? { loop: BUSY_LOOP } : {}),
+    } as const;
     console.log(formatShapeReport(benchShapeReport(shape)));
     return 0;
   }

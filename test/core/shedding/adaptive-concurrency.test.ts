@@ -147,21 +147,23 @@ describe('AdaptiveConcurrency', () => {
     // Critical steadily holds 10: it asks at 0…9 in flight, so its peak is 10.
     const critical = Array.from({ length: 10 }, (_, i) => limiter.acquire('critical', { now: i }));
     expect(critical.every((l) => l.decision.allowed)).toBe(true);
-    // Low takes the rest but the 1 slot of headroom kept for critical: 20 − 10 − 1 = 9 (was 4).
+    // Low takes the rest but the headroom kept for critical, ⌈√10⌉ = 4: 20 − 10 − 4 = 6 (was 4
+    // with critical's whole share kept, then 9 with one slot of headroom).
     const low = Array.from({ length: 12 }, () => limiter.acquire('low', { now: 20 }));
-    expect(low.filter((l) => l.decision.allowed)).toHaveLength(9);
-    // Critical's next request finds the headroom slot: 20 in flight, none over the limit.
-    expect(limiter.acquire('critical', { now: 21 }).decision.allowed).toBe(true);
+    expect(low.filter((l) => l.decision.allowed)).toHaveLength(6);
+    // A burst of 4 critical requests past its peak finds the headroom: 20 in flight, none over.
+    const burst = Array.from({ length: 4 }, () => limiter.acquire('critical', { now: 21 }));
+    expect(burst.every((l) => l.decision.allowed)).toBe(true);
     expect(limiter.inFlight).toBe(20);
-    // It asked at 10 in flight: its peak is 11, it keeps min(16, 11 + 1) − 11 = 1 free. A critical
-    // request ends: 2 free slots are kept (12 − 10), so low is refused though 1 slot is free.
+    // It asked at 13 in flight: its peak is 14, it keeps min(16, 14 + ⌈√14⌉) − in flight. A
+    // critical request ends: 13 in flight, 3 kept (16 − 13), 1 free: low is refused.
     critical[0]!.release({ now: 30, ignore: true });
     expect(limiter.acquire('low', { now: 31 }).decision).toMatchObject({ allowed: false, remaining: 0 });
-    // A low request ends: now 2 are free, both critical's; critical takes one, low still nothing.
+    // A low request ends: 2 free, both critical's; critical takes one, low still nothing.
     low[0]!.release({ now: 32, ignore: true });
     expect(limiter.acquire('low', { now: 33 }).decision.allowed).toBe(false);
     expect(limiter.acquire('critical', { now: 33 }).decision.allowed).toBe(true);
-    // Critical at 11, its peak still 11 (it asked at 10), keeps min(16, 12) − 11 = 1: the free slot.
+    // Critical at 14 in flight, its peak 14, keeps min(16, 18) − 14 = 2: more than the free slot.
     expect(limiter.acquire('low', { now: 34 }).decision.allowed).toBe(false);
     expect(limiter.inFlight).toBe(19);
   });

@@ -12,7 +12,7 @@ import {
 } from '../shedding/retry-hint.js';
 import { assertKnownOptions, assertTime, booleanOption, functionOption } from '../validate.js';
 import type { LimitController } from './controller.js';
-import { type DemandState, NO_DEMAND, recentPeak, recordAsk } from './partition-demand.js';
+import { type DemandState, headroom, NO_DEMAND, recentPeak, recordAsk } from './partition-demand.js';
 import { admits, guaranteedSlots, type PartitionPlan, partitionsOption, SINGLE } from './partitions.js';
 import { vegas } from './vegas.js';
 
@@ -28,7 +28,7 @@ export interface AdaptiveConcurrencyOptions {
    * by convention. A partition below its share is admitted whenever the limit has room; above
    * it, it borrows what the others leave unused, never what one that has demand keeps for itself:
    * its recent peak (the most it asked for at once over the last one to two `demandWindow`s) and
-   * a slot of headroom, up to its share.
+   * ⌈√peak⌉ slots of headroom (at least 1), up to its share.
    * With partitions, `acquire` takes the request's priority.
    * @default none: one partition, the whole limit
    * @example { critical: 0.8, low: 0.2 }
@@ -303,12 +303,14 @@ export class AdaptiveConcurrency {
 
   /**
    * The slots partition `q` wants at once: with demand (requests in flight, or one within
-   * `demandWindow`), its recent peak (see `recentPeak`) and one slot of headroom, so its next
-   * request finds a slot and what it keeps grows by one with each slot it asks for; else 0.
+   * `demandWindow`), its recent peak (see `recentPeak`) and `headroom` above it (√ of the peak, at
+   * least 1), so a burst of its requests past the peak finds slots and what it keeps grows with
+   * each slot it asks for; else 0.
    */
   private wanted(q: number, now: number): number {
     if (this.counts[q]! === 0 && !(now - this.asked[q]! < this.demandWindow)) return 0;
-    return recentPeak(this.demand[q]!, now, this.demandWindow) + 1;
+    const peak = recentPeak(this.demand[q]!, now, this.demandWindow);
+    return peak + headroom(peak);
   }
 
   private partitionOf(priority: string | undefined): number {

@@ -34,7 +34,7 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 export function formatShapeReport(report: ShapeReport): string {
   const { shape, deadline } = report;
   const lines = [
-    `Bench shape (virtual time, seed ${shape.seed}): downstream ${shape.slots} slots × ${shape.serviceTime} ms, ${shape.arrivals} arrivals, 1 in ${shape.criticalEvery} critical, ${shape.duration / 1000} s rounds; deadline ${deadline} ms (2 × no-load p99)`,
+    `Bench shape (virtual time, seed ${shape.seed}): downstream ${shape.slots} slots × ${shape.serviceTime} ms, ${shape.arrivals} arrivals, 1 in ${shape.criticalEvery} critical, ${shape.duration / 1000} s rounds; deadline ${deadline} ms (2 × no-load p99)${shape.loop === undefined ? '' : `; busy event loop: ${shape.loop.turn} ms turns, a ${shape.loop.stall} ms stall (±50%) one turn in ${shape.loop.stallEvery}`}`,
     '',
     '| subject | load | goodput/s | in deadline/s | p99 served ms | critical served | low served | limit (median) |',
     '|---|---|---|---|---|---|---|---|',

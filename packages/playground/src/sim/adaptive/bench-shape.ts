@@ -53,6 +53,25 @@ export interface BenchShape {
   readonly timeout: number;
   /** ms of each round. */
   readonly duration: number;
+  /** The app's event loop, when it is busy (see `BusyLoop`); none: the app answers at once (the default). */
+  readonly loop?: BusyLoop;
+}
+
+/**
+ * An app whose one core is busy (the bench's Express app at 4×: 1,600 requests a second): its
+ * event loop turns every `turn` ms, and one turn in `stallEvery` takes `stall` × 0.5–1.5 ms
+ * instead (a seeded draw). Arrivals are seen at the end of the turn they came in; a downstream
+ * call that ends frees its downstream slot then, but its response's end (the lease's release) is
+ * seen a turn later, after that turn's arrivals: so requests come in bursts and meet slots still
+ * held.
+ */
+export interface BusyLoop {
+  /** ms of an ordinary turn. */
+  readonly turn: number;
+  /** ms of a stalled turn, on average. */
+  readonly stall: number;
+  /** One turn in this many stalls, on average. */
+  readonly stallEvery: number;
 }
 
 /** The bench's: 20 slots × 50 ms (400/s), 1 in 7 critical, partitions 80/20, 10 s client timeout. */
@@ -67,6 +86,14 @@ export const BENCH_SHAPE: BenchShape = {
   timeout: 10_000,
   duration: 20_000,
 };
+
+/**
+ * A model of the bench's Express app at 4× (2 ms turns, a 10–30 ms stall one turn in 50): a
+ * guess at its loop, not a measurement of it. With one slot of partition headroom it reproduced
+ * the bench's Express rows in direction and size: critical 98.6–99.0% served at 4× (the bench:
+ * 98.8–98.9%), low priority and goodput below the quiet loop's (bench/results/adaptive.md).
+ */
+export const BUSY_LOOP: BusyLoop = { turn: 2, stall: 20, stallEvery: 50 };
 
 const CONTROLLERS: Record<ControllerKind, () => LimitController> = {
   vegas: () => vegas(),
@@ -96,11 +123,41 @@ export interface ShapeRound {
   readonly overLimit: number;
 }
 
-type Event = { type: 'arrive'; i: number } | { type: 'done'; i: number } | { type: 'timeout'; i: number };
+type Event =
+  | { type: 'arrive'; i: number }
+  | { type: 'done'; i: number }
+  | { type: 'finish'; i: number }
+  | { type: 'timeout'; i: number };
 
 const QUEUED = 1;
 const SERVING = 2;
 const ENDED = 3;
+/** The downstream call ended; the response's end is not yet seen (a busy loop). */
+const FINISHING = 5;
+
+/** The loop's turns: when each ends, in ms, up to past `until`; none without a loop. */
+function loopTurns(loop: BusyLoop | undefined, seed: number, until: number): number[] {
+  if (loop === undefined) return [];
+  const random = seededRandom(seed * 31 + 5);
+  const turns = [0];
+  for (let t = 0; t <= until; turns.push(t)) {
+    t += random() < 1 / loop.stallEvery ? loop.stall * (0.5 + random()) : loop.turn;
+  }
+  return turns;
+}
+
+/** The first turn's end at or after `t` (`after`: strictly after); `t` itself without a loop. */
+function turnAt(turns: readonly number[], t: number, after = false): number {
+  if (turns.length === 0) return t;
+  let lo = 0;
+  let hi = turns.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (after ? turns[mid]! > t : turns[mid]! >= t) hi = mid;
+    else lo = mid + 1;
+  }
+  return turns[lo]!;
+}
 
 /**
  * One round: `load` × capacity for `shape.duration`; `halveAt` (ms), when given, doubles the
@@ -151,12 +208,14 @@ export function runShape(
   const latencies: number[] = [];
   const limits: number[] = [];
   const events = new EventQueue<Event>();
-  for (let i = 0; i < n; i++) events.push(arrivals[i]!, { type: 'arrive', i });
+  // Past the last call's end and its client's timeout, so every event has a turn to be seen at.
+  const turns = loopTurns(shape.loop, shape.seed, shape.duration + shape.timeout + 10 * shape.serviceTime);
+  for (let i = 0; i < n; i++) events.push(turnAt(turns, arrivals[i]!), { type: 'arrive', i });
   const speed = () => (options.halveAt !== undefined && now >= options.halveAt ? 0.5 : 1);
   const serve = (i: number) => {
     state[i] = SERVING;
     busy++;
-    events.push(now + work[i]! / speed(), { type: 'done', i });
+    events.push(turnAt(turns, now + work[i]! / speed()), { type: 'done', i });
   };
   const critical = (i: number) => i % shape.criticalEvery === 0;
 
@@ -191,9 +250,19 @@ export function runShape(
         state[i] = QUEUED;
         queue.push(i);
       }
-    } else if (type === 'done') {
+    } else if (type === 'done' && turns.length > 0) {
       busy--;
       if (state[i] === SERVING) {
+        state[i] = FINISHING;
+        events.push(turnAt(turns, now, true), { type: 'finish', i });
+      }
+      while (head < queue.length && busy < shape.slots) {
+        const j = queue[head++]!;
+        if (state[j] === QUEUED) serve(j);
+      }
+    } else if (type === 'done' || type === 'finish') {
+      if (type === 'done') busy--;
+      if (state[i] === SERVING || state[i] === FINISHING) {
         state[i] = ENDED;
         inFlight--;
         leases[i]?.release({ now });
@@ -206,7 +275,7 @@ export function runShape(
         const j = queue[head++]!;
         if (state[j] === QUEUED) serve(j);
       }
-    } else if (state[i] === QUEUED || state[i] === SERVING) {
+    } else if (state[i] === QUEUED || state[i] === SERVING || state[i] === FINISHING) {
       // The client gave up: queued work is cancelled, started work runs on (its slot stays busy).
       state[i] = state[i] === SERVING ? ENDED + 1 : ENDED;
       inFlight--;
