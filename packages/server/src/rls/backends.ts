@@ -27,9 +27,24 @@ export interface RlsBackend {
   decide(calls: readonly RlsCall[], allOrNothing: boolean): Promise<BackendAnswer>;
 }
 
-/** A call's stored key in the server's LMDB: its algorithm with every parameter, then the descriptor. */
-function lmdbId(call: LimitCall): string {
-  return storedId(`rls:${specOf(call.algorithm)}`, Buffer.from(call.key));
+/** Each algorithm's digest (storedId's prefix part), found once: a rule's algorithm lives as long as its config. */
+const digests = new WeakMap<LimitCall['algorithm'], string>();
+const EMPTY = Buffer.alloc(0);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII is U+0000 to U+007F
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * A call's stored key in the server's LMDB: its algorithm with every parameter, then the
+ * descriptor (storedId: the prefix's digest, then the key's UTF-8 bytes one char each, which for
+ * an ASCII key is the key itself: no Buffer per call).
+ */
+export function lmdbId(call: LimitCall): string {
+  let digest = digests.get(call.algorithm);
+  if (digest === undefined) {
+    digest = storedId(`rls:${specOf(call.algorithm)}`, EMPTY);
+    digests.set(call.algorithm, digest);
+  }
+  return digest + (ASCII.test(call.key) ? call.key : Buffer.from(call.key).toString('latin1'));
 }
 
 /** Takes what a refused call had room for, so the window reads full as envoyproxy/ratelimit's does. */
