@@ -31,6 +31,8 @@ import {
 /** A unary method: the answer's bytes, or a rejection (a GrpcError's code, else UNKNOWN). */
 export interface UnaryMethod {
   readonly kind: 'unary';
+  /** The answers carry gRPC's 5-byte message prefix already (written in place, not copied). @default false */
+  readonly framed?: boolean;
   handle(message: Buffer): Promise<Uint8Array>;
 }
 
@@ -154,14 +156,15 @@ class Call {
       return;
     }
     this.first = this.rest = undefined;
-    if (this.method.kind === 'unary') {
-      this.method.handle(message).then(
+    const method = this.method;
+    if (method.kind === 'unary') {
+      method.handle(message).then(
         (answer) => {
           this.finish();
           if (stream.headersSent || stream.destroyed) return; // past its deadline, or reset
           stream.respond(OK_HEADERS, WAIT_FOR_TRAILERS);
           stream.on('wantTrailers', sendOkTrailers); // emitted once per stream
-          stream.end(frame(answer));
+          stream.end(method.framed === true ? answer : frame(answer));
         },
         (err: unknown) => {
           this.finish();
@@ -171,7 +174,7 @@ class Call {
       return;
     }
     // A stream keeps its deadline (onDeadline ends it with DEADLINE_EXCEEDED after its messages).
-    this.method.handle(message, {
+    method.handle(message, {
       write(answer) {
         if (stream.destroyed || stream.writableEnded) return;
         if (!stream.headersSent) {

@@ -134,7 +134,7 @@ export class RateLimitService {
     const methods = new Map<string, GrpcMethod>([
       [
         `/${RLS_SERVICE_NAME}/ShouldRateLimit`,
-        { kind: 'unary', handle: (message) => this.shouldRateLimit(message) },
+        { kind: 'unary', framed: true, handle: (message) => this.shouldRateLimit(message) },
       ],
       [
         `/${HEALTH_SERVICE_NAME}/Check`,
@@ -226,7 +226,7 @@ export class RateLimitService {
       this.log('decide-error', { backend: this.options.backend.name, error: (err as Error).message });
       throw new GrpcError(GrpcStatus.UNAVAILABLE, `rate limit backend failed: ${(err as Error).message}`);
     }
-    return encodeRateLimitResponse(response);
+    return encodeRateLimitResponse(response, true);
   }
 
   /** Binds and starts serving; resolves with the bound port. */

@@ -231,8 +231,8 @@ function varintSize(n: number): number {
   return size;
 }
 
-/** UTF-8 length: a string's own length when it is ASCII. */
-function utf8Size(s: string): number {
+/** A string's UTF-8 length: its own length when it is ASCII (no call into C++ for the short ones). */
+export function utf8Size(s: string): number {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s, 'utf8');
   return s.length;
 }
@@ -303,8 +303,11 @@ function statusSize(s: DescriptorStatus, nameSize: number): number {
   return size;
 }
 
-/** RateLimitResponse as protobuf bytes. */
-export function encodeRateLimitResponse(response: RateLimitResponse): Buffer {
+/**
+ * RateLimitResponse as protobuf bytes; `framed`: after the 5 bytes of gRPC's message prefix
+ * (uncompressed, the length), so the answer goes out as it is written, not copied into a frame.
+ */
+export function encodeRateLimitResponse(response: RateLimitResponse, framed = false): Buffer {
   const { statuses, response_headers_to_add: headers } = response;
   const names = statuses.map((s) => (s.current_limit === undefined ? 0 : utf8Size(s.current_limit.name)));
   const headerSizes = headers.map((h) => [utf8Size(h.key), utf8Size(h.value)] as const);
@@ -312,7 +315,12 @@ export function encodeRateLimitResponse(response: RateLimitResponse): Buffer {
   for (let i = 0; i < statuses.length; i++) size += len(statusSize(statuses[i]!, names[i]!));
   for (const [k, v] of headerSizes) size += len((k === 0 ? 0 : len(k)) + (v === 0 ? 0 : len(v)));
 
-  const w = new Writer(Buffer.allocUnsafe(size));
+  const w = new Writer(Buffer.allocUnsafe(framed ? size + 5 : size));
+  if (framed) {
+    w.buf[0] = 0;
+    w.buf.writeUInt32BE(size, 1);
+    w.pos = 5;
+  }
   w.field(0x08, int32(response.overall_code));
   for (let i = 0; i < statuses.length; i++) {
     const s = statuses[i]!;
