@@ -7,6 +7,7 @@ import {
   type ServerHttp2Stream,
 } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { type Deadline, Deadlines } from './deadlines.js';
 import {
   ACCEPT_ENCODING,
   checkAnnounced,
@@ -102,7 +103,7 @@ class Call {
   private first: Buffer | undefined;
   private rest: Buffer[] | undefined;
   private size = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private deadline: Deadline | undefined;
 
   constructor(
     private readonly stream: ServerHttp2Stream,
@@ -110,12 +111,16 @@ class Call {
     private readonly encoding: string | undefined,
     private readonly maxMessageBytes: number,
     timeoutMs: number | undefined,
+    deadlines: Deadlines,
   ) {
     stream.on('data', (chunk: Buffer) => this.onData(chunk));
     stream.on('end', () => this.onEnd());
     if (timeoutMs !== undefined) {
-      this.timer = setTimeout(() => this.onDeadline(), timeoutMs);
-      stream.on('close', () => clearTimeout(this.timer));
+      const deadline = deadlines.add(timeoutMs, () => this.onDeadline());
+      this.deadline = deadline;
+      // A long timeout's own timer would hold a reset call until then; a queued one is dropped at
+      // its due time whatever happened (onDeadline finds the stream gone).
+      if (!deadline.queued) stream.once('close', () => this.finish());
     }
   }
 
@@ -195,7 +200,7 @@ class Call {
   }
 
   private onDeadline(): void {
-    this.timer = undefined;
+    this.deadline = undefined;
     const stream = this.stream;
     if (!stream.headersSent) {
       endWithStatus(stream, GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded');
@@ -208,8 +213,8 @@ class Call {
   }
 
   private finish(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.deadline?.cancel();
+    this.deadline = undefined;
   }
 }
 
@@ -217,6 +222,7 @@ class Call {
 export class GrpcHttp2Server {
   private readonly server: Http2Server;
   private readonly sessions = new Set<Http2Session>();
+  private readonly deadlines = new Deadlines();
   private draining = false;
 
   constructor(
@@ -261,7 +267,7 @@ export class GrpcHttp2Server {
       endWithError(stream, err);
       return;
     }
-    new Call(stream, method, encoding, this.maxMessageBytes, timeout);
+    new Call(stream, method, encoding, this.maxMessageBytes, timeout, this.deadlines);
   }
 
   /** Binds `host:port` (0: a free port); resolves with the bound port. */
