@@ -145,7 +145,8 @@ export async function shouldRateLimit(
   validate(request, options);
   const domain = config.domains.get(request.domain);
   const requestHits = Math.max(1, request.hits_addend ?? 0);
-  const replacing = new Set<string>();
+  // Rules named by another's `replaces` (rare: the set is made only when one names any).
+  let replacing: Set<string> | undefined;
   const planned: Planned[] = request.descriptors.map((d) => {
     const hits = d.hits_addend == null ? requestHits : d.hits_addend.value;
     let match: Match | undefined;
@@ -158,23 +159,25 @@ export async function shouldRateLimit(
     } else if (domain !== undefined) {
       match = matchDescriptor(domain, d.entries);
     }
-    for (const name of match?.rule.replaces ?? []) replacing.add(name);
+    const replaces = match?.rule.replaces;
+    if (replaces !== undefined && replaces.length > 0) {
+      replacing ??= new Set();
+      for (const name of replaces) replacing.add(name);
+    }
     return { match, hits, call: -1 };
   });
   const calls: RlsCall[] = [];
   for (const p of planned) {
     const rule = p.match?.rule;
     if (rule === undefined || rule.algorithm === undefined) continue;
-    if (rule.name !== '' && replacing.has(rule.name)) continue;
+    if (rule.name !== '' && replacing?.has(rule.name) === true) continue;
     p.call = calls.length;
+    const key = p.match!.counterKey;
+    const policy = rule.name === '' ? rule.fullKey : rule.name;
     calls.push({
-      call: {
-        algorithm: rule.algorithm,
-        key: p.match!.counterKey,
-        cost: p.hits,
-        policy: rule.name === '' ? rule.fullKey : rule.name,
-        ...(rule.shadow ? { shadow: true } : {}),
-      },
+      call: rule.shadow
+        ? { algorithm: rule.algorithm, key, cost: p.hits, policy, shadow: true }
+        : { algorithm: rule.algorithm, key, cost: p.hits, policy },
       peek: p.hits === 0,
       countsRefused: rule.countsRefused,
     });
@@ -188,7 +191,7 @@ export async function shouldRateLimit(
   let minimum: DescriptorStatus | undefined;
   const statuses = planned.map((p): DescriptorStatus => {
     const rule = p.match?.rule;
-    if (rule === undefined || (rule.name !== '' && replacing.has(rule.name) && !rule.unlimited)) {
+    if (rule === undefined || (rule.name !== '' && replacing?.has(rule.name) === true && !rule.unlimited)) {
       return { code: Code.OK, limit_remaining: 0 };
     }
     if (rule.unlimited) {
