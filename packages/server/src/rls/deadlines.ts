@@ -5,11 +5,15 @@
  * one timer, armed for its oldest call; a call answered in time is only marked (no list to unlink
  * from, no 'close' listener), and is dropped when the queue reaches it. A marked call holds
  * nothing but its entry until then, so queues are kept for short timeouts only: longer ones get a
- * timer of their own (`TimerDeadline`), which a closed stream clears.
+ * timer of their own, which a closed stream clears.
  */
 
-/** The longest timeout queued, ms: at 10 k calls/s, at most 100,000 entries of 2 fields each. */
-export const QUEUED_TIMEOUT_MS = 10_000;
+/**
+ * The longest timeout queued, ms. A queued call reset by its client before its request ended is
+ * held (with its stream) until its due time, not freed at the reset: at 10 k calls/s that is at
+ * most 10,000 of them. Envoy's rate limit filter defaults to 20 ms.
+ */
+export const QUEUED_TIMEOUT_MS = 1000;
 
 /** A deadline that can still be cancelled (the call was answered, or its stream closed). */
 export interface Deadline {
@@ -65,8 +69,9 @@ export class Deadlines {
 
   private arm(queue: Queue, ms: number): void {
     queue.armed = true;
-    // Node fires a timer once at least `ms` have passed by the loop's millisecond clock, which
-    // can read a fraction of a ms short by performance.now(): fire() arms again for what is left.
+    // Node fires a timer once at least `ms` have passed by the loop's millisecond clock, with no
+    // promise of exact timing (https://nodejs.org/api/timers.html#settimeoutcallback-delay-args),
+    // which can read a fraction of a ms short by performance.now(): fire() arms again for the rest.
     // Unref'd: a call in flight keeps the process up by its connection; a queue of answered calls
     // must not hold a closed server's process up to QUEUED_TIMEOUT_MS.
     setTimeout(() => this.fire(queue), Math.max(1, Math.ceil(ms))).unref();
