@@ -376,6 +376,9 @@ describe('grpc-frames', () => {
     expect(parseTimeout('7000000n')).toBe(7);
     expect(() => parseTimeout('123456789S')).toThrow(/invalid grpc-timeout/);
     expect(() => parseTimeout('5s')).toThrow(/invalid grpc-timeout/);
+    expect(() => parseTimeout('')).toThrow(/invalid grpc-timeout/);
+    // The same value again (Envoy's every call) reads the same; another after it is read anew.
+    expect([parseTimeout('20m'), parseTimeout('20m'), parseTimeout('20S')]).toEqual([20, 20, 20_000]);
   });
 
   it('grpc-message percent-encodes what is not printable ASCII, and % itself', () => {

@@ -27,9 +27,24 @@ export interface RlsBackend {
   decide(calls: readonly RlsCall[], allOrNothing: boolean): Promise<BackendAnswer>;
 }
 
-/** A call's stored key in the server's LMDB: its algorithm with every parameter, then the descriptor. */
-function lmdbId(call: LimitCall): string {
-  return storedId(`rls:${specOf(call.algorithm)}`, Buffer.from(call.key));
+/** Each algorithm's digest (storedId's prefix part), found once: a rule's algorithm lives as long as its config. */
+const digests = new WeakMap<LimitCall['algorithm'], string>();
+const EMPTY = Buffer.alloc(0);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII is U+0000 to U+007F
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * A call's stored key in the server's LMDB: its algorithm with every parameter, then the
+ * descriptor (storedId: the prefix's digest, then the key's UTF-8 bytes one char each, which for
+ * an ASCII key is the key itself: no Buffer per call).
+ */
+export function lmdbId(call: LimitCall): string {
+  let digest = digests.get(call.algorithm);
+  if (digest === undefined) {
+    digest = storedId(`rls:${specOf(call.algorithm)}`, EMPTY);
+    digests.set(call.algorithm, digest);
+  }
+  return digest + (ASCII.test(call.key) ? call.key : Buffer.from(call.key).toString('latin1'));
 }
 
 /** Takes what a refused call had room for, so the window reads full as envoyproxy/ratelimit's does. */
@@ -47,28 +62,34 @@ export class LmdbBackend implements RlsBackend {
   constructor(private readonly db: StateDb) {}
 
   async decide(calls: readonly RlsCall[], allOrNothing: boolean): Promise<BackendAnswer> {
-    const ids = calls.map((c) => lmdbId(c.call));
+    const ids: string[] = new Array(calls.length);
+    for (let i = 0; i < calls.length; i++) ids[i] = lmdbId(calls[i]!.call);
     const queued = this.db.enqueue((tx) => {
       const now = tx.now;
       const decisions: Decision[] = new Array(calls.length);
-      const taking: number[] = [];
-      calls.forEach((c, i) => {
+      // Looks first: a descriptor's hits_addend 0 sees the counters as the request found them.
+      for (let i = 0; i < calls.length; i++) {
+        const c = calls[i]!;
         if (c.peek) decisions[i] = peekIn(tx, { calls: [c.call], ids: [ids[i]!], now, storeNow: now })[0]!;
-        else taking.push(i);
-      });
-      if (allOrNothing && taking.length > 0) {
-        const batch = checkIn(tx, {
-          calls: taking.map((i) => calls[i]!.call),
-          ids: taking.map((i) => ids[i]!),
-          now,
-          storeNow: now,
-        });
-        taking.forEach((i, j) => {
-          decisions[i] = batch[j]!;
-        });
+      }
+      if (allOrNothing) {
+        const taking: number[] = [];
+        for (let i = 0; i < calls.length; i++) if (!calls[i]!.peek) taking.push(i);
+        if (taking.length > 0) {
+          const batch = checkIn(tx, {
+            calls: taking.map((i) => calls[i]!.call),
+            ids: taking.map((i) => ids[i]!),
+            now,
+            storeNow: now,
+          });
+          taking.forEach((i, j) => {
+            decisions[i] = batch[j]!;
+          });
+        }
       } else {
-        for (const i of taking) {
+        for (let i = 0; i < calls.length; i++) {
           const c = calls[i]!;
+          if (c.peek) continue;
           const d = checkIn(tx, { calls: [c.call], ids: [ids[i]!], now, storeNow: now })[0]!;
           if (!d.allowed && c.countsRefused) saturate(tx, c.call, ids[i]!, now);
           decisions[i] = d;

@@ -60,11 +60,17 @@ const TIMEOUT_UNITS: Readonly<Record<string, number>> = {
  */
 export function parseTimeout(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
+  // Envoy sends its filter's one timeout on every call: the last value read is read once.
+  if (value === lastTimeout.value) return lastTimeout.ms;
   const match = /^(\d{1,8})([HMSmun])$/.exec(value);
   if (match === null)
     throw new GrpcError(GrpcStatus.INTERNAL, `invalid grpc-timeout ${JSON.stringify(value)}`);
-  return Number(match[1]) * TIMEOUT_UNITS[match[2]!]!;
+  const ms = Number(match[1]) * TIMEOUT_UNITS[match[2]!]!;
+  lastTimeout = { value, ms };
+  return ms;
 }
+
+let lastTimeout: { value: string | undefined; ms: number } = { value: undefined, ms: 0 };
 
 /** `grpc-message`'s percent-encoding: bytes outside space..~ (and '%') as %XX of their UTF-8. */
 export function encodeStatusMessage(message: string): string {

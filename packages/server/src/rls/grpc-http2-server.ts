@@ -7,6 +7,7 @@ import {
   type ServerHttp2Stream,
 } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { type Deadline, Deadlines } from './deadlines.js';
 import {
   ACCEPT_ENCODING,
   checkAnnounced,
@@ -31,6 +32,8 @@ import {
 /** A unary method: the answer's bytes, or a rejection (a GrpcError's code, else UNKNOWN). */
 export interface UnaryMethod {
   readonly kind: 'unary';
+  /** The answers carry gRPC's 5-byte message prefix already (written in place, not copied). @default false */
+  readonly framed?: boolean;
   handle(message: Buffer): Promise<Uint8Array>;
 }
 
@@ -100,7 +103,7 @@ class Call {
   private first: Buffer | undefined;
   private rest: Buffer[] | undefined;
   private size = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private deadline: Deadline | undefined;
 
   constructor(
     private readonly stream: ServerHttp2Stream,
@@ -108,12 +111,16 @@ class Call {
     private readonly encoding: string | undefined,
     private readonly maxMessageBytes: number,
     timeoutMs: number | undefined,
+    deadlines: Deadlines,
   ) {
     stream.on('data', (chunk: Buffer) => this.onData(chunk));
     stream.on('end', () => this.onEnd());
     if (timeoutMs !== undefined) {
-      this.timer = setTimeout(() => this.onDeadline(), timeoutMs);
-      stream.on('close', () => clearTimeout(this.timer));
+      const deadline = deadlines.add(timeoutMs, () => this.onDeadline());
+      this.deadline = deadline;
+      // A long timeout's own timer would hold a reset call until then; a queued one is dropped at
+      // its due time whatever happened (onDeadline finds the stream gone).
+      if (!deadline.queued) stream.once('close', () => this.finish());
     }
   }
 
@@ -154,14 +161,15 @@ class Call {
       return;
     }
     this.first = this.rest = undefined;
-    if (this.method.kind === 'unary') {
-      this.method.handle(message).then(
+    const method = this.method;
+    if (method.kind === 'unary') {
+      method.handle(message).then(
         (answer) => {
           this.finish();
           if (stream.headersSent || stream.destroyed) return; // past its deadline, or reset
           stream.respond(OK_HEADERS, WAIT_FOR_TRAILERS);
           stream.on('wantTrailers', sendOkTrailers); // emitted once per stream
-          stream.end(frame(answer));
+          stream.end(method.framed === true ? answer : frame(answer));
         },
         (err: unknown) => {
           this.finish();
@@ -171,7 +179,7 @@ class Call {
       return;
     }
     // A stream keeps its deadline (onDeadline ends it with DEADLINE_EXCEEDED after its messages).
-    this.method.handle(message, {
+    method.handle(message, {
       write(answer) {
         if (stream.destroyed || stream.writableEnded) return;
         if (!stream.headersSent) {
@@ -192,7 +200,7 @@ class Call {
   }
 
   private onDeadline(): void {
-    this.timer = undefined;
+    this.deadline = undefined;
     const stream = this.stream;
     if (!stream.headersSent) {
       endWithStatus(stream, GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded');
@@ -205,8 +213,8 @@ class Call {
   }
 
   private finish(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.deadline?.cancel();
+    this.deadline = undefined;
   }
 }
 
@@ -214,6 +222,7 @@ class Call {
 export class GrpcHttp2Server {
   private readonly server: Http2Server;
   private readonly sessions = new Set<Http2Session>();
+  private readonly deadlines = new Deadlines();
   private draining = false;
 
   constructor(
@@ -258,7 +267,7 @@ export class GrpcHttp2Server {
       endWithError(stream, err);
       return;
     }
-    new Call(stream, method, encoding, this.maxMessageBytes, timeout);
+    new Call(stream, method, encoding, this.maxMessageBytes, timeout, this.deadlines);
   }
 
   /** Binds `host:port` (0: a free port); resolves with the bound port. */

@@ -4,6 +4,7 @@ import { ConfigDirectory } from './config-directory.js';
 import { GrpcError, GrpcStatus } from './grpc-frames.js';
 import { GrpcHttp2Server, type GrpcMethod, type ServerStreamCall } from './grpc-http2-server.js';
 import { type LoadedProtos, loadProtos } from './proto.js';
+import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-codec.js';
 import {
   BadRequest,
   type DecideOptions,
@@ -133,7 +134,7 @@ export class RateLimitService {
     const methods = new Map<string, GrpcMethod>([
       [
         `/${RLS_SERVICE_NAME}/ShouldRateLimit`,
-        { kind: 'unary', handle: (message) => this.shouldRateLimit(message) },
+        { kind: 'unary', framed: true, handle: (message) => this.shouldRateLimit(message) },
       ],
       [
         `/${HEALTH_SERVICE_NAME}/Check`,
@@ -210,7 +211,7 @@ export class RateLimitService {
   }
 
   private async shouldRateLimit(message: Buffer): Promise<Uint8Array> {
-    const request = this.protos.rateLimitRequest.decode(message);
+    const request = decodeRateLimitRequest(message);
     let response: RateLimitResponse;
     try {
       response = await shouldRateLimit(
@@ -225,7 +226,7 @@ export class RateLimitService {
       this.log('decide-error', { backend: this.options.backend.name, error: (err as Error).message });
       throw new GrpcError(GrpcStatus.UNAVAILABLE, `rate limit backend failed: ${(err as Error).message}`);
     }
-    return this.protos.rateLimitResponse.encode(response);
+    return encodeRateLimitResponse(response, true);
   }
 
   /** Binds and starts serving; resolves with the bound port. */

@@ -3,6 +3,7 @@ import { MAX_KEY_BYTES } from '@sluice/host/state';
 import type { RlsBackend, RlsCall } from './backends.js';
 import { overrideRule, type RlsConfig, type Rule } from './config.js';
 import { type Entry, type Match, matchDescriptor, overrideKeys } from './config-match.js';
+import { utf8Size } from './rls-codec.js';
 import type { RlsStats } from './stats.js';
 import { UNITS, UNKNOWN_UNIT, unitOfCode } from './units.js';
 
@@ -73,12 +74,22 @@ function windowReset(rule: Rule, now: number): { seconds: number; nanos: number 
   return { seconds: unitSeconds - (nowSeconds % unitSeconds), nanos: 0 };
 }
 
-function currentLimit(rule: Rule): NonNullable<DescriptorStatus['current_limit']> {
-  return {
-    name: rule.name,
-    requests_per_unit: rule.requestsPerUnit,
-    unit: rule.unit === undefined ? UNKNOWN_UNIT : UNITS[rule.unit].code,
-  };
+type CurrentLimit = NonNullable<DescriptorStatus['current_limit']>;
+
+/** A rule's `current_limit`, built once per rule (read-only: every answer under the rule shares it). */
+const currentLimits = new WeakMap<Rule, CurrentLimit>();
+
+function currentLimit(rule: Rule): CurrentLimit {
+  let limit = currentLimits.get(rule);
+  if (limit === undefined) {
+    limit = Object.freeze({
+      name: rule.name,
+      requests_per_unit: rule.requestsPerUnit,
+      unit: rule.unit === undefined ? UNKNOWN_UNIT : UNITS[rule.unit].code,
+    });
+    currentLimits.set(rule, limit);
+  }
+  return limit;
 }
 
 function validate(request: RateLimitRequest, options: DecideOptions): void {
@@ -92,15 +103,17 @@ function validate(request: RateLimitRequest, options: DecideOptions): void {
       `a request may carry at most ${options.maxDescriptors} descriptors (maxDescriptors); got ${count}`,
     );
   }
-  request.descriptors.forEach((d, i) => {
+  const domainBytes = utf8Size(request.domain);
+  for (let i = 0; i < count; i++) {
+    const d = request.descriptors[i]!;
     const entries = d.entries ?? [];
     if (entries.length > options.maxEntries) {
       throw new BadRequest(
         `descriptor ${i}: at most ${options.maxEntries} entries (maxEntries); got ${entries.length}`,
       );
     }
-    let bytes = Buffer.byteLength(request.domain);
-    for (const e of entries) bytes += Buffer.byteLength(e.key) + Buffer.byteLength(e.value) + 2;
+    let bytes = domainBytes;
+    for (const e of entries) bytes += utf8Size(e.key) + utf8Size(e.value) + 2;
     if (bytes > MAX_KEY_BYTES) {
       throw new BadRequest(
         `descriptor ${i}: its domain and entries come to ${bytes} bytes, at most ${MAX_KEY_BYTES} (a counter's key)`,
@@ -113,7 +126,7 @@ function validate(request: RateLimitRequest, options: DecideOptions): void {
     if (d.limit != null && unitOfCode(d.limit.unit) === undefined) {
       throw new BadRequest(`descriptor ${i}: limit override has no known unit (${d.limit.unit})`);
     }
-  });
+  }
 }
 
 /**
@@ -132,7 +145,8 @@ export async function shouldRateLimit(
   validate(request, options);
   const domain = config.domains.get(request.domain);
   const requestHits = Math.max(1, request.hits_addend ?? 0);
-  const replacing = new Set<string>();
+  // Rules named by another's `replaces` (rare: the set is made only when one names any).
+  let replacing: Set<string> | undefined;
   const planned: Planned[] = request.descriptors.map((d) => {
     const hits = d.hits_addend == null ? requestHits : d.hits_addend.value;
     let match: Match | undefined;
@@ -145,23 +159,25 @@ export async function shouldRateLimit(
     } else if (domain !== undefined) {
       match = matchDescriptor(domain, d.entries);
     }
-    for (const name of match?.rule.replaces ?? []) replacing.add(name);
+    const replaces = match?.rule.replaces;
+    if (replaces !== undefined && replaces.length > 0) {
+      replacing ??= new Set();
+      for (const name of replaces) replacing.add(name);
+    }
     return { match, hits, call: -1 };
   });
   const calls: RlsCall[] = [];
   for (const p of planned) {
     const rule = p.match?.rule;
     if (rule === undefined || rule.algorithm === undefined) continue;
-    if (rule.name !== '' && replacing.has(rule.name)) continue;
+    if (rule.name !== '' && replacing?.has(rule.name) === true) continue;
     p.call = calls.length;
+    const key = p.match!.counterKey;
+    const policy = rule.name === '' ? rule.fullKey : rule.name;
     calls.push({
-      call: {
-        algorithm: rule.algorithm,
-        key: p.match!.counterKey,
-        cost: p.hits,
-        policy: rule.name === '' ? rule.fullKey : rule.name,
-        ...(rule.shadow ? { shadow: true } : {}),
-      },
+      call: rule.shadow
+        ? { algorithm: rule.algorithm, key, cost: p.hits, policy, shadow: true }
+        : { algorithm: rule.algorithm, key, cost: p.hits, policy },
       peek: p.hits === 0,
       countsRefused: rule.countsRefused,
     });
@@ -175,7 +191,7 @@ export async function shouldRateLimit(
   let minimum: DescriptorStatus | undefined;
   const statuses = planned.map((p): DescriptorStatus => {
     const rule = p.match?.rule;
-    if (rule === undefined || (rule.name !== '' && replacing.has(rule.name) && !rule.unlimited)) {
+    if (rule === undefined || (rule.name !== '' && replacing?.has(rule.name) === true && !rule.unlimited)) {
       return { code: Code.OK, limit_remaining: 0 };
     }
     if (rule.unlimited) {
