@@ -1,5 +1,5 @@
 /**
- * `pnpm --filter @sluice/bench run bench:adaptive [--quick]`: adaptive concurrency against fixed
+ * `pnpm --filter @sluice/bench run bench:adaptive [--quick] [--framework express] [--subject vegas,aimd]`: adaptive concurrency against fixed
  * limits and @fastify/under-pressure, over real HTTP, on apps whose handler holds a real
  * bottleneck (a downstream of 20 slots × 50 ms: 400 requests per second).
  *
@@ -161,9 +161,9 @@ async function main(): Promise<void> {
     );
     console.log('|---|---|---|---|---|---|---|---|---|');
     const settles: string[] = [];
-    for (const subject of subjectsOf(framework).filter(
-      (s) => values.subject === undefined || s === values.subject,
-    )) {
+    // `--subject vegas,gradient2`: a comma-separated list, to measure a few subjects in one run.
+    const chosen = values.subject?.split(',');
+    for (const subject of subjectsOf(framework).filter((s) => chosen === undefined || chosen.includes(s))) {
       let app = await startApp(framework, subject);
       const quiet = await offer(app, CAPACITY * 0.1, Math.max(1, SECONDS / 4));
       const noLoad = (await app.stats()).p99;
