@@ -12,7 +12,7 @@
  * Here: the projects with few files first and the main one (`ioredis`, every file) last, so the run
  * ends on its hundreds of short files and both processes finish within a second or so of each
  * other; inside a project, the files of `SLOW_FIRST` first, in its order (the same with or without
- * vitest's cache), then vitest's order.
+ * vitest's cache), then vitest's order (of the rest, none takes more than a few seconds).
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
@@ -21,36 +21,40 @@ const PROJECTS_FIRST = ['node-redis', 'iovalkey', 'ioredis6'];
 
 /**
  * The files that take longest (over ~5 s on the 2-core machine, whichever project runs them),
- * longest first: only their order depends on this list, and a file missing from it still runs
+ * longest first, but those that mostly wait (app processes, Redis faults, failovers: one core's
+ * worth of CPU or less) alternating with those that mostly compute (the adapter suites, the Lua
+ * twins' random traces, simulations), so that the two processes do not both wait at once while a
+ * core idles. Only their order depends on this list: a file missing from it still runs
  * (test/architecture/test-tiers.test.ts checks that every file named here exists).
  */
 export const SLOW_FIRST = [
   'test/reliability/faults.test.ts',
+  'test/adapters/adapters-redis.test.ts',
   'test/reliability/cluster-failover.test.ts',
   'test/redis/differential.test.ts',
-  'test/adapters/adapters-redis.test.ts',
-  'test/reliability/hostile-input.test.ts',
   'test/server/workers.test.ts',
+  'test/reliability/hostile-input.test.ts',
   'test/reliability/outage-fleet.test.ts',
   'test/playground/adaptive-sim.test.ts',
-  'test/reliability/concurrency.test.ts',
-  'test/adapters/adapters.test.ts',
   'test/redis/synced-fleet.test.ts',
+  'test/adapters/adapters.test.ts',
   'test/redis/fleet.test.ts',
-  'test/server/expiry.test.ts',
-  'test/redis/refund.test.ts',
+  'test/reliability/concurrency.test.ts',
   'test/redis/failure-policy.test.ts',
+  'test/server/expiry.test.ts',
   'test/reliability/lease-faults.test.ts',
-  'test/redis/synced-store.test.ts',
-  'test/redis/cluster-shards.test.ts',
+  'test/redis/refund.test.ts',
   'test/server/server-store-failure.test.ts',
+  'test/redis/synced-store.test.ts',
   'test/server/scale-out.test.ts',
+  'test/redis/cluster-shards.test.ts',
   'test/server/rls-cli.test.ts',
+  'test/redis/store-behaviour.test.ts',
   'test/redis/faults.test.ts',
-  'test/server/persistence.test.ts',
-  'test/redis/cluster-down.test.ts',
-  'test/host/cross-process.test.ts',
   'test/playground/adaptive-bench-shape.test.ts',
+  'test/server/persistence.test.ts',
+  'test/host/cross-process.test.ts',
+  'test/redis/cluster-down.test.ts',
 ];
 
 export default class SlowFirstSequencer extends BaseSequencer {
