@@ -5,14 +5,15 @@
  * replaced by a new one: so each project's files stay together, and a run ends when the last file
  * ends. vitest's own order (projects by name, then the longest files first, by the durations it
  * cached from the last run, or the largest files first without that cache) left the run's end to
- * chance twice over: a clean clone (CI) has no cache, and there a 1 KB file that takes 20 s
- * (test/adapters/adapters-redis.test.ts) started among the last; and the node-redis project
- * (name order: last), whose longest file takes about 25 s, ended the run alone on one process.
+ * chance twice over: a clean clone (CI) has no cache, and there 1 KB files that take 15 to 20 s
+ * (test/adapters/adapters*.test.ts) started after a hundred larger, shorter ones; and the run
+ * always ended on the node-redis project (name order: last), whose longest file takes about 25 s,
+ * so one process could idle while the other finished it.
  *
- * Here: the projects with few files first and the main one (`ioredis`, every file) last, so the run
- * ends on its hundreds of short files and both processes finish within a second or so of each
- * other; inside a project, the files of `SLOW_FIRST` first, in its order (the same with or without
- * vitest's cache), then vitest's order (of the rest, none takes more than a few seconds).
+ * Here: the projects with few files first and the main one (`ioredis`, every file) last, so that
+ * the run ends on its many short files and both processes finish close together; inside a project,
+ * the files of `SLOW_FIRST` first, in its order (the same with or without vitest's cache), then
+ * vitest's order (of the rest, none took more than about 5 s).
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
