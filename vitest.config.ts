@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/setup/sequencer.js';
 
 const source = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
 
@@ -134,6 +135,11 @@ export default defineConfig({
     // time): many files wait on Redis, app processes or a fault, and the other file uses the CPU
     // meanwhile. Three were slower here, and pushed the load past 9.
     maxWorkers: 2,
+    // Which file starts when: the small projects first and \`ioredis\` (every file) last, the
+    // longest files of each project first whether or not vitest has cached the last run's
+    // durations (a clean clone has not), so that the run ends on short files on both processes
+    // (test/setup/sequencer.ts says why).
+    sequence: { sequencer: SlowFirstSequencer },
     // Two tiers, by project name: `pnpm test` runs every project but `release*` (every suite on
     // ioredis 5 from the sources, the client suites on ioredis 6, iovalkey and node-redis too),
     // `pnpm test:release` the `release*` ones; `pnpm vitest run` with no --project runs both.

@@ -29,6 +29,13 @@ import {
   type TestApp,
 } from './harness.js';
 
+/**
+ * What a test waits for (a refund, a connection closed, a stalled store reached): a bound that
+ * only turns a hang into a failure on a loaded 2-core machine, checked every 5 ms (vi.waitFor's
+ * 50 ms made most of these tests' time: each waits three times).
+ */
+const WAIT = { timeout: 10_000, interval: 5 };
+
 /** A store that fails every call, synchronously or by rejecting: the failure-policy tests. */
 function failingStore(mode: 'throw' | 'reject'): Store {
   const fail = () => {
@@ -722,7 +729,7 @@ export function adapterSuite(
       expect((await get('/')).headers.ratelimit).toBe('"burst";r=13;t=10');
       // A guard after the app-wide limit (a route's concurrency limit) refuses: the same rule.
       const held = get('/export');
-      await vi.waitFor(() => expect(probe.handled).toContain('/export'), { timeout: 10_000 });
+      await vi.waitFor(() => expect(probe.handled).toContain('/export'), WAIT);
       for (let i = 0; i < 2; i++) {
         const busy = await get('/export');
         expect([busy.status, busy.body]).toMatchObject([429, { 'violated-policies': ['concurrency'] }]);
@@ -757,17 +764,18 @@ export function adapterSuite(
       });
       const base = await app!.listen();
       const leaving = leavingRequest(`${base}/slow`);
-      await vi.waitFor(() => expect(slow.seen.waiting).toBe(1), { timeout: 10_000 });
+      await vi.waitFor(() => expect(slow.seen.waiting).toBe(1), WAIT);
       leaving.destroy();
-      await vi.waitFor(async () => expect(await app!.connections()).toBe(0), { timeout: 10_000 });
+      await vi.waitFor(async () => expect(await app!.connections()).toBe(0), WAIT);
       slow.answer();
-      await vi.waitFor(() => expect(slow.seen.refunded + probe.handled.length).toBeGreaterThanOrEqual(1), {
-        timeout: 10_000,
-      });
+      await vi.waitFor(
+        () => expect(slow.seen.refunded + probe.handled.length).toBeGreaterThanOrEqual(1),
+        WAIT,
+      );
       expect(probe.handled).toEqual([]);
       // Fastify merged the route's limits with the app's into one check on the route's store,
       // which gave its own units back; elsewhere the app-wide middleware's are given back.
-      if (!subject.routeConfig) await vi.waitFor(() => expect(appRefunds).toBe(1), { timeout: 10_000 });
+      if (!subject.routeConfig) await vi.waitFor(() => expect(appRefunds).toBe(1), WAIT);
       // The departed request took nothing from "app": this one is its first.
       expect((await get('/')).headers.ratelimit).toBe('"app";r=4;t=10');
     });
@@ -950,7 +958,7 @@ export function adapterSuite(
         leaving.end();
         await firstHold;
         leaving.destroy();
-        await vi.waitFor(() => expect(aborted).toBe(true), { timeout: 10_000 });
+        await vi.waitFor(() => expect(aborted).toBe(true), WAIT);
         const next = await fetch(`${base}/`);
         expect(next.status).toBe(200);
         // The departed request's 1 s slot was given back: the next one waits 1 s, not 2 s.
@@ -978,15 +986,16 @@ export function adapterSuite(
         });
         const base = await app!.listen();
         const leaving = Array.from({ length: 5 }, () => leavingRequest(`${base}/`));
-        await vi.waitFor(() => expect(slow.seen.waiting).toBe(5), { timeout: 10_000 });
+        await vi.waitFor(() => expect(slow.seen.waiting).toBe(5), WAIT);
         for (const request of leaving) request.destroy();
         // The server has seen every client go before the store answers.
-        await vi.waitFor(async () => expect(await app!.connections()).toBe(0), { timeout: 10_000 });
+        await vi.waitFor(async () => expect(await app!.connections()).toBe(0), WAIT);
         slow.answer();
         // Each departed request is either refunded (fixed) or handled (the defect): wait for all 5.
-        await vi.waitFor(() => expect(slow.seen.refunded + probe.handled.length).toBeGreaterThanOrEqual(5), {
-          timeout: 10_000,
-        });
+        await vi.waitFor(
+          () => expect(slow.seen.refunded + probe.handled.length).toBeGreaterThanOrEqual(5),
+          WAIT,
+        );
         expect(probe.handled).toEqual([]);
         expect(slow.seen.refunded).toBe(5);
         const next = await get('/');

@@ -11,6 +11,7 @@ import { dirname, join, relative } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createVitest } from 'vitest/node';
+import { SLOW_FIRST } from '../setup/sequencer.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const SCRIPTS = (
@@ -126,5 +127,10 @@ describe('the two test tiers', () => {
     ]) {
       expect(needsBuildOrBrowser(file), file).toBe(true);
     }
+  });
+
+  it('the files the sequencer starts first (test/setup/sequencer.ts) are test files that run', () => {
+    const runs = files([...first, ...release]);
+    expect(SLOW_FIRST.filter((file) => !runs.includes(file))).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * One worker process of the cross-process tests (forked under tsx by cross-process.test.ts): it
+ * One worker process of the cross-process tests (bundled and forked by workers.ts): it
  * opens HostStores on the paths it is given and runs what the parent asks, answering over IPC.
  * Nothing is mocked: each worker is a separate Node process with its own LMDB handle.
  */

@@ -1,8 +1,10 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { nodeScript } from '../setup/node-script.js';
 import type { Command } from './worker-commands.js';
 
-const WORKER = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
+// Bundled once at import (test/setup/node-script.ts): the constructor forks synchronously.
+const WORKER = await nodeScript(fileURLToPath(new URL('./worker-process.ts', import.meta.url)));
 
 /** A worker process (worker-process.ts) on one HostStore path, driven over IPC. */
 export class WorkerProcess {
@@ -15,7 +17,7 @@ export class WorkerProcess {
 
   constructor(path: string, onAcks?: (acks: [number, number][]) => void) {
     this.child = fork(WORKER, [], {
-      execArgv: ['--import', 'tsx'],
+      execArgv: [],
       env: { ...process.env, SLUICE_HOST_PATH: path },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

@@ -1,13 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { nodeScript } from '../setup/node-script.js';
 import { Cluster, Redis } from './client-family.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
- * One app process (a script run with `node --import tsx` from the repo root, its config as JSON in
- * argv), driven by JSON lines: one command per stdin line, one reply per stdout line. The script
+ * One app process (a script bundled by test/setup/node-script.ts, run from the repo root, its config
+ * as JSON in argv), driven by JSON lines: one command per stdin line, one reply per stdout line. The script
  * writes one line when it is ready.
  */
 export class ChildNode {
@@ -22,7 +23,7 @@ export class ChildNode {
   }
 
   static async start(script: string, config: object): Promise<ChildNode> {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(config)], {
+    const child = spawn(process.execPath, [await nodeScript(script), JSON.stringify(config)], {
       cwd: ROOT,
       stdio: ['pipe', 'pipe', 'pipe'],
     });

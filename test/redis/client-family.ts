@@ -1,27 +1,39 @@
 import * as ioredis5 from 'ioredis';
-import * as ioredis6 from 'ioredis6';
-import * as iovalkey from 'iovalkey';
-import { createClient, createCluster } from 'redis';
+import type { createClient, createCluster } from 'redis';
+
+/** A family's client classes, typed as ioredis 5's. */
+interface Family {
+  Redis: typeof ioredis5.Redis;
+  Cluster: typeof ioredis5.Cluster;
+}
 
 /**
  * The Redis clients sluice supports, as users install them: the newest ioredis 5.x (`ioredis`),
  * ioredis 6 (`ioredis6`, an aliased devDependency) and iovalkey. The Redis suites run once per
  * family (`SLUICE_REDIS_CLIENT`, see vitest.config.ts); every family is typed as ioredis 5's
- * classes here because the suites use its API, which the three share.
+ * classes here because the suites use its API, which the three share. Only the family under test
+ * is loaded (and ioredis 5, the tests' own client): the app processes the tests start import this
+ * module too, and loading the other clients as well cost each start about 0.4 s of CPU.
  */
 export const CLIENT_FAMILIES = {
-  ioredis: { Redis: ioredis5.Redis, Cluster: ioredis5.Cluster },
-  ioredis6: {
-    Redis: ioredis6.Redis as unknown as typeof ioredis5.Redis,
-    Cluster: ioredis6.Cluster as unknown as typeof ioredis5.Cluster,
+  ioredis: async (): Promise<Family> => ioredis5,
+  ioredis6: async (): Promise<Family> => {
+    const ioredis6 = await import('ioredis6');
+    return {
+      Redis: ioredis6.Redis as unknown as typeof ioredis5.Redis,
+      Cluster: ioredis6.Cluster as unknown as typeof ioredis5.Cluster,
+    };
   },
-  iovalkey: {
-    Redis: iovalkey.Redis as unknown as typeof ioredis5.Redis,
-    Cluster: iovalkey.Cluster as unknown as typeof ioredis5.Cluster,
+  iovalkey: async (): Promise<Family> => {
+    const iovalkey = await import('iovalkey');
+    return {
+      Redis: iovalkey.Redis as unknown as typeof ioredis5.Redis,
+      Cluster: iovalkey.Cluster as unknown as typeof ioredis5.Cluster,
+    };
   },
   // node-redis: the tests keep their ioredis client for their own reads and writes; the store gets
   // a node-redis client to the same server(s) (see `storeClient`).
-  'node-redis': { Redis: ioredis5.Redis, Cluster: ioredis5.Cluster },
+  'node-redis': async (): Promise<Family> => ioredis5,
 } as const;
 
 export type ClientFamilyName = keyof typeof CLIENT_FAMILIES;
@@ -50,14 +62,17 @@ export const repeatsIoredis = {
   ownClient: clientFamilyName === 'node-redis',
 };
 
+const family = await CLIENT_FAMILIES[clientFamilyName]();
 /** `new Redis(...)` of the family under test. */
-export const Redis = CLIENT_FAMILIES[clientFamilyName].Redis;
+export const Redis = family.Redis;
 /** `new Cluster(...)` of the family under test. */
-export const Cluster = CLIENT_FAMILIES[clientFamilyName].Cluster;
+export const Cluster = family.Cluster;
 export type Redis = InstanceType<typeof Redis>;
 export type Cluster = InstanceType<typeof Cluster>;
 
 type NodeRedis = ReturnType<typeof createClient> | ReturnType<typeof createCluster>;
+/** node-redis (`redis` 6), loaded under its family only. */
+const nodeRedis = clientFamilyName === 'node-redis' ? await import('redis') : undefined;
 const nodeClients = new WeakMap<object, NodeRedis>();
 
 /**
@@ -99,7 +114,7 @@ function nodeStandalone(client: Redis): NodeRedis {
   // node-redis reaches Sentinel through its own createSentinel: not part of this family's suites.
   if (sentinels) throw new Error('storeClient: a Sentinel client has no node-redis twin here');
   // As the README sets it up (and as the tests' ioredis clients run, offline queue off).
-  return createClient({
+  return nodeRedis!.createClient({
     socket: { host: host ?? '127.0.0.1', port: port ?? 6379 },
     disableOfflineQueue: true,
   });
@@ -108,7 +123,7 @@ function nodeStandalone(client: Redis): NodeRedis {
 function nodeCluster(client: Cluster): NodeRedis {
   // ioredis keeps the nodes it was given as `startupNodes` (not in its public type).
   const nodes = (client as unknown as { startupNodes: { host: string; port: number }[] }).startupNodes;
-  return createCluster({
+  return nodeRedis!.createCluster({
     rootNodes: nodes.map(({ host, port }) => ({ socket: { host, port } })),
     defaults: { disableOfflineQueue: true },
   });

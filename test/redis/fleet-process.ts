@@ -1,6 +1,6 @@
-// One app process of a fleet, for fleet.test.ts: run with `node --import tsx` from the repo root
-// (tsx resolves @sluice/* to the sources through the root tsconfig paths). It holds leases of one
-// limiter on a shared Redis and obeys one JSON command per stdin line, answering one JSON line:
+// One app process of a fleet, for fleet.test.ts: bundled from the sources (@sluice/* through the
+// root tsconfig paths) by test/setup/node-script.ts and run from the repo root. It holds leases
+// of one limiter on a shared Redis and obeys one JSON command per stdin line, answering one JSON line:
 //
 //   { "op": "acquire", "n": 10 }    n acquires at once; answers their decisions, keeps the admitted
 //   { "op": "churn", "rounds": 50 } per round: release one held lease, then acquire one; answers

@@ -128,7 +128,7 @@ const backends: readonly [string, boolean][] = [
 ];
 
 describe.each(backends)('the over-admission bound, %s: N node processes, one Redis', (_name, cluster) => {
-  // N processes for the whole file (a start under tsx costs about a second of CPU): each run below
+  // N processes for the whole file (a start costs most of a second of CPU): each run below
   // gives every node a new, empty SyncedStore under a new prefix (`use`), as a fresh start would.
   let nodes: ChildNode[] = [];
   beforeAll(async () => {

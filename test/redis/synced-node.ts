@@ -1,4 +1,4 @@
-// One node of a fleet, for synced-fleet.test.ts: run with `node --import tsx` from the repo root.
+// One node of a fleet, for synced-fleet.test.ts: bundled by test/setup/node-script.ts, run from the repo root.
 // It holds a SyncedStore (no timer: the test drives the cycles) on a shared Redis and obeys one
 // JSON command per stdin line, answering one JSON line:
 //
@@ -12,7 +12,7 @@
 //                                         the same client (the old store is shut down); answers {}
 //
 // argv: JSON `{ ports: number[], cluster: boolean }`. The test reuses one process for many runs
-// (a process start under tsx costs about a second of CPU): each run begins with `use`.
+// (a process start costs most of a second of CPU): each run begins with `use`.
 
 import { createInterface } from 'node:readline';
 import { type Algorithm, fixedWindow, gcra, Limiter, slidingWindowCounter, tokenBucket } from '@sluice/core';

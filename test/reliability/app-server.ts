@@ -1,6 +1,6 @@
 /**
- * One app process for the reliability tests, started with `fork(..., { execArgv: ['--import',
- * 'tsx'] })`: an Express or Fastify server on a free loopback port, whose routes each carry their
+ * One app process for the reliability tests, bundled (test/setup/node-script.ts) and forked by
+ * helpers.ts's `startApp`: an Express or Fastify server on a free loopback port, whose routes each carry their
  * own limits on their own store, described by the JSON in `SLUICE_APP` (see `AppConfig`). It
  * reports `{ type: 'ready', port }` over IPC, and answers `{ type: 'stats' }` with what the test
  * cannot see from outside: unhandled rejections, uncaught exceptions, store errors and breaker

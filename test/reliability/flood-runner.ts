@@ -1,9 +1,10 @@
 /**
- * The address flood, in its own process so the heap can be measured after `global.gc()`: run with
- * `node --expose-gc --import tsx flood-runner.ts <requests> <maxKeys>`. Drives `HttpLimiter` (the
- * logic every adapter shares: `byIp` keys, IPv6 grouping, one `Limiter.check` on a `MemoryStore`)
- * with a request object per unique client address, half IPv4 and half IPv6 (each in its own /56).
- * Every 1000 flood requests, one request comes from a fixed attacker address. Prints one JSON line.
+ * The address flood, in its own process so the heap can be measured after `global.gc()`: run
+ * bundled (test/setup/node-script.ts) as `node --expose-gc <bundle> <requests> <maxKeys>`. Drives
+ * `HttpLimiter` (the logic every adapter shares: `byIp` keys, IPv6 grouping, one `Limiter.check`
+ * on a `MemoryStore`) with a request object per unique client address, half IPv4 and half IPv6
+ * (each in its own /56). Every 1000 flood requests, one request comes from a fixed attacker
+ * address. Prints one JSON line.
  */
 import { fixedWindow, MemoryStore } from '@sluice/core';
 import { HttpLimiter } from '@sluice/core/adapter';

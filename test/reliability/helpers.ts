@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { nodeScript } from '../setup/node-script.js';
 import type { AppConfig, ChildStats } from './app-config.js';
 
 const APP_SERVER = fileURLToPath(new URL('./app-server.ts', import.meta.url));
@@ -16,10 +17,10 @@ export interface AppProcess {
   stop(): Promise<void>;
 }
 
-/** Forks `app-server.ts` under tsx with `config`; resolves once it listens. */
+/** Forks `app-server.ts` (bundled: test/setup/node-script.ts) with `config`; resolves once it listens. */
 export async function startApp(config: AppConfig): Promise<AppProcess> {
-  const child: ChildProcess = fork(APP_SERVER, [], {
-    execArgv: ['--import', 'tsx'],
+  const child: ChildProcess = fork(await nodeScript(APP_SERVER), [], {
+    execArgv: [],
     env: { ...process.env, SLUICE_APP: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -29,6 +29,7 @@ import Fastify, { type FastifyHttpOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cluster, Redis } from '../redis/client-family.js';
 import { connectCluster, connectRedis, uniquePrefix } from '../redis/clients.js';
+import { nodeScript } from '../setup/node-script.js';
 import { get, writeResults } from './helpers.js';
 
 const run = promisify(execFile);
@@ -54,7 +55,7 @@ describe('a flood of 1,000,000 unique client addresses on the memory store', () 
     // Its own process: --expose-gc for honest heap figures, and no other test's garbage.
     const { stdout } = await run(
       process.execPath,
-      ['--expose-gc', '--import', 'tsx', FLOOD_RUNNER, String(REQUESTS), String(MAX_KEYS)],
+      ['--expose-gc', await nodeScript(FLOOD_RUNNER), String(REQUESTS), String(MAX_KEYS)],
       // A bound that only turns a hang into a failure: ~10 s on an idle 2-core machine, and it
       // outlasted 90 s at load 11 (the flood is CPU-bound, a few seconds of CPU).
       { timeout: 600_000, maxBuffer: 1 << 20 },

@@ -21,6 +21,7 @@ import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnServer, tempDir } from '../server/harness.js';
 import { startCutProxy } from '../setup/cut-proxy.js';
+import { nodeScript } from '../setup/node-script.js';
 import { startRedis } from '../setup/redis-server.js';
 import { type BackendAddress, type LeaseBackend, openStore } from './lease-backends.js';
 
@@ -111,8 +112,8 @@ describe.each(['redis', 'server', 'host'] as const)('leases on %s under faults',
   it('the holder SIGKILLed: its leases count until their ttl, then exactly the limit is admitted again', async () => {
     const store = await up(backend);
     cleanups.push(store.stop);
-    const holder: ChildProcess = fork(HOLDER, [], {
-      execArgv: ['--import', 'tsx'],
+    const holder: ChildProcess = fork(await nodeScript(HOLDER), [], {
+      execArgv: [],
       env: {
         ...process.env,
         SLUICE_LEASE_HOLDER: JSON.stringify({

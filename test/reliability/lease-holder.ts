@@ -1,5 +1,5 @@
 /**
- * A process that takes concurrency leases and holds them until it is killed (forked under tsx by
+ * A process that takes concurrency leases and holds them until it is killed (bundled and forked by
  * lease-faults.test.ts): `SLUICE_LEASE_HOLDER` is `{ address, key, limit, ttl, now }`. It reports
  * `{ held }` over IPC once its leases are in the store, then waits to be SIGKILLed.
  */

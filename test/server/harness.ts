@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type ServerOptions, SluiceServer } from '@sluice/server';
 import { Redis, type RedisOptions } from 'ioredis';
+import { nodeScript } from '../setup/node-script.js';
 import { freePort } from '../setup/redis-server.js';
 
 const run = promisify(execFile);
@@ -91,7 +92,7 @@ export async function serverExit(dir: string, extra: readonly string[] = []): Pr
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', CLI, '--port', String(port), '--data', dir, ...extra],
+    [await nodeScript(CLI), '--port', String(port), '--data', dir, ...extra],
     { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -107,7 +108,7 @@ export async function serverExit(dir: string, extra: readonly string[] = []): Pr
   });
 }
 
-/** `sluice-server` in its own process (tsx on the sources), for crash tests. */
+/** `sluice-server` in its own process (its sources bundled: test/setup/node-script.ts), for crash tests. */
 export interface ServerProcess {
   readonly port: number;
   readonly child: ChildProcess;
@@ -131,7 +132,7 @@ export async function spawnServer(
   // Its own process group, so that a signal reaches the workers of a --workers server too.
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', CLI, '--port', String(chosen), '--data', dir, ...extra],
+    [await nodeScript(CLI), '--port', String(chosen), '--data', dir, ...extra],
     { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   let stderr = '';
