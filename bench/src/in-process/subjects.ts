@@ -217,6 +217,26 @@ const floorDecisionAwaited: Subject = {
   async: true,
 };
 
+/**
+ * The decision floor inside an `async` function, awaited: the same work and the same fresh object,
+ * handed to `await` as the promise an `async` function returns instead of as a plain value. For
+ * diagnosis of the awaited rows: on Node 20, awaiting a plain object costs more than awaiting an
+ * already-settled native promise of it (V8 wraps the value in a new promise on a slower path than
+ * an `async` function's return), so this row beside `floor-decision-await` shows what a
+ * synchronous API pays for being awaited, a cost express-rate-limit's `async increment` does not
+ * pay. No library in the table is called this way.
+ */
+const floorDecisionAsync: Subject = {
+  id: 'floor-decision-async',
+  label: 'inline Map token bucket returning a decision object from an async function, awaited (diagnosis)',
+  config: 'the floor returning a decision object, wrapped in an async function, awaited',
+  async: true,
+  make() {
+    const take = inlineTokenBucketDecision(HIGH, PER_HOUR / HOUR);
+    return { op: async (key) => take(key, Date.now()), allowed: isDecision };
+  },
+};
+
 const rlf: Subject = {
   id: 'rate-limiter-flexible',
   label: 'rate-limiter-flexible RateLimiterMemory',
@@ -273,6 +293,7 @@ export function subject(id: string, forMemory = false): Subject {
   if (id === 'floor') return floor;
   if (id === 'floor-decision') return floorDecision;
   if (id === 'floor-decision-await') return floorDecisionAwaited;
+  if (id === 'floor-decision-async') return floorDecisionAsync;
   const peer = PEERS.find((p) => p.id === id);
   if (peer !== undefined) return peer;
   const [kind, name] = id.split(':') as [string, string];
