@@ -138,6 +138,17 @@ class MadeDecision implements Decision {
   }
 }
 
+/**
+ * `then` is `undefined` on the decision's prototype, not searched for up to `Object.prototype`:
+ * `await limiter.check(key)` on a synchronous store hands `await` the decision itself, and V8
+ * looks `then` up on every awaited plain value (is it a thenable?) by a generic lookup that walks
+ * the prototype chain. Found one step up, the lookup ends there: each awaited check cost 5–8%
+ * less in a micro-benchmark (issue 36), and nothing a user reads changes: not an own property, so
+ * spread, `Object.keys`, JSON and `structuredClone` never see it, and `typeof decision.then` is
+ * `'undefined'`, so no code takes a decision for a promise.
+ */
+Object.defineProperty(MadeDecision.prototype, 'then', { value: undefined });
+
 /** Builds a per-limit decision. Always creates every field, in one order, so V8 sees one shape. */
 export function decide(
   allowed: boolean,
