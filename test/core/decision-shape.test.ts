@@ -75,6 +75,16 @@ describe('the decision of a check', () => {
     expect(JSON.parse(JSON.stringify(decision)).limits).toHaveLength(1);
   });
 
+  it('is no thenable: awaited, it is the decision itself, and then is not a field of it', async () => {
+    const decision = single();
+    expect(typeof (decision as unknown as { then?: unknown }).then).toBe('undefined');
+    expect(await decision).toBe(decision);
+    expect(await Promise.resolve(decision)).toBe(decision);
+    expect(Object.hasOwn(decision, 'then')).toBe(false);
+    expect(Object.keys({ ...decision })).not.toContain('then');
+    expect(JSON.parse(JSON.stringify(decision))).not.toHaveProperty('then');
+  });
+
   it('of layered limits lists each limit’s decision, each with no limits of its own', () => {
     const limiter = new Limiter({
       limits: [

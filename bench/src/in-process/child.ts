@@ -28,20 +28,35 @@ function keysFor(count: number): string[] {
  * with bench:alloc: 192 B per hot fixed-window check without a sink, 361 B with one), timing a
  * call no user makes. Every subject's answer goes here alike.
  */
-export let sink: unknown;
+const out: { sink: unknown } = { sink: undefined };
 
-/**
- * Runs the subject in batches for about `ms`, cycling through `keys`. An async subject is awaited
- * inline, as a user's handler awaits it (`await limiter.check(key)`); a rejection counts as a
- * refusal (rate-limiter-flexible rejects when it refuses).
- */
-async function drive(
+type Drive = (
   x: Instance,
-  isAsync: boolean,
   keys: readonly string[],
   ms: number,
   cursor: { i: number },
-) {
+) => Promise<{ perSecond: number; refused: number }>;
+
+/**
+ * The measuring loop's source: runs the subject in batches for about `ms`, cycling through `keys`.
+ * An awaited subject is awaited inline, as a user's handler awaits it (`await limiter.check(key)`);
+ * a rejection counts as a refusal (rate-limiter-flexible rejects when it refuses). The rate is per
+ * CPU-second of this process (all its threads: GC and compiler included): on a shared machine,
+ * wall-clock rates move with the other tenants' load far more than CPU time does.
+ */
+function loopSource(awaited: boolean): string {
+  const call = awaited
+    ? `try {
+          const answer = await op(keys[i]);
+          out.sink = answer;
+          if (!allowed(answer)) refused++;
+        } catch {
+          refused++;
+        }`
+    : `const answer = op(keys[i]);
+        out.sink = answer;
+        if (!allowed(answer)) refused++;`;
+  return `return async function drive(x, keys, ms, cursor) {
   const { op, allowed } = x;
   let ops = 0;
   let refused = 0;
@@ -51,33 +66,33 @@ async function drive(
   const cpu = process.cpuUsage();
   let elapsed = 0;
   while (elapsed < ms) {
-    if (isAsync) {
-      for (let b = 0; b < BATCH; b++) {
-        try {
-          const answer = await op(keys[i]!);
-          sink = answer;
-          if (!allowed(answer)) refused++;
-        } catch {
-          refused++;
-        }
-        if (++i === n) i = 0;
-      }
-    } else {
-      for (let b = 0; b < BATCH; b++) {
-        const answer = op(keys[i]!);
-        sink = answer;
-        if (!allowed(answer)) refused++;
-        if (++i === n) i = 0;
-      }
+    for (let b = 0; b < ${BATCH}; b++) {
+      ${call}
+      if (++i === n) i = 0;
     }
-    ops += BATCH;
+    ops += ${BATCH};
     elapsed = performance.now() - start;
   }
   cursor.i = i;
-  // Per CPU-second of this process (all its threads: GC and compiler included): on a shared
-  // machine, wall-clock rates move with the other tenants' load far more than CPU time does.
   const used = process.cpuUsage(cpu);
   return { perSecond: ops / ((used.user + used.system) / 1e6), refused };
+};`;
+}
+
+/**
+ * Each subject's own copy of the measuring loop, compiled from its own source text. A user's code
+ * calls one limiter from one call site; one loop shared by every subject of the process made its
+ * `op(key)` and `allowed(answer)` call sites (and its `await`) see eight to twelve functions, so
+ * V8 optimized them as megamorphic calls and inlined none of them, a cost no user pays, and not
+ * the same for every subject: it slowed the synchronous ones (the floor, sluice not awaited,
+ * limiter) more than the awaited ones, whose promise machinery it does not touch. The subject's id
+ * in a comment makes each source text distinct: V8 caches code compiled from equal source texts,
+ * and the copies would then share one feedback vector, which is the shared loop again. Every
+ * subject, peers and floors included, gets its loop this way.
+ */
+function loopFor(id: string, awaited: boolean): Drive {
+  const source = `${loopSource(awaited)}\n// the measuring loop of ${id}`;
+  return new Function('performance', 'process', 'out', source)(performance, process, out) as Drive;
 }
 
 async function main(): Promise<void> {
@@ -88,15 +103,16 @@ async function main(): Promise<void> {
     const keys = keysFor(count);
     const subjects = ids.map((id) => {
       const s = subject(id);
-      return { s, instance: s.make(count), cursor: { i: 0 }, rounds: [] as number[], refused: 0 };
+      const drive = loopFor(`${id} ${scenario}`, s.async);
+      return { s, drive, instance: s.make(count), cursor: { i: 0 }, rounds: [] as number[], refused: 0 };
     });
     // Same warm-up for every subject, interleaved too.
     for (let w = 0; w < 2; w++)
       for (const x of subjects)
-        x.refused += (await drive(x.instance, x.s.async, keys, warmupMs / 2, x.cursor)).refused;
+        x.refused += (await x.drive(x.instance, keys, warmupMs / 2, x.cursor)).refused;
     for (let r = 0; r < rounds; r++) {
       for (const x of subjects) {
-        const { perSecond, refused } = await drive(x.instance, x.s.async, keys, roundMs, x.cursor);
+        const { perSecond, refused } = await x.drive(x.instance, keys, roundMs, x.cursor);
         x.rounds.push(perSecond);
         x.refused += refused;
       }

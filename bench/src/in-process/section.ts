@@ -43,6 +43,7 @@ export async function inProcess(settings: ThroughputSettings, log: (line: string
         'sluice-await-now:token-bucket',
         'floor-decision',
         'floor-decision-await',
+        'floor-decision-async',
       );
     log(`  group ${name}: ${ids.join(', ')}`);
     const result = await runChild<GroupResult>('in-process/child.ts', [
@@ -90,7 +91,9 @@ export async function inProcess(settings: ThroughputSettings, log: (line: string
       config: s.config,
       scenarios: perScenario,
       // The awaited decision floor too: how close to a peer any synchronous API awaited can come.
-      ...(id.startsWith('sluice') || id === 'floor-decision-await' ? { versus } : {}),
+      ...(id.startsWith('sluice') || id === 'floor-decision-await' || id === 'floor-decision-async'
+        ? { versus }
+        : {}),
       refused,
     };
   };

@@ -5,6 +5,7 @@ import type { Decision } from './decision.js';
 import { describeValue, ErrorCode, SluiceError } from './errors.js';
 import { MemoryBlocks } from './memory-blocks.js';
 import { cellState } from './memory-cell.js';
+import { stepTime } from './memory-in-place.js';
 import { bytesOf, MemoryKeys } from './memory-keys.js';
 import { batchStep, chargeStep, type LimitCall, type Store, UNCHANGED } from './store.js';
 import { assertKnownOptions, integerOption } from './validate.js';
@@ -45,6 +46,8 @@ export class MemoryStore implements Store {
   private readonly keys: MemoryKeys;
   /** Block records of limits with `block`, bounded by the same `maxKeys`. */
   private readonly blocks: MemoryBlocks;
+  /** The time handed to the in-place steps (see `StepTime`). */
+  private readonly time = stepTime();
 
   constructor(options: MemoryStoreOptions = {}) {
     assertKnownOptions('MemoryStore', options, KNOWN);
@@ -146,7 +149,9 @@ export class MemoryStore implements Store {
     const inPlace = space.inPlace;
     if (inPlace !== undefined) {
       const length = inPlace.resizes ? (cell.state as number[]).length : 0;
-      const decision = inPlace.step(cell, now, cost, policy);
+      const time = this.time;
+      time.now = now;
+      const decision = inPlace.step(cell, time, cost, policy);
       if (decision !== undefined) {
         if (!decision.allowed) keys.touch(space, key, cell);
         // A log that grew or shrank: its bytes, and the bounds.
