@@ -1,5 +1,6 @@
 import { GrpcError, GrpcStatus } from './grpc-frames.js';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse } from './should-rate-limit.js';
+import { utf8Size } from './utf8-size.js';
 
 /**
  * ShouldRateLimit's two messages on the wire (protobuf encoding of Envoy's rls.proto), by hand for
@@ -79,8 +80,8 @@ class Reader {
   }
 
   /** Skips a field the service does not read (or one sent with another wire type than its own). */
-  skip(wireType: number): void {
-    switch (wireType) {
+  skip(valueType: number): void {
+    switch (valueType) {
       case VARINT:
         this.uint32();
         return;
@@ -100,7 +101,7 @@ class Reader {
         this.advance(4);
         return;
       default:
-        throw new Malformed(`invalid wire type ${wireType} at offset ${this.pos}`);
+        throw new Malformed(`invalid wire type ${valueType} at offset ${this.pos}`);
     }
   }
 
@@ -197,13 +198,13 @@ export function decodeRateLimitRequest(bytes: Buffer): RateLimitRequest {
     while (r.pos < r.end) {
       const tag = r.uint32();
       const field = tag >>> 3;
-      const wireType = tag & 7;
-      if (field === 1 && wireType === LEN) request.domain = r.string();
-      else if (field === 2 && wireType === LEN) {
+      const valueType = tag & 7;
+      if (field === 1 && valueType === LEN) request.domain = r.string();
+      else if (field === 2 && valueType === LEN) {
         const inner = r.delimited();
         request.descriptors.push(readDescriptor(r, inner));
-      } else if (field === 3 && wireType === VARINT) request.hits_addend = r.uint32();
-      else r.skip(wireType);
+      } else if (field === 3 && valueType === VARINT) request.hits_addend = r.uint32();
+      else r.skip(valueType);
     }
   } catch (err) {
     if (!(err instanceof Malformed)) throw err;
@@ -229,12 +230,6 @@ function varintSize(n: number): number {
   let size = 5;
   for (let rest = Math.floor(n / 0x8_0000_0000); rest > 0; rest = Math.floor(rest / 0x80)) size++;
   return size;
-}
-
-/** A string's UTF-8 length: its own length when it is ASCII (no call into C++ for the short ones). */
-export function utf8Size(s: string): number {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s, 'utf8');
-  return s.length;
 }
 
 /** The values fromObject gave the fields: uint32 `>>> 0`, int32 `| 0`, int64 a whole number. */

@@ -3,9 +3,9 @@ import { MAX_KEY_BYTES } from '@sluice/host/state';
 import type { RlsBackend, RlsCall } from './backends.js';
 import { overrideRule, type RlsConfig, type Rule } from './config.js';
 import { type Entry, type Match, matchDescriptor, overrideKeys } from './config-match.js';
-import { utf8Size } from './rls-codec.js';
 import type { RlsStats } from './stats.js';
 import { UNITS, UNKNOWN_UNIT, unitOfCode } from './units.js';
+import { utf8Size } from './utf8-size.js';
 
 /** ShouldRateLimit's request and reply as @grpc/proto-loader gives and takes them (keepCase, enums as numbers). */
 export interface RateLimitRequest {
