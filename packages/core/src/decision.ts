@@ -142,17 +142,6 @@ class MadeDecision implements Decision {
 }
 
 /**
- * `then` is `undefined` on the decision's prototype, not searched for up to `Object.prototype`:
- * `await limiter.check(key)` on a synchronous store hands `await` the decision itself, and V8
- * looks `then` up on every awaited plain value (is it a thenable?) by a generic lookup that walks
- * the prototype chain. Found one step up, the lookup ends there: each awaited check cost 5–8%
- * less in a micro-benchmark (issue 36), and nothing a user reads changes: not an own property, so
- * spread, `Object.keys`, JSON and `structuredClone` never see it, and `typeof decision.then` is
- * `'undefined'`, so no code takes a decision for a promise.
- */
-Object.defineProperty(MadeDecision.prototype, 'then', { value: undefined });
-
-/**
  * `remaining` is made a tagged field before any decision is: V8 keeps a field that has only held
  * numbers as a double, and then gives each new object a heap number for it (16 bytes a decision).
  * The first `remaining` a step computes from a state kept in a double array is a double (fixed
