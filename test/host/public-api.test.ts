@@ -26,6 +26,7 @@ const STATE = [
   'releaseIn',
   'resetIn',
   'storedId',
+  'storedIdOfText',
 ];
 
 const source = (path: string) => fileURLToPath(new URL(`../../packages/host/src/${path}`, import.meta.url));

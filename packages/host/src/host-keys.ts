@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Algorithm } from '@sluice/core';
-import { MAX_KEY_BYTES, storedId } from './stored-key.js';
+import { MAX_KEY_BYTES, storedId, storedIdOfText } from './stored-key.js';
 
 /** A lone surrogate: a string holding one is not well-formed UTF-16, and UTF-8 cannot hold it. */
 const LONE_SURROGATE = /\p{Surrogate}/u;
@@ -13,6 +13,8 @@ const LONE_SURROGATE = /\p{Surrogate}/u;
  */
 function hostId(space: string, key: string): string {
   if (LONE_SURROGATE.test(key)) return fitting(`${space}|utf16`, Buffer.from(key, 'utf16le'));
+  // At most 3 UTF-8 bytes per UTF-16 unit: such a key fits whole (and an ASCII one needs no Buffer).
+  if (key.length * 3 <= MAX_KEY_BYTES) return storedIdOfText(space, key);
   return fitting(space, Buffer.from(key, 'utf8'));
 }
 

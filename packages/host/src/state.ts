@@ -10,4 +10,4 @@ export type { Durability, StateDbOptions } from './state-db.js';
 export { Queued, StateDb } from './state-db.js';
 export { openStateEnv } from './state-env.js';
 export type { StateTxn } from './state-txn.js';
-export { MAX_KEY_BYTES, storedId } from './stored-key.js';
+export { MAX_KEY_BYTES, storedId, storedIdOfText } from './stored-key.js';

@@ -14,6 +14,9 @@ const DIGEST_BYTES = 8;
 
 const digests = new Map<string, string>();
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII is U+0000 to U+007F
+const ASCII = /^[\x00-\x7f]*$/;
+
 /**
  * The stored key (as a latin1 string, one char per byte) of a client key under `prefix`: an
  * 8-byte digest (SHA-256) of the prefix, then the key's bytes. The prefix names everything that
@@ -23,6 +26,18 @@ const digests = new Map<string, string>();
  * 64-bit digests collide (about one chance in 10^19 for a pair).
  */
 export function storedId(prefix: string, key: Buffer): string {
+  return digestOf(prefix) + key.toString('latin1');
+}
+
+/**
+ * `storedId` of a string key's UTF-8 bytes (a lone surrogate as U+FFFD, as `Buffer.from` writes
+ * it). An ASCII key, the common case, is its own latin1 form: no Buffer is made for it.
+ */
+export function storedIdOfText(prefix: string, key: string): string {
+  return ASCII.test(key) ? digestOf(prefix) + key : storedId(prefix, Buffer.from(key, 'utf8'));
+}
+
+function digestOf(prefix: string): string {
   let digest = digests.get(prefix);
   if (digest === undefined) {
     digest = createHash('sha256').update(prefix).digest().subarray(0, DIGEST_BYTES).toString('latin1');
@@ -30,5 +45,5 @@ export function storedId(prefix: string, key: Buffer): string {
     if (digests.size >= 10_000) digests.clear();
     digests.set(prefix, digest);
   }
-  return digest + key.toString('latin1');
+  return digest;
 }

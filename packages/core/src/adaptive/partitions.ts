@@ -90,8 +90,9 @@ export function guaranteedSlots(limit: number, shares: readonly number[]): numbe
  *   every other partition keeps for itself: `min(guaranteed, wanted) − inFlight` of it, `wanted`
  *   being how many slots it wants at once (`wanted(q)`: 0 when it has no demand). So an idle
  *   partition's share is lent out, a busy one keeps free only the part of its share it has
- *   recently used (and ⌈√ of that⌉ more, at least 1: `headroom`), and once it asks for more, every slot that ends goes to it
- *   (or to another partition below what it keeps) until it has what it asks for, up to its share.
+ *   recently used (and ⌈√ of that⌉ more, at least 1: `headroom`), and once it asks for more,
+ *   every slot that ends goes to it (or to another partition below what it keeps) until it has
+ *   what it asks for, up to its share.
  */
 export function admits(
   p: number,

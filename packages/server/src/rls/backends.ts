@@ -1,5 +1,5 @@
 import type { Decision, LimitCall, Store } from '@sluice/core';
-import { chargeIn, checkIn, peekIn, type StateDb, type StateTxn, storedId } from '@sluice/host/state';
+import { chargeIn, checkIn, peekIn, type StateDb, type StateTxn, storedIdOfText } from '@sluice/host/state';
 import { specOf } from '../algorithm-spec.js';
 
 /** One descriptor's limit, as the service hands it to a backend. */
@@ -27,24 +27,17 @@ export interface RlsBackend {
   decide(calls: readonly RlsCall[], allOrNothing: boolean): Promise<BackendAnswer>;
 }
 
-/** Each algorithm's digest (storedId's prefix part), found once: a rule's algorithm lives as long as its config. */
-const digests = new WeakMap<LimitCall['algorithm'], string>();
-const EMPTY = Buffer.alloc(0);
-// biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII is U+0000 to U+007F
-const ASCII = /^[\x00-\x7f]*$/;
+/** Each algorithm's prefix, built once: a rule's algorithm lives as long as its config. */
+const prefixes = new WeakMap<LimitCall['algorithm'], string>();
 
-/**
- * A call's stored key in the server's LMDB: its algorithm with every parameter, then the
- * descriptor (storedId: the prefix's digest, then the key's UTF-8 bytes one char each, which for
- * an ASCII key is the key itself: no Buffer per call).
- */
+/** A call's stored key in the server's LMDB: its algorithm with every parameter, then the descriptor. */
 export function lmdbId(call: LimitCall): string {
-  let digest = digests.get(call.algorithm);
-  if (digest === undefined) {
-    digest = storedId(`rls:${specOf(call.algorithm)}`, EMPTY);
-    digests.set(call.algorithm, digest);
+  let prefix = prefixes.get(call.algorithm);
+  if (prefix === undefined) {
+    prefix = `rls:${specOf(call.algorithm)}`;
+    prefixes.set(call.algorithm, prefix);
   }
-  return digest + (ASCII.test(call.key) ? call.key : Buffer.from(call.key).toString('latin1'));
+  return storedIdOfText(prefix, call.key);
 }
 
 /** Takes what a refused call had room for, so the window reads full as envoyproxy/ratelimit's does. */
