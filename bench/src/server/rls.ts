@@ -15,7 +15,10 @@
  * ShouldRateLimit frames and redis-benchmark sends SL.CHECK, each pinned to the generator core, on
  * one hot descriptor (h2load sends one body; the Node generator spreads over `--keys`); the
  * figures are calls per second and the server's CPU per call from /proc (a pass without h2load's
- * per-call log), and p50/p99 latency (a second pass with it; redis-benchmark's own). The Node generator's own gRPC client costs about what the
+ * per-call log), and p50/p99 latency (a second pass with it; redis-benchmark's own). It also
+ * measures the floor, `node:http2` answering the same exchange with no service (h2-floor.ts), in
+ * each round beside the service: the service's share of the floor's rate moves less with the
+ * machine's noise than the rates do. The Node generator's own gRPC client costs about what the
  * server does per call, so on 2 cores it measures the client as much as the server.
  *
  * Prints `uptime` before and after: read the figures against the machine's load.
@@ -96,6 +99,36 @@ async function startServer(redisUrl: string | undefined): Promise<Server> {
       child.kill('SIGTERM');
       await exited;
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const FLOOR = new URL('./h2-floor.ts', import.meta.url).pathname;
+
+/** The floor (h2-floor.ts): node:http2 answering the same exchange with no service behind it. */
+async function startFloor(): Promise<Server> {
+  const grpc = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', FLOOR, String(grpc)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+      if (err.includes('listening')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`h2-floor exited (${code}): ${err}`)));
+  });
+  if (cores !== undefined) pin(child.pid!, cores.subject);
+  return {
+    resp: 0,
+    grpc,
+    child,
+    async stop() {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
     },
   };
 }
@@ -281,12 +314,16 @@ async function mainExternal(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-rls-h2load-'));
   const body = join(dir, 'request.bin');
   writeFileSync(body, requestFrame());
-  const names = ['RLS on LMDB', 'RLS on Redis', 'RESP SL.CHECK (LMDB)'];
+  const names = ['RLS on LMDB', 'RLS on Redis', 'RESP SL.CHECK (LMDB)', 'node:http2 floor'];
+  const FLOOR_ROW = 3;
   const runs: ExternalRun[][] = names.map(() => []);
   try {
     for (let round = 0; round < rounds; round++) {
       for (const [i] of names.entries()) {
-        const server = await startServer(i === 1 ? `redis://127.0.0.1:${redis.port}` : undefined);
+        const server =
+          i === FLOOR_ROW
+            ? await startFloor()
+            : await startServer(i === 1 ? `redis://127.0.0.1:${redis.port}` : undefined);
         try {
           const pass = (log: boolean) => (i === 2 ? redisBenchmark(server) : h2load(server, body, log));
           pass(false); // warm-up (JIT, connections, the key created)
@@ -313,6 +350,15 @@ async function mainExternal(): Promise<void> {
     const latency = `p50 ${of((r) => r.p50).toFixed(2)} ms  p99 ${of((r) => r.p99).toFixed(2)} ms${i === 2 ? '' : ' (a logged pass)'}`;
     console.log(
       `${name.padEnd(22)} ${formatRate(of((r) => r.rate))}/s [${rates}]  ${latency}  server ${of((r) => r.cpu).toFixed(0)} µs CPU per call  ×RESP ${formatRatio(of((r) => r.rate) / resp)}`,
+    );
+  }
+  // Each RLS round against the floor's round beside it: the share of bare node:http2's rate the
+  // service keeps, and the CPU it adds to a call.
+  for (const i of [0, 1]) {
+    const ratios = runs[i]!.map((r, round) => r.rate / runs[FLOOR_ROW]![round]!.rate);
+    const added = runs[i]!.map((r, round) => r.cpu - runs[FLOOR_ROW]![round]!.cpu);
+    console.log(
+      `${names[i]!.padEnd(22)} ÷ node:http2 floor ${formatRatio(median(ratios))} [${ratios.map(formatRatio).join(', ')}]  service adds ${median(added).toFixed(0)} µs CPU per call`,
     );
   }
   console.log(`after: ${uptime()}`);
