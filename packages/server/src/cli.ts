@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
+import { autoWorkers } from './auto-workers.js';
 import { defaultLog, type ServerOptions } from './options.js';
 import { startRls } from './rls/cli-rls.js';
 import { SluiceServer } from './server.js';
@@ -19,10 +20,10 @@ grpc.health.v1 (from every worker with --workers; SIGHUP reloads DIR); its count
 server's LMDB, or in Redis when one is named.
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
 
-/** `--workers`: a whole number ≥ 1, or `auto` (the cores this process may use). */
+/** `--workers`: a whole number ≥ 1, or `auto` (the cores this process may use, at most AUTO_WORKERS_MAX). */
 function workerCount(text: string | undefined): number {
   if (text === undefined) return 1;
-  if (text === 'auto') return availableParallelism();
+  if (text === 'auto') return autoWorkers(availableParallelism());
   const count = integer('workers', text)!;
   if (count < 1) throw new Error(`--workers must be a whole number ≥ 1 or auto; got ${JSON.stringify(text)}`);
   return count;
