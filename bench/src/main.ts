@@ -22,7 +22,7 @@ import { RETURNING } from './in-process/returning.js';
 import { type InProcessResult, inProcess } from './in-process/section.js';
 import { ALGORITHMS, PEERS, subject } from './in-process/subjects.js';
 import { machine, staleBuilds } from './lib/machine.js';
-import { benchCores, pin, QUIET_LOAD, quietEnough, uptime } from './lib/pinning.js';
+import { benchCores, cpuTicks, pin, QUIET_LOAD, quietEnough, stealShare, uptime } from './lib/pinning.js';
 import { type MemoryResult, memory } from './memory/section.js';
 import { type RedisResult, redis } from './redis/section.js';
 import {
@@ -299,6 +299,7 @@ async function main(): Promise<void> {
   const stale = await staleBuilds(['core', 'redis', 'express', 'fastify']);
   log(`sluice bench (${quick ? 'quick' : 'full'}) · ${machineLine(m)}`);
   const before = uptime();
+  const ticksBefore = cpuTicks();
   log(`uptime before: ${before}`);
   const { load, quiet } = quietEnough();
   // A figure taken on a busy machine is not evidence; quick runs (CI's smoke run) only say so.
@@ -346,7 +347,8 @@ async function main(): Promise<void> {
   );
 
   const after = uptime();
-  log(`uptime after: ${after}`);
+  const steal = stealShare(ticksBefore, cpuTicks());
+  log(`uptime after: ${after}; CPU steal during the run: ${steal}`);
   const checks = [
     ...verdicts(throughput, heap),
     ...redisVerdicts(redisSection),
@@ -360,7 +362,7 @@ async function main(): Promise<void> {
     '',
     `Command: \`pnpm bench${quick ? ':quick' : ''}\` (bench/src/main.ts), against the built packages (\`packages/*/dist\`, after \`pnpm build\`).${stale.length > 0 ? ` **Warning: the build was older than the sources of ${stale.join(', ')}.**` : ''}`,
     '',
-    `Load: before \`${before}\`; after \`${after}\`.${quiet ? '' : ` **Started at load ${load.toFixed(2)} (≥ ${QUIET_LOAD}): these figures are not evidence.**`}  `,
+    `Load: before \`${before}\`; after \`${after}\`. CPU steal during the run (time the hypervisor gave to other tenants): ${steal}.${quiet ? '' : ` **Started at load ${load.toFixed(2)} (≥ ${QUIET_LOAD}): these figures are not evidence.**`}  `,
     cores === undefined
       ? 'Not pinned: the generator and the servers shared the cores.'
       : `Pinned with taskset: the bench process (load generator, Redis clients, in-process subjects) on core ${cores.generator}; the HTTP server under test and the Redis section's redis-server on core ${cores.subject} (the HTTP section's redis-server beside the generator).`,

@@ -7,6 +7,7 @@
  * Redis client is what is measured) runs on the subject core.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 
 export interface Cores {
@@ -41,6 +42,32 @@ export function uptime(): string {
       .map((l) => l.toFixed(2))
       .join(', ')}`;
   }
+}
+
+/** The machine's CPU ticks so far, all and stolen (Linux /proc/stat); undefined elsewhere. */
+export function cpuTicks(): { all: number; steal: number } | undefined {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8')
+      .split('\n')[0]!
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is inside user already)
+    return { all: fields.slice(0, 8).reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The share of the machine's time the hypervisor gave to other tenants between two `cpuTicks`:
+ * a VM's cores can run at half speed for minutes while the load average reads quiet, and every
+ * absolute figure of such a run moves with it.
+ */
+export function stealShare(before: ReturnType<typeof cpuTicks>, after: ReturnType<typeof cpuTicks>): string {
+  if (before === undefined || after === undefined || after.all === before.all) return 'unknown';
+  return `${((100 * (after.steal - before.steal)) / (after.all - before.all)).toFixed(1)}%`;
 }
 
 /** The 1-minute load average above which a run is not evidence. */

@@ -32,7 +32,7 @@ import { credentials, loadPackageDefinition, type ServiceClientConstructor } fro
 import { loadSync } from '@grpc/proto-loader';
 import { Redis } from 'ioredis';
 import { protoDir } from '../../../packages/server/src/rls/proto.js';
-import { benchCores, pin, uptime } from '../lib/pinning.js';
+import { benchCores, cpuTicks, pin, stealShare, uptime } from '../lib/pinning.js';
 import { redisBenchmarkFigures } from '../lib/redis-benchmark.js';
 import { freePort, startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median } from '../lib/stats.js';
@@ -306,6 +306,7 @@ function redisBenchmark(server: Server): ExternalRun {
 
 /** `--generator h2load`: the server's capacity, generator and server each on its core. */
 async function mainExternal(): Promise<void> {
+  const ticks = cpuTicks();
   console.log(`before: ${uptime()}`);
   console.log(
     `pinning: ${cores === undefined ? 'none' : `generator ${cores.generator}, servers ${cores.subject}`}; h2load / redis-benchmark, ${requests} calls per pass, one hot descriptor`,
@@ -361,7 +362,7 @@ async function mainExternal(): Promise<void> {
       `${names[i]!.padEnd(22)} ÷ node:http2 floor ${formatRatio(median(ratios))} [${ratios.map(formatRatio).join(', ')}]  service adds ${median(added).toFixed(0)} µs CPU per call`,
     );
   }
-  console.log(`after: ${uptime()}`);
+  console.log(`after: ${uptime()}; CPU steal during the run: ${stealShare(ticks, cpuTicks())}`);
 }
 
 interface Row {
