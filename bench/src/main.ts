@@ -58,6 +58,7 @@ const MODE = quick
       httpSeconds: 0.5,
       httpRounds: 1,
       httpWarmupSeconds: 0.4,
+      httpSlices: 1,
     }
   : {
       throughput: { roundMs: 250, rounds: 5, warmupMs: 300 },
@@ -67,6 +68,7 @@ const MODE = quick
       httpSeconds: 1,
       httpRounds: 5,
       httpWarmupSeconds: 1.5,
+      httpSlices: 4,
     };
 
 const RESULTS = fileURLToPath(new URL('../results/', import.meta.url));
@@ -339,6 +341,7 @@ async function main(): Promise<void> {
         seconds: MODE.httpSeconds,
         rounds: MODE.httpRounds,
         warmupSeconds: MODE.httpWarmupSeconds,
+        slices: MODE.httpSlices,
         quick,
         cores,
       },

@@ -5,7 +5,7 @@
  * Runs against the BUILT packages, as `pnpm bench` does.
  *
  * usage: node --import tsx src/http/focus.ts [--only=fastify:sluice:memory,fastify:peer:memory,…]
- *          [--rounds=7] [--seconds=1] [--warmup=1.5]
+ *          [--rounds=7] [--seconds=1] [--warmup=1.5] [--slices=4]
  */
 import { http } from './section.js';
 
@@ -19,6 +19,7 @@ const section = await http(
     rounds: Number(arg('rounds', '7')),
     seconds: Number(arg('seconds', '1')),
     warmupSeconds: Number(arg('warmup', '1.5')),
+    slices: Number(arg('slices', '4')),
     quick: false,
   },
   (line) => process.stderr.write(`${line}\n`),

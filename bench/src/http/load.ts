@@ -25,6 +25,36 @@ export interface Round {
   readonly cpuPerRequest: number;
   /** redis-server CPU time per 2xx response, µs (NaN without Redis). */
   readonly redisCpuPerRequest: number;
+  /** 2xx responses, and the wall time they took, s (to join slices: `joined`). */
+  readonly responses: number;
+  readonly seconds: number;
+}
+
+/**
+ * One subject's slices of a round as one measurement: rates and CPU per request from the sums
+ * (each slice weighs what it served), latency the median slice's.
+ */
+export function joined(slices: readonly Round[]): Round {
+  if (slices.length === 1) return slices[0]!;
+  const sum = (f: (r: Round) => number) => slices.reduce((total, r) => total + f(r), 0);
+  const responses = sum((r) => r.responses);
+  const seconds = sum((r) => r.seconds);
+  const perResponse = (f: (r: Round) => number) =>
+    sum((r) => f(r) * Math.max(1, r.responses)) / Math.max(1, responses);
+  const middle = <T>(values: T[], by: (v: T) => number) =>
+    values.sort((a, b) => by(a) - by(b))[values.length >> 1]!;
+  return {
+    rps: responses / seconds,
+    p99: middle([...slices], (r) => r.p99).p99,
+    mean: perResponse((r) => r.mean),
+    failures: sum((r) => r.failures),
+    serverCpu: sum((r) => r.serverCpu * r.seconds) / seconds,
+    loadCpu: sum((r) => r.loadCpu * r.seconds) / seconds,
+    cpuPerRequest: perResponse((r) => r.cpuPerRequest),
+    redisCpuPerRequest: perResponse((r) => r.redisCpuPerRequest),
+    responses,
+    seconds,
+  };
 }
 
 /** The next returning client, shared by every connection so that the ids go round in turn. */
@@ -80,5 +110,7 @@ export async function load(
     loadCpu: (loadUsed.user + loadUsed.system) / wallMicros,
     cpuPerRequest: serverUsed / Math.max(1, result['2xx']),
     redisCpuPerRequest: redisUsed / Math.max(1, result['2xx']),
+    responses: result['2xx'],
+    seconds: wallMicros / 1e6,
   };
 }

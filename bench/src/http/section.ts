@@ -1,9 +1,10 @@
 /**
  * HTTP throughput, p99 latency and server CPU per request: autocannon (in this process) against a
  * minimal app in a separate server process per subject. Every round starts a fresh server for
- * every subject (bare apps included), warms each right before its one measurement and stops them
- * all; the report gives medians over the rounds of ratios taken within a round: to the bare app of
- * the same framework and traffic, and sluice to its peer.
+ * every subject (bare apps included), warms each, measures each (in slices taken in turn with the
+ * other subjects of its framework, in full runs) and stops them all; the report gives medians over
+ * the rounds of ratios taken within a round: to the bare app of the same framework and traffic,
+ * and sluice to its peer.
  */
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
@@ -12,7 +13,7 @@ import { startRedis } from '../lib/redis-server.js';
 import { formatRate, formatRatio, median } from '../lib/stats.js';
 import type { Section, Verdict } from '../report/markdown.js';
 import type { Chart } from '../report/svg.js';
-import { load, type Round } from './load.js';
+import { joined, load, type Round } from './load.js';
 import { httpReport } from './report.js';
 import { type ServerProcess, startServer } from './server-process.js';
 import {
@@ -88,6 +89,12 @@ export interface HttpSettings {
   readonly rounds: number;
   /** Load each (fresh) server gets right before its measurement, s. */
   readonly warmupSeconds: number;
+  /**
+   * A subject's measurement in a round, taken as this many slices in turn with the other subjects
+   * of its group (its bare app, its rival), after all of them are warmed. @default 1 (one piece,
+   * right after its own warm-up)
+   */
+  readonly slices?: number;
   /** Quick (CI) runs leave out the references and a few subjects (`inQuickRuns`). */
   readonly quick: boolean;
   /** Only these subjects (`focus.ts`); their bare apps are added. */
@@ -153,12 +160,35 @@ export async function http(
         // Each round starts one subject later within each bare app's group, so no subject is
         // always measured first (or right after its bare app).
         for (const group of groups(order)) {
-          for (let i = 0; i < group.length; i++) {
-            const s = group[(i + r) % group.length]!;
-            const server = servers.get(s.id)!;
-            const warm = await load(server, settings.warmupSeconds, undefined, s.shape);
-            const measured = await load(server, settings.seconds, redisCpu(s), s.shape);
-            failures.set(s.id, failures.get(s.id)! + warm.failures + measured.failures);
+          const turn = group.map((_, i) => group[(i + r) % group.length]!);
+          const slices = settings.slices ?? 1;
+          if (slices === 1) {
+            for (const s of turn) {
+              const server = servers.get(s.id)!;
+              const warm = await load(server, settings.warmupSeconds, undefined, s.shape);
+              const measured = await load(server, settings.seconds, redisCpu(s), s.shape);
+              failures.set(s.id, failures.get(s.id)! + warm.failures + measured.failures);
+              round.set(s.id, measured);
+            }
+            continue;
+          }
+          // Every subject of the group warmed, then measured in slices taken in turn: the machine's
+          // speed drifts over seconds (a VM's neighbours), and slices spread each subject's
+          // measurement over the same stretch of time as its bare app's and its rival's.
+          for (const s of turn) {
+            const warm = await load(servers.get(s.id)!, settings.warmupSeconds, undefined, s.shape);
+            failures.set(s.id, failures.get(s.id)! + warm.failures);
+          }
+          const taken = new Map<string, Round[]>(turn.map((s) => [s.id, []]));
+          for (let k = 0; k < slices; k++) {
+            for (const s of turn) {
+              const slice = await load(servers.get(s.id)!, settings.seconds / slices, redisCpu(s), s.shape);
+              taken.get(s.id)!.push(slice);
+            }
+          }
+          for (const s of turn) {
+            const measured = joined(taken.get(s.id)!);
+            failures.set(s.id, failures.get(s.id)! + measured.failures);
             round.set(s.id, measured);
           }
         }
