@@ -45,24 +45,24 @@ export const TURN_BATCH = 16;
  */
 export class TurnCork {
   private corked: Socket | undefined;
-  /** Calls held by the cork since it was set or last flushed. */
-  private held = 0;
+  /** Calls the cork has buffered since it was set or last flushed. */
+  private buffered = 0;
 
   constructor(private readonly client: SocketClient) {}
 
   /**
    * Call before each command: the first of a turn corks the socket until the turn's end, and a
-   * call that finds TURN_BATCH held flushes them first.
+   * call that finds TURN_BATCH buffered flushes them first.
    */
   readonly before = (): void => {
     const corked = this.corked;
     if (corked !== undefined) {
-      if (this.held === TURN_BATCH) {
-        corked.uncork(); // the count drops to 0: the held calls leave in one write
+      if (this.buffered === TURN_BATCH) {
+        corked.uncork(); // the count drops to 0: the buffered calls leave in one write
         corked.cork();
-        this.held = 0;
+        this.buffered = 0;
       }
-      this.held++;
+      this.buffered++;
       return;
     }
     const stream = this.client.stream;
@@ -70,7 +70,7 @@ export class TurnCork {
     if (stream === undefined || !stream.writable) return;
     stream.cork();
     this.corked = stream;
-    this.held = 1;
+    this.buffered = 1;
     afterThisTurn(this.release);
   };
 
