@@ -71,6 +71,39 @@ interface Server {
   stop(): Promise<void>;
 }
 
+/**
+ * Node on `args` (cwd the repository), ready when its stderr has said `ready`, pinned to the
+ * subject core; `stop` sends SIGTERM, waits for the exit, then runs `cleanup`.
+ */
+async function startProcess(
+  name: string,
+  args: string[],
+  ready: string,
+  ports: { resp: number; grpc: number },
+  cleanup: () => void = () => {},
+): Promise<Server> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+      if (err.includes(ready)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}): ${err}`)));
+  });
+  if (cores !== undefined) pin(child.pid!, cores.subject);
+  return {
+    ...ports,
+    child,
+    async stop() {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      cleanup();
+    },
+  };
+}
+
 async function startServer(redisUrl: string | undefined): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-rls-bench-'));
   const config = join(dir, 'config');
@@ -80,27 +113,9 @@ async function startServer(redisUrl: string | undefined): Promise<Server> {
   const args = ['--import', 'tsx', CLI, '--data', join(dir, 'data'), '--port', String(resp)];
   args.push('--grpc-port', String(grpc), '--rls-config', config);
   if (redisUrl !== undefined) args.push('--rls-redis', redisUrl);
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-      if (err.includes('"event":"rls-listening"')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`sluice-server exited (${code}): ${err}`)));
-  });
-  if (cores !== undefined) pin(child.pid!, cores.subject);
-  return {
-    resp,
-    grpc,
-    child,
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return startProcess('sluice-server', args, '"event":"rls-listening"', { resp, grpc }, () =>
+    rmSync(dir, { recursive: true, force: true }),
+  );
 }
 
 const FLOOR = new URL('./h2-floor.ts', import.meta.url).pathname;
@@ -108,29 +123,7 @@ const FLOOR = new URL('./h2-floor.ts', import.meta.url).pathname;
 /** The floor (h2-floor.ts): node:http2 answering the same exchange with no service behind it. */
 async function startFloor(): Promise<Server> {
   const grpc = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', FLOOR, String(grpc)], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let err = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-      if (err.includes('listening')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`h2-floor exited (${code}): ${err}`)));
-  });
-  if (cores !== undefined) pin(child.pid!, cores.subject);
-  return {
-    resp: 0,
-    grpc,
-    child,
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  return startProcess('h2-floor', ['--import', 'tsx', FLOOR, String(grpc)], 'listening', { resp: 0, grpc });
 }
 
 const Service = loadPackageDefinition(
