@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { median } from '../lib/stats.js';
 import type { ServerProcess } from './server-process.js';
 import { CLIENT_HEADER, CLIENTS, ROUTE, type Shape } from './subjects.js';
 
@@ -32,7 +33,7 @@ export interface Round {
 
 /**
  * One subject's slices of a round as one measurement: rates and CPU per request from the sums
- * (each slice weighs what it served), latency the median slice's.
+ * (each slice weighs what it served), p99 the median of the slices'.
  */
 export function joined(slices: readonly Round[]): Round {
   if (slices.length === 1) return slices[0]!;
@@ -41,11 +42,9 @@ export function joined(slices: readonly Round[]): Round {
   const seconds = sum((r) => r.seconds);
   const perResponse = (f: (r: Round) => number) =>
     sum((r) => f(r) * Math.max(1, r.responses)) / Math.max(1, responses);
-  const middle = <T>(values: T[], by: (v: T) => number) =>
-    values.sort((a, b) => by(a) - by(b))[values.length >> 1]!;
   return {
     rps: responses / seconds,
-    p99: middle([...slices], (r) => r.p99).p99,
+    p99: median(slices.map((r) => r.p99)),
     mean: perResponse((r) => r.mean),
     failures: sum((r) => r.failures),
     serverCpu: sum((r) => r.serverCpu * r.seconds) / seconds,

@@ -91,8 +91,7 @@ export interface HttpSettings {
   readonly warmupSeconds: number;
   /**
    * A subject's measurement in a round, taken as this many slices in turn with the other subjects
-   * of its group (its bare app, its rival), after all of them are warmed. @default 1 (one piece,
-   * right after its own warm-up)
+   * of its group (its bare app, its rival), after all of them are warmed. @default 1
    */
   readonly slices?: number;
   /** Quick (CI) runs leave out the references and a few subjects (`inQuickRuns`). */
@@ -162,16 +161,6 @@ export async function http(
         for (const group of groups(order)) {
           const turn = group.map((_, i) => group[(i + r) % group.length]!);
           const slices = settings.slices ?? 1;
-          if (slices === 1) {
-            for (const s of turn) {
-              const server = servers.get(s.id)!;
-              const warm = await load(server, settings.warmupSeconds, undefined, s.shape);
-              const measured = await load(server, settings.seconds, redisCpu(s), s.shape);
-              failures.set(s.id, failures.get(s.id)! + warm.failures + measured.failures);
-              round.set(s.id, measured);
-            }
-            continue;
-          }
           // Every subject of the group warmed, then measured in slices taken in turn: the machine's
           // speed drifts over seconds (a VM's neighbours), and slices spread each subject's
           // measurement over the same stretch of time as its bare app's and its rival's.
