@@ -48,88 +48,94 @@ const SPECS: Record<string, AlgorithmSpec> = {
   },
 };
 
-describe('HostStore across 4 processes', () => {
-  const path = tempPath('cross');
-  let workers: WorkerProcess[] = [];
-  let store: HostStore;
+// Issue 36: over shards (each process asking for 4 on the empty directory) every guarantee holds
+// the same; the layered limits' two keys may then sit in two shards.
+for (const shards of [undefined, 4]) {
+  describe(`HostStore across 4 processes${shards === undefined ? '' : `, ${shards} shards`}`, () => {
+    const path = tempPath('cross');
+    let workers: WorkerProcess[] = [];
+    let store: HostStore;
 
-  beforeAll(async () => {
-    workers = await startWorkers(path, WORKERS);
-    store = new HostStore({ path, logger: false });
-  }, 120_000);
-  afterAll(async () => {
-    await store?.shutdown();
-    await Promise.all(workers.map((w) => w.kill()));
-  });
-
-  /** Every worker runs CLIENTS concurrent clients of ROUNDS checks each, at once; admitted in all. */
-  async function burst(limits: { name: string; key: string; spec: AlgorithmSpec }[]): Promise<number> {
-    const results = await Promise.all(
-      workers.map((w) =>
-        w.call<{ admitted: number }>({ type: 'burst', limits, clients: CLIENTS, rounds: ROUNDS, now: NOW }),
-      ),
-    );
-    return results.reduce((sum, r) => sum + r.admitted, 0);
-  }
-
-  it('covers every kind of ALGORITHM_KINDS', () => {
-    expect(Object.keys(KINDS).sort()).toEqual([...ALGORITHM_KIND_LIST].sort());
-  });
-
-  for (const [label, spec] of Object.entries(SPECS)) {
-    it(`${label}: ${WORKERS} × ${CLIENTS} concurrent checks on one key admit exactly the limit`, async () => {
-      const key = `one-key:${label}`;
-      const admitted = await burst([{ name: 'limit', key, spec }]);
-      const algorithm = build(spec);
-      expect(algorithm.limit).toBe(LIMIT);
-      expect(admitted).toBe(LIMIT);
-      const after = (await new Limiter({ limits: [{ name: 'limit', algorithm }], store }).peek(key, {
-        now: NOW,
-      })) as Decision;
-      expect(after.remaining).toBe(0);
+    beforeAll(async () => {
+      workers = await startWorkers(path, WORKERS, undefined, shards);
+      store = new HostStore({ path, logger: false, shards });
     }, 120_000);
-  }
-
-  it('layered limits on two keys: exactly the limit admitted, the other limit charged for admitted requests only', async () => {
-    const user = { name: 'user', key: 'user:1', spec: SPECS['fixed-window']! };
-    const team = {
-      name: 'team',
-      key: 'team:1',
-      spec: { kind: 'fixed-window', options: { limit: 10 * LIMIT, window: '1h' } } as AlgorithmSpec,
-    };
-    expect(await burst([user, team])).toBe(LIMIT);
-    const limiter = new Limiter({
-      limits: [
-        { name: 'user', algorithm: build(user.spec) },
-        { name: 'team', algorithm: build(team.spec) },
-      ],
-      store,
+    afterAll(async () => {
+      await store?.shutdown();
+      await Promise.all(workers.map((w) => w.kill()));
     });
-    const after = (await limiter.peek([user.key, team.key], { now: NOW })) as Decision;
-    expect(after.limits.map((d) => d.remaining)).toEqual([0, 9 * LIMIT]);
-  }, 120_000);
 
-  it('a concurrency limit holds exactly its leases across the processes, and releases free them', async () => {
-    const call = {
-      type: 'acquire' as const,
-      space: 'uploads',
-      key: 'tenant:1',
-      limit: 10,
-      count: 16,
-      now: NOW,
-    };
-    const first = await Promise.all(workers.map((w) => w.call<{ admitted: number }>(call)));
-    expect(first.reduce((sum, r) => sum + r.admitted, 0)).toBe(10);
-    const limiter = new ConcurrencyLimiter({ name: 'uploads', limit: 10, store });
-    expect((await limiter.peek('tenant:1', { now: NOW })).allowed).toBe(false);
-    const released = await Promise.all(
-      workers.map((w) => w.call<{ released: number }>({ type: 'release-all', now: NOW })),
-    );
-    expect(released.reduce((sum, r) => sum + r.released, 0)).toBe(10);
-    const again = await Promise.all(workers.map((w) => w.call<{ admitted: number }>({ ...call, count: 4 })));
-    expect(again.reduce((sum, r) => sum + r.admitted, 0)).toBe(10);
-  }, 120_000);
-});
+    /** Every worker runs CLIENTS concurrent clients of ROUNDS checks each, at once; admitted in all. */
+    async function burst(limits: { name: string; key: string; spec: AlgorithmSpec }[]): Promise<number> {
+      const results = await Promise.all(
+        workers.map((w) =>
+          w.call<{ admitted: number }>({ type: 'burst', limits, clients: CLIENTS, rounds: ROUNDS, now: NOW }),
+        ),
+      );
+      return results.reduce((sum, r) => sum + r.admitted, 0);
+    }
+
+    it('covers every kind of ALGORITHM_KINDS', () => {
+      expect(Object.keys(KINDS).sort()).toEqual([...ALGORITHM_KIND_LIST].sort());
+    });
+
+    for (const [label, spec] of Object.entries(SPECS)) {
+      it(`${label}: ${WORKERS} × ${CLIENTS} concurrent checks on one key admit exactly the limit`, async () => {
+        const key = `one-key:${label}`;
+        const admitted = await burst([{ name: 'limit', key, spec }]);
+        const algorithm = build(spec);
+        expect(algorithm.limit).toBe(LIMIT);
+        expect(admitted).toBe(LIMIT);
+        const after = (await new Limiter({ limits: [{ name: 'limit', algorithm }], store }).peek(key, {
+          now: NOW,
+        })) as Decision;
+        expect(after.remaining).toBe(0);
+      }, 120_000);
+    }
+
+    it('layered limits on two keys: exactly the limit admitted, the other limit charged for admitted requests only', async () => {
+      const user = { name: 'user', key: 'user:1', spec: SPECS['fixed-window']! };
+      const team = {
+        name: 'team',
+        key: 'team:1',
+        spec: { kind: 'fixed-window', options: { limit: 10 * LIMIT, window: '1h' } } as AlgorithmSpec,
+      };
+      expect(await burst([user, team])).toBe(LIMIT);
+      const limiter = new Limiter({
+        limits: [
+          { name: 'user', algorithm: build(user.spec) },
+          { name: 'team', algorithm: build(team.spec) },
+        ],
+        store,
+      });
+      const after = (await limiter.peek([user.key, team.key], { now: NOW })) as Decision;
+      expect(after.limits.map((d) => d.remaining)).toEqual([0, 9 * LIMIT]);
+    }, 120_000);
+
+    it('a concurrency limit holds exactly its leases across the processes, and releases free them', async () => {
+      const call = {
+        type: 'acquire' as const,
+        space: 'uploads',
+        key: 'tenant:1',
+        limit: 10,
+        count: 16,
+        now: NOW,
+      };
+      const first = await Promise.all(workers.map((w) => w.call<{ admitted: number }>(call)));
+      expect(first.reduce((sum, r) => sum + r.admitted, 0)).toBe(10);
+      const limiter = new ConcurrencyLimiter({ name: 'uploads', limit: 10, store });
+      expect((await limiter.peek('tenant:1', { now: NOW })).allowed).toBe(false);
+      const released = await Promise.all(
+        workers.map((w) => w.call<{ released: number }>({ type: 'release-all', now: NOW })),
+      );
+      expect(released.reduce((sum, r) => sum + r.released, 0)).toBe(10);
+      const again = await Promise.all(
+        workers.map((w) => w.call<{ admitted: number }>({ ...call, count: 4 })),
+      );
+      expect(again.reduce((sum, r) => sum + r.admitted, 0)).toBe(10);
+    }, 120_000);
+  });
+}
 
 describe('HostStore: a worker killed inside a write transaction', () => {
   it('blocks nobody: LMDB recovers its lock, the others decide, and its uncommitted write is gone', async () => {

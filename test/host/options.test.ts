@@ -33,6 +33,8 @@ describe('HostStore options, validated at creation', () => {
     ['maxKeys', 0, /^maxKeys must be an integer ≥ 1; got 0/],
     ['maxKeys', 1.5, /^maxKeys must be an integer/],
     ['durability', 'always', /^durability must be one of 'commit', 'flush'; got "always"/],
+    ['shards', 0, /^shards must be an integer from 1 to 64; got 0/],
+    ['shards', 65, /^shards must be an integer from 1 to 64; got 65/],
     ['cacheKeys', -1, /^cacheKeys must be an integer ≥ 0/],
     ['sweepInterval', -5, /^sweepInterval must be an integer from 0/],
     ['sweepBatch', 0, /^sweepBatch must be an integer ≥ 1/],

@@ -46,19 +46,19 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
     it(`the jobs beside one that throws inside the transaction commit and answer (durability ${durability})`, async () => {
       const { db, events, close } = await open(durability);
       try {
-        const good = db.enqueue((tx) => {
+        const good = db.enqueue(['good'], (tx) => {
           tx.write('good', 1, 60_000, NOW);
           return OK;
         });
         // A value LMDB refuses (a key past its 1,978 bytes), written after the first job's write.
-        const bad = db.enqueue((tx) => {
+        const bad = db.enqueue(['x'.repeat(3000)], (tx) => {
           tx.write('x'.repeat(3000), 1, 60_000, NOW);
           return OK;
         });
-        const bug = db.enqueue(() => {
+        const bug = db.enqueue([], () => {
           throw new Error('a bug in one command');
         });
-        const after = db.enqueue((tx) => {
+        const after = db.enqueue(['after', 'good'], (tx) => {
           tx.write('after', 2, 60_000, NOW);
           return Number(tx.read('good', NOW));
         });
@@ -68,7 +68,10 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
         expect([bug.result, bug.error?.message]).toEqual([undefined, 'a bug in one command']);
         expect([after.result, after.error]).toEqual([1, undefined]);
         expect(events).toContain('transaction-failed');
-        const read = db.enqueue((tx) => Number(tx.read('good', NOW)) + Number(tx.read('after', NOW)));
+        const read = db.enqueue(
+          ['good', 'after'],
+          (tx) => Number(tx.read('good', NOW)) + Number(tx.read('after', NOW)),
+        );
         await read.done;
         expect(read.result).toBe(3);
       } finally {
@@ -82,12 +85,12 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
     const db = stateDb(dir, 'commit', 2, () => {});
     const keys = ['a', 'b', 'c', 'd', 'e'];
     try {
-      const old = db.enqueue((tx) => {
+      const old = db.enqueue(keys, (tx) => {
         for (const k of keys) tx.write(k, 'old', 60_000, NOW);
         return OK;
       });
       await old.done;
-      const aborted = db.enqueue((tx) => {
+      const aborted = db.enqueue(keys, (tx) => {
         for (const k of keys) tx.write(k, 'new', 60_000, NOW);
         const seen = keys.map((k) => tx.read(k, NOW));
         if (seen.some((v) => v !== 'new')) return `saw ${seen.join(',')}`;
@@ -95,7 +98,7 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
       });
       await aborted.done;
       expect(aborted.error?.message).toBe('abort after reading');
-      const read = db.enqueue((tx) => keys.map((k) => tx.read(k, NOW)).join(','));
+      const read = db.enqueue(keys, (tx) => keys.map((k) => tx.read(k, NOW)).join(','));
       await read.done;
       expect(read.result).toBe('old,old,old,old,old');
     } finally {
@@ -107,17 +110,17 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
   it('a failed turn leaves the cache as LMDB is: a read after it sees the committed value, not the aborted one', async () => {
     const { db, close } = await open();
     try {
-      const first = db.enqueue((tx) => {
+      const first = db.enqueue(['k'], (tx) => {
         tx.write('k', 'committed', 60_000, NOW);
         return OK;
       });
       await first.done;
-      const aborted = db.enqueue((tx) => {
+      const aborted = db.enqueue(['k'], (tx) => {
         tx.write('k', 'aborted', 60_000, NOW);
         throw new Error('after writing');
       });
       await aborted.done;
-      const read = db.enqueue((tx) => String(tx.read('k', NOW)));
+      const read = db.enqueue(['k'], (tx) => String(tx.read('k', NOW)));
       await read.done;
       expect(read.result).toBe('committed');
     } finally {

@@ -12,7 +12,9 @@ import { checkOneIn } from '../../packages/host/src/limit-steps.js';
 import { build, type Command, neverRefilled } from './worker-commands.js';
 
 const path = process.env.SLUICE_HOST_PATH!;
-const store = new HostStore({ path, logger: false });
+const shards =
+  process.env.SLUICE_HOST_SHARDS === undefined ? undefined : Number(process.env.SLUICE_HOST_SHARDS);
+const store = new HostStore({ path, logger: false, shards });
 const held: Lease[] = [];
 let loading = false;
 
@@ -87,9 +89,10 @@ async function run(command: Command): Promise<unknown> {
       log: () => {},
     });
     const bucket = neverRefilled(command.capacity);
-    db.enqueue((tx) => {
+    const id = hostKeys.state(bucket, command.key);
+    db.enqueue([id], (tx) => {
       const now = Date.now();
-      checkOneIn(tx, bucket, hostKeys.state(bucket, command.key), command.capacity, 'p', now, now);
+      checkOneIn(tx, bucket, id, command.capacity, 'p', now, now);
       writeFileSync(command.marker, String(process.pid));
       for (;;) {
         // Holding LMDB's write lock until killed.

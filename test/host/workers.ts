@@ -15,10 +15,14 @@ export class WorkerProcess {
   private serial = 0;
   private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
 
-  constructor(path: string, onAcks?: (acks: [number, number][]) => void) {
+  constructor(path: string, onAcks?: (acks: [number, number][]) => void, shards?: number) {
     this.child = fork(WORKER, [], {
       execArgv: [],
-      env: { ...process.env, SLUICE_HOST_PATH: path },
+      env: {
+        ...process.env,
+        SLUICE_HOST_PATH: path,
+        ...(shards === undefined ? {} : { SLUICE_HOST_SHARDS: String(shards) }),
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const exited = new Promise<never>((_, reject) => {
@@ -75,15 +79,16 @@ export class WorkerProcess {
   }
 }
 
-/** `count` workers on `path`, once every one is ready. */
+/** `count` workers on `path` (each HostStore with `shards`), once every one is ready. */
 export async function startWorkers(
   path: string,
   count: number,
   onAcks?: (worker: number, acks: [number, number][]) => void,
+  shards?: number,
 ): Promise<WorkerProcess[]> {
   const workers = Array.from(
     { length: count },
-    (_, i) => new WorkerProcess(path, onAcks && ((acks) => onAcks(i, acks))),
+    (_, i) => new WorkerProcess(path, onAcks && ((acks) => onAcks(i, acks)), shards),
   );
   await Promise.all(workers.map((w) => w.ready));
   return workers;

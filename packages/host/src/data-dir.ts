@@ -18,6 +18,17 @@ const TOLERATED: readonly string[] = ['lost+found'];
 export const PROBE_PREFIX = '.sluice-sparse-probe-';
 
 /**
+ * The directory of the state's shard `index` ≥ 1 inside the data directory (state-shards.ts): the
+ * first shard's environment is the directory's own two files, so that a directory made before
+ * shards existed reads as one shard. Such a subdirectory is no sign of someone else's data.
+ */
+export function shardDirName(index: number): string {
+  return `shard-${index}`;
+}
+
+const SHARD_DIR = /^shard-[1-9][0-9]*$/;
+
+/**
  * Who opens an environment, for its errors: the option that names the directory (`dataDir` for
  * sluice-server, `path` for HostStore), what the environment is called (`sluice-server`) and what
  * its own former versions may have left at the path (only sluice-server has a past to explain).
@@ -43,7 +54,7 @@ export function dataDirError(owner: EnvOwner, dir: string, problem: string): Slu
 /**
  * Makes sure `dir` can hold an LMDB environment: creates it (and its parents) when missing, and
  * refuses a path that is not a directory or a directory holding anything but an LMDB
- * environment's two files (whose contents `openStateEnv` checks next). An existing empty
+ * environment's two files (whose contents `openStateEnv` checks next) and shards' directories. An existing empty
  * directory, the usual way a service gets one (a container volume, `mktemp -d`), is used as is.
  */
 export function prepareDataDir(owner: EnvOwner, dir: string): void {
@@ -70,7 +81,11 @@ export function prepareDataDir(owner: EnvOwner, dir: string): void {
     throw fileSystemError(owner, dir, err);
   }
   const foreign = names.filter(
-    (name) => !ENV_FILES.includes(name) && !TOLERATED.includes(name) && !name.startsWith(PROBE_PREFIX),
+    (name) =>
+      !ENV_FILES.includes(name) &&
+      !TOLERATED.includes(name) &&
+      !name.startsWith(PROBE_PREFIX) &&
+      !SHARD_DIR.test(name),
   );
   if (foreign.length > 0) {
     const shown =

@@ -12,14 +12,14 @@ import type { Job, StateDb } from './state-db.js';
  */
 export class HostLeases implements LeaseStore {
   constructor(
-    private readonly run: <T>(job: Job<T>) => Promise<T>,
+    private readonly run: <T>(ids: readonly string[], job: Job<T>) => Promise<T>,
     private readonly db: StateDb,
     private readonly clock: () => number,
   ) {}
 
   acquire(call: LeaseAcquire, now: number | undefined): Promise<Decision> {
     const id = hostKeys.lease(call.space, call.key);
-    return this.run((tx) => acquireIn(tx, id, call, now ?? tx.now, tx.now));
+    return this.run([id], (tx) => acquireIn(tx, id, call, now ?? tx.now, tx.now));
   }
 
   /** What acquire would answer, from the latest committed state (no lock taken). */
@@ -36,11 +36,11 @@ export class HostLeases implements LeaseStore {
 
   release(call: LeaseCall, now: number | undefined): Promise<boolean> {
     const id = hostKeys.lease(call.space, call.key);
-    return this.run((tx) => releaseIn(tx, id, call.id, now ?? tx.now, tx.now));
+    return this.run([id], (tx) => releaseIn(tx, id, call.id, now ?? tx.now, tx.now));
   }
 
   reset(space: string, key: string): Promise<void> {
     const id = hostKeys.lease(space, key);
-    return this.run((tx) => tx.write(id, undefined, 0, tx.now));
+    return this.run([id], (tx) => tx.write(id, undefined, 0, tx.now));
   }
 }

@@ -47,6 +47,7 @@ export class HostStore implements Store {
     this.db = new StateDb(path, {
       owner: { option: 'path', name: 'sluice host store' },
       durability: this.options.durability,
+      shards: this.options.shards,
       cacheKeys: this.options.cacheKeys,
       maxKeys: this.options.maxKeys,
       clock: this.clock,
@@ -56,16 +57,16 @@ export class HostStore implements Store {
     this.sweeper = new HostSweep(this.db, this.options, (event, fields) =>
       logger?.warn(`sluice: HostStore ${path}: ${event} ${JSON.stringify(fields)}`),
     );
-    this.leases = new HostLeases((job) => this.run(job), this.db, this.clock);
+    this.leases = new HostLeases((ids, job) => this.run(ids, job), this.db, this.clock);
   }
 
   /**
    * Runs `job` in this turn's write transaction; resolves with its result once the transaction
    * has committed (and, with `durability: 'flush'`, reached the disk), rejects when it failed.
    */
-  private run<T>(job: Job<T>): Promise<T> {
+  private run<T>(ids: readonly string[], job: Job<T>): Promise<T> {
     if (this.closing !== undefined) return Promise.reject(shutDown());
-    const queued = this.db.enqueue(job);
+    const queued = this.db.enqueue(ids, job);
     return queued.done.then(() => {
       if (queued.error !== undefined) throw queued.error;
       return queued.result as T;
@@ -75,7 +76,9 @@ export class HostStore implements Store {
   consume(calls: readonly LimitCall[], now: number | undefined): Promise<Decision[]> {
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
     const blockIds = blockIdsOf(calls);
-    return this.run((tx) => checkIn(tx, { calls, ids, blockIds, now: now ?? tx.now, storeNow: tx.now }));
+    return this.run(blockIds === undefined ? ids : [...ids, ...blockIds.filter(isId)], (tx) =>
+      checkIn(tx, { calls, ids, blockIds, now: now ?? tx.now, storeNow: tx.now }),
+    );
   }
 
   /** The Limiter's direct path for one plain limit: what `consume` answers, without the arrays. */
@@ -87,7 +90,7 @@ export class HostStore implements Store {
     now: number | undefined,
   ): Promise<Decision> {
     const id = hostKeys.state(algorithm, key);
-    return this.run((tx) => checkOneIn(tx, algorithm, id, cost, policy, now ?? tx.now, tx.now));
+    return this.run([id], (tx) => checkOneIn(tx, algorithm, id, cost, policy, now ?? tx.now, tx.now));
   }
 
   /**
@@ -113,19 +116,19 @@ export class HostStore implements Store {
       hostKeys.state(call.algorithm, call.key),
       hostKeys.block(call.algorithm, call.key),
     ]);
-    return this.run((tx) => resetIn(tx, ids, tx.now));
+    return this.run(ids, (tx) => resetIn(tx, ids, tx.now));
   }
 
   /** Gives back units taken earlier (`Algorithm.refund`). */
   refund(calls: readonly LimitCall[], now: number | undefined): Promise<void> {
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
-    return this.run((tx) => refundIn(tx, { calls, ids, now: now ?? tx.now, storeNow: tx.now }));
+    return this.run(ids, (tx) => refundIn(tx, { calls, ids, now: now ?? tx.now, storeNow: tx.now }));
   }
 
   /** Takes up to each call's cost, never below zero (core's `chargeStep`); answers the units taken. */
   charge(calls: readonly LimitCall[], now: number | undefined): Promise<number[]> {
     const ids = calls.map((call) => hostKeys.state(call.algorithm, call.key));
-    return this.run((tx) => chargeIn(tx, { calls, ids, now: now ?? tx.now, storeNow: tx.now }));
+    return this.run(ids, (tx) => chargeIn(tx, { calls, ids, now: now ?? tx.now, storeNow: tx.now }));
   }
 
   /**
@@ -161,6 +164,10 @@ function blockIdsOf(calls: readonly LimitCall[]): (string | undefined)[] | undef
   return calls.map((call) =>
     call.block === undefined ? undefined : hostKeys.block(call.algorithm, call.key),
   );
+}
+
+function isId(id: string | undefined): id is string {
+  return id !== undefined;
 }
 
 function shutDown(): SluiceError {

@@ -2,7 +2,7 @@ import type { Decision } from '@sluice/core';
 import type { LeaseAcquire } from '@sluice/core/adapter';
 import { acquireLease, KEEP, type LeaseSet, leaseTtl, peekLease, releaseLease } from './lease-state.js';
 import type { StateReader } from './state-reader.js';
-import type { StateTxn } from './state-txn.js';
+import type { StateWriter } from './state-txn.js';
 
 /**
  * `LeaseStore`'s steps on the lease set stored under `id`, each inside a write transaction (a
@@ -13,7 +13,7 @@ import type { StateTxn } from './state-txn.js';
 
 /** acquire: renew a lease held, add one below the limit, or refuse (nothing written). */
 export function acquireIn(
-  tx: StateTxn,
+  tx: StateWriter,
   id: string,
   call: LeaseAcquire,
   now: number,
@@ -36,7 +36,13 @@ export function peekLeaseIn(
 }
 
 /** release: whether `leaseId` was still held; the set without it (deleted when empty). */
-export function releaseIn(tx: StateTxn, id: string, leaseId: string, now: number, storeNow: number): boolean {
+export function releaseIn(
+  tx: StateWriter,
+  id: string,
+  leaseId: string,
+  now: number,
+  storeNow: number,
+): boolean {
   const { found, next } = releaseLease(tx.read(id, storeNow) as LeaseSet | undefined, leaseId, now);
   if (next !== KEEP) tx.writeFrom(id, next, next === undefined ? 0 : leaseTtl(next, now), now);
   return found;

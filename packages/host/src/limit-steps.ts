@@ -8,7 +8,7 @@ import {
   UNCHANGED,
 } from '@sluice/core/adapter';
 import type { StateReader } from './state-reader.js';
-import type { StateTxn } from './state-txn.js';
+import type { StateWriter } from './state-txn.js';
 
 /**
  * Each `Store` operation over the states of a batch of limits, as one step inside a write
@@ -33,7 +33,7 @@ export interface StateBatch {
  * Stores `next` for a call (`undefined` deletes it), for as long as the algorithm says it matters
  * from the call's time `now` (a replayed time adds the store's replay grace: StateTxn.writeFrom).
  */
-function writeState(tx: StateTxn, algorithm: Algorithm, id: string, next: unknown, now: number): void {
+function writeState(tx: StateWriter, algorithm: Algorithm, id: string, next: unknown, now: number): void {
   tx.writeFrom(id, next, next === undefined ? 0 : algorithm.ttl(next, now), now);
 }
 
@@ -47,7 +47,7 @@ function blocksOf(
 }
 
 /** consume: the all-or-nothing step over the batch (core's batchStep), its writes made. */
-export function checkIn(tx: StateTxn, { calls, ids, blockIds, now, storeNow }: StateBatch): Decision[] {
+export function checkIn(tx: StateWriter, { calls, ids, blockIds, now, storeNow }: StateBatch): Decision[] {
   const states = ids.map((id) => tx.read(id, storeNow));
   const step = batchStep(calls, states, now, blocksOf(tx, blockIds, storeNow));
   for (let i = 0; i < calls.length; i++) {
@@ -61,7 +61,7 @@ export function checkIn(tx: StateTxn, { calls, ids, blockIds, now, storeNow }: S
 
 /** consume of one plain limit (no shadow, no block): what checkIn answers for it, without the arrays. */
 export function checkOneIn(
-  tx: StateTxn,
+  tx: StateWriter,
   algorithm: Algorithm,
   id: string,
   cost: number,
@@ -86,7 +86,7 @@ export function peekIn(reader: StateReader, { calls, ids, blockIds, now, storeNo
 }
 
 /** refund: each stored state given its units back (`Algorithm.refund`; a call without it is passed over). */
-export function refundIn(tx: StateTxn, { calls, ids, now, storeNow }: StateBatch): void {
+export function refundIn(tx: StateWriter, { calls, ids, now, storeNow }: StateBatch): void {
   calls.forEach((call, i) => {
     const state = tx.read(ids[i]!, storeNow);
     if (state === undefined || call.algorithm.refund === undefined) return;
@@ -95,7 +95,7 @@ export function refundIn(tx: StateTxn, { calls, ids, now, storeNow }: StateBatch
 }
 
 /** charge: up to each call's cost taken, never below zero (core's chargeStep); the units each took. */
-export function chargeIn(tx: StateTxn, { calls, ids, now, storeNow }: StateBatch): number[] {
+export function chargeIn(tx: StateWriter, { calls, ids, now, storeNow }: StateBatch): number[] {
   return calls.map((call, i) => {
     const step = chargeStep(call, tx.read(ids[i]!, storeNow), now);
     if (step.state !== UNCHANGED) writeState(tx, call.algorithm, ids[i]!, step.state, now);
@@ -104,6 +104,6 @@ export function chargeIn(tx: StateTxn, { calls, ids, now, storeNow }: StateBatch
 }
 
 /** reset: the keys deleted. */
-export function resetIn(tx: StateTxn, ids: readonly string[], storeNow: number): void {
+export function resetIn(tx: StateWriter, ids: readonly string[], storeNow: number): void {
   for (const id of ids) tx.write(id, undefined, 0, storeNow);
 }

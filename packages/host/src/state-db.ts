@@ -1,8 +1,9 @@
 import type { EnvOwner } from './data-dir.js';
 import { StateCache } from './state-cache.js';
-import { openStateEnv, type StateEnv } from './state-env.js';
-import { SnapshotReader } from './state-reader.js';
-import { StateTxn } from './state-txn.js';
+import type { StateEnv } from './state-env.js';
+import { SnapshotReader, type StateReader } from './state-reader.js';
+import { openShards, ShardedReader, ShardedTxn, shardOf } from './state-shards.js';
+import { StateTxn, type StateWriter } from './state-txn.js';
 
 /**
  * When a decision is answered, relative to its write reaching LMDB. Either way the write
@@ -21,7 +22,7 @@ import { StateTxn } from './state-txn.js';
 export type Durability = 'commit' | 'flush';
 
 /** A job's work on the state, run inside the turn's write transaction; returns its result. */
-export type Job<T> = (tx: StateTxn) => T;
+export type Job<T> = (tx: StateWriter) => T;
 
 /**
  * A job waiting for its turn's transaction: `result` is set when the job runs, and `done` resolves
@@ -34,6 +35,8 @@ export class Queued<T = unknown> {
   constructor(
     readonly run: Job<T>,
     readonly done: Promise<void>,
+    /** The shards of the keys it touches, ascending (state-shards.ts). */
+    readonly shards: readonly number[],
   ) {}
 }
 
@@ -55,7 +58,22 @@ export interface StateDbOptions {
   readonly clock: () => number;
   /** ms a state written at a caller's time (a replay) outlives its ttl (StateTxn.writeFrom). */
   readonly replayGrace: number;
+  /**
+   * The shards a new directory's state is split over (state-shards.ts); an existing directory
+   * keeps the count it was made with, and refuses another. Absent: 1 for a new directory, the
+   * recorded count for an existing one.
+   */
+  readonly shards?: number | undefined;
   readonly log: Log;
+}
+
+/** One shard's environment, and what this process remembers of it. */
+interface Shard {
+  readonly index: number;
+  readonly env: StateEnv;
+  readonly cache: StateCache;
+  /** The last transaction id this process committed here: another id in between means another writer. */
+  lastTxnId: number;
 }
 
 /**
@@ -68,20 +86,24 @@ export interface StateDbOptions {
  * write transaction at a time across them. One transaction per turn rather than one per decision
  * amortises the commit (a turn of a busy process holds many decisions).
  *
- * One job's failure (a bug, a value LMDB refuses) must not fail the others: when the turn's
+ * With shards (state-shards.ts) a turn's jobs are grouped by the shards their keys fall in: the
+ * jobs of each group run in order in one transaction holding those shards' locks (taken in
+ * ascending shard order in every process, so two processes never wait for each other in a
+ * cycle). Jobs whose shards overlap share a group, so the jobs on one key still run in the order
+ * they were queued. A job over several shards is all-or-nothing unless an LMDB commit itself
+ * fails between two shards' commits (a full disk).
+ *
+ * One job's failure (a bug, a value LMDB refuses) must not fail the others: when a group's
  * transaction fails, each of its jobs runs again in a transaction of its own, and only those that
  * fail again get an error.
  */
 export class StateDb {
-  private readonly env: StateEnv;
-  private readonly cache: StateCache;
-  /** The last transaction id this process committed: another id in between means another writer. */
-  private lastTxnId = -1;
+  private readonly shards: readonly Shard[];
   /** Transactions run (committed or not): marks the cache entries each writes. */
   private serial = 0;
   /**
-   * ms spent in write transactions (waiting for LMDB's lock, running the jobs, committing): the
-   * part of the work that LMDB runs one process at a time, for INFO (`transaction_ms`).
+   * ms spent in write transactions (waiting for LMDB's locks, running the jobs, committing): the
+   * part of the work that LMDB runs one process at a time per shard, for INFO (`transaction_ms`).
    */
   transactionMs = 0;
   private turn: Queued[] | undefined;
@@ -94,6 +116,7 @@ export class StateDb {
   private readonly syncTimer: NodeJS.Timeout | undefined;
 
   private readonly durability: Durability;
+  /** Most keys per shard (`maxKeys` shared evenly), or none. */
   private readonly maxKeys: number | undefined;
   private readonly clock: () => number;
   private readonly replayGrace: number;
@@ -102,11 +125,13 @@ export class StateDb {
   constructor(path: string, options: StateDbOptions) {
     this.durability = options.durability;
     this.replayGrace = options.replayGrace;
-    this.maxKeys = options.maxKeys;
     this.clock = options.clock;
     this.log = options.log;
-    this.env = openStateEnv(options.owner, path);
-    this.cache = new StateCache(options.cacheKeys);
+    const envs = openShards(options.owner, path, options.shards);
+    const count = envs.length;
+    this.maxKeys = options.maxKeys === undefined ? undefined : Math.ceil(options.maxKeys / count);
+    const cacheKeys = Math.ceil(options.cacheKeys / count);
+    this.shards = envs.map((env, index) => ({ index, env, cache: new StateCache(cacheKeys), lastTxnId: -1 }));
     if (this.durability === 'commit') {
       this.syncTimer = setInterval(() => {
         this.sync().catch((err: Error) => this.log('sync-error', { error: err.message }));
@@ -115,8 +140,16 @@ export class StateDb {
     }
   }
 
-  /** Queues `run` for this turn's transaction. */
-  enqueue<T>(run: Job<T>): Queued<T> {
+  /** The shards the state is split over (1: none). */
+  get shardCount(): number {
+    return this.shards.length;
+  }
+
+  /**
+   * Queues `run` for this turn's transaction. `ids`: every stored key it reads or writes (a key
+   * not declared throws when touched, since it could be in a shard the transaction does not hold).
+   */
+  enqueue<T>(ids: readonly string[], run: Job<T>): Queued<T> {
     if (this.turn === undefined) {
       this.turn = [];
       this.turnDone = new Promise<void>((resolve) => {
@@ -124,9 +157,17 @@ export class StateDb {
       });
       setImmediate(() => this.commitTurn());
     }
-    const queued = new Queued(run, this.turnDone!);
+    const queued = new Queued(run, this.turnDone!, this.shardsOf(ids));
     this.turn.push(queued as Queued);
     return queued;
+  }
+
+  private shardsOf(ids: readonly string[]): readonly number[] {
+    const count = this.shards.length;
+    if (count === 1 || ids.length === 0) return ONE_SHARD;
+    if (ids.length === 1) return [shardOf(ids[0]!, count)];
+    const set = [...new Set(ids.map((id) => shardOf(id, count)))];
+    return set.sort((a, b) => a - b);
   }
 
   /** Runs this turn's jobs and commits them (a no-op when none are queued). */
@@ -137,23 +178,8 @@ export class StateDb {
     this.turn = undefined;
     this.turnDone = undefined;
     this.endTurn = undefined;
-    try {
-      this.transact((tx) => {
-        for (const job of jobs) job.result = job.run(tx);
-      });
-    } catch (err) {
-      this.log('transaction-failed', { jobs: jobs.length, error: (err as Error).message });
-      for (const job of jobs) {
-        try {
-          this.transact((tx) => {
-            job.result = job.run(tx);
-          });
-        } catch (alone) {
-          this.log('persistence-error', { error: (alone as Error).message });
-          job.result = undefined;
-          job.error = alone as Error;
-        }
-      }
+    for (const group of this.shards.length === 1 ? [{ shards: ONE_SHARD, jobs }] : groupsOf(jobs)) {
+      this.commitGroup(group.shards, group.jobs);
     }
     if (this.durability === 'commit') {
       end();
@@ -169,39 +195,89 @@ export class StateDb {
     });
   }
 
-  /** Runs `body` in one write transaction and commits it; throws (nothing written) when either fails. */
-  private transact(body: (tx: StateTxn) => void): void {
-    const serial = ++this.serial;
-    let tx: StateTxn | undefined;
-    let txnId = -1;
-    const started = performance.now();
+  /** Runs `jobs` in order in one transaction over `shards`; when it fails, each job alone. */
+  private commitGroup(shards: readonly number[], jobs: readonly Queued[]): void {
     try {
-      this.env.root.transactionSync(() => {
-        txnId = this.env.root.getWriteTxnId();
-        // Another process committed since our last commit: what the cache holds may be stale.
-        if (txnId !== this.lastTxnId + 1) this.cache.clear();
-        tx = new StateTxn(this.env, this.cache, serial, this.clock(), this.replayGrace);
-        body(tx);
-        if (tx.added > 0 && this.maxKeys !== undefined) this.bound(tx, this.maxKeys);
+      this.transact(shards, (tx) => {
+        for (const job of jobs) job.result = job.run(tx);
       });
+    } catch (err) {
+      this.log('transaction-failed', { jobs: jobs.length, error: (err as Error).message });
+      for (const job of jobs) {
+        try {
+          this.transact(job.shards, (tx) => {
+            job.result = job.run(tx);
+          });
+        } catch (alone) {
+          this.log('persistence-error', { error: (alone as Error).message });
+          job.result = undefined;
+          job.error = alone as Error;
+        }
+      }
+    }
+  }
+
+  /**
+   * Runs `body` in one write transaction over `shards` (ascending; each shard's environment locked
+   * in that order) and commits it; throws (nothing written) when either fails. `body` gets the
+   * shard's own StateTxn when there is one shard, else a ShardedTxn over theirs.
+   */
+  private transact(shards: readonly number[], body: (tx: StateWriter, txs: StateTxn[]) => void): void {
+    const serial = ++this.serial;
+    const count = this.shards.length;
+    const txs: StateTxn[] = [];
+    const ids: number[] = [];
+    const started = performance.now();
+    const inner = () => {
+      // Every lock is held: the clock read now follows every commit of these shards before it.
+      const now = this.clock();
+      for (const index of shards) {
+        const shard = this.shards[index]!;
+        const txnId = shard.env.root.getWriteTxnId();
+        // Another process committed since our last commit: what the cache holds may be stale.
+        if (txnId !== shard.lastTxnId + 1) shard.cache.clear();
+        ids.push(txnId);
+        txs.push(new StateTxn(shard.env, shard.cache, serial, now, this.replayGrace, { index, count }));
+      }
+      if (txs.length === 1) body(txs[0]!, txs);
+      else {
+        const held: (StateTxn | undefined)[] = new Array(count);
+        shards.forEach((index, i) => {
+          held[index] = txs[i];
+        });
+        body(new ShardedTxn(held, now), txs);
+      }
+      txs.forEach((tx, i) => {
+        if (tx.added > 0 && this.maxKeys !== undefined)
+          this.bound(this.shards[shards[i]!]!, tx, this.maxKeys);
+      });
+    };
+    const lock = (i: number): void => {
+      if (i === shards.length) inner();
+      else this.shards[shards[i]!]!.env.root.transactionSync(() => lock(i + 1));
+    };
+    try {
+      lock(0);
     } finally {
       this.transactionMs += performance.now() - started;
     }
-    if (tx === undefined) return;
-    // A transaction that wrote nothing commits no new id.
-    this.lastTxnId = tx.wrote ? txnId : txnId - 1;
-    for (const entry of tx.touched) entry.value = entry.pending;
+    txs.forEach((tx, i) => {
+      // A transaction that wrote nothing commits no new id.
+      this.shards[shards[i]!]!.lastTxnId = tx.wrote ? ids[i]! : ids[i]! - 1;
+      for (const entry of tx.touched) entry.value = entry.pending;
+    });
   }
 
-  /** Past `maxKeys`, evicts the keys that expire soonest (StateTxn.evict), in the same transaction. */
-  private bound(tx: StateTxn, maxKeys: number): void {
-    const over = (this.env.state.getStats() as { entryCount: number }).entryCount - maxKeys;
+  /** Past `maxKeys` (its share of it), evicts the shard's keys that expire soonest (StateTxn.evict), in the same transaction. */
+  private bound(shard: Shard, tx: StateTxn, maxKeys: number): void {
+    const over = entryCount(shard.env) - maxKeys;
     if (over > 0) tx.evict(over, tx.now);
   }
 
   /** A reader of the latest committed state, outside any write transaction (for peeks). */
-  snapshot(): SnapshotReader {
-    return new SnapshotReader(this.env);
+  snapshot(): StateReader {
+    const envs = this.shards.map((shard) => shard.env);
+    return envs.length === 1 ? new SnapshotReader(envs[0]!) : new ShardedReader(envs);
   }
 
   /** Resolves after a flush to disk that started after this call. */
@@ -225,23 +301,26 @@ export class StateDb {
     return this.flushAfterCommit();
   }
 
-  /** Flushes the environment to disk (mdb_env_sync, on lmdb-js's worker). */
-  private sync(): Promise<void> {
-    // `sync` is on lmdb-js's database object (open.js) but missing from its type declarations.
-    const root = this.env.root as unknown as { sync(callback: (err: Error | null) => void): void };
-    return new Promise((resolve, reject) => root.sync((err) => (err ? reject(err) : resolve())));
+  /** Flushes every shard's environment to disk (mdb_env_sync, on lmdb-js's worker). */
+  private async sync(): Promise<void> {
+    await Promise.all(this.shards.map((shard) => syncEnv(shard.env)));
   }
 
   /**
-   * One bounded step of expiry: reads up to `limit` due entries of the expiry index and removes
-   * the keys as good as new at `now` (store time); see StateTxn.sweep. Runs in its own
-   * transaction, between requests.
+   * One bounded step of expiry in each shard: reads up to `limit` due entries of its expiry index
+   * and removes the keys as good as new at `now` (store time); see StateTxn.sweep. Each shard's in
+   * its own transaction, between requests. `visited`: the most entries one shard read (`limit`
+   * when some shard may have more due), `removed`: the keys removed in all.
    */
   sweep(limit: number, now: number): { visited: number; removed: number } {
-    let step = { visited: 0, removed: 0 };
-    this.transact((tx) => {
-      step = tx.sweep(limit, now);
-    });
+    const step = { visited: 0, removed: 0 };
+    for (const shard of this.shards) {
+      this.transact([shard.index], (_, [tx]) => {
+        const { visited, removed } = tx!.sweep(limit, now);
+        step.visited = Math.max(step.visited, visited);
+        step.removed += removed;
+      });
+    }
     return step;
   }
 
@@ -250,12 +329,16 @@ export class StateDb {
    * and with them the pages of their last snapshot. Returns how many it freed.
    */
   clearStaleReaders(): number {
-    return this.env.root.readerCheck();
+    let freed = 0;
+    for (const shard of this.shards) freed += shard.env.root.readerCheck();
+    return freed;
   }
 
   /** Keys stored (committed), for INFO. */
   count(): number {
-    return (this.env.state.getStats() as { entryCount: number }).entryCount;
+    let keys = 0;
+    for (const shard of this.shards) keys += entryCount(shard.env);
+    return keys;
   }
 
   /** Resolves when every job queued so far is committed and the environment flushed to disk. */
@@ -264,12 +347,64 @@ export class StateDb {
     await this.sync();
   }
 
-  /** Runs the jobs still queued, flushes, then closes the environment. */
+  /** Runs the jobs still queued, flushes, then closes the environments. */
   async close(): Promise<void> {
     clearInterval(this.syncTimer);
     this.commitTurn();
     await this.flushing?.catch(() => {});
     await this.sync();
-    await this.env.root.close();
+    await Promise.all(this.shards.map((shard) => shard.env.root.close()));
   }
+}
+
+/** The shard list of every job when there is one shard. */
+const ONE_SHARD: readonly number[] = [0];
+
+function entryCount(env: StateEnv): number {
+  return (env.state.getStats() as { entryCount: number }).entryCount;
+}
+
+/** Flushes an environment to disk (mdb_env_sync, on lmdb-js's worker). */
+function syncEnv(env: StateEnv): Promise<void> {
+  // `sync` is on lmdb-js's database object (open.js) but missing from its type declarations.
+  const root = env.root as unknown as { sync(callback: (err: Error | null) => void): void };
+  return new Promise((resolve, reject) => root.sync((err) => (err ? reject(err) : resolve())));
+}
+
+/**
+ * A turn's jobs grouped into transactions: jobs whose shards overlap, directly or through other
+ * jobs, share one (so the jobs on a key keep their order), each group's jobs in the order queued,
+ * its shards ascending. Jobs on one shard each, the common case, make a group per shard.
+ */
+function groupsOf(jobs: readonly Queued[]): { shards: readonly number[]; jobs: Queued[] }[] {
+  // Union-find over shard indices: every job's shards join one set.
+  const parent = new Map<number, number>();
+  const root = (shard: number): number => {
+    let r = shard;
+    for (let up = parent.get(r); up !== undefined && up !== r; up = parent.get(r)) r = up;
+    parent.set(shard, r);
+    return r;
+  };
+  for (const job of jobs) {
+    const first = root(job.shards[0]!);
+    for (let i = 1; i < job.shards.length; i++) {
+      const other = root(job.shards[i]!);
+      if (other !== first) parent.set(other, first);
+    }
+  }
+  const groups = new Map<number, { shards: Set<number>; jobs: Queued[] }>();
+  for (const job of jobs) {
+    const r = root(job.shards[0]!);
+    let group = groups.get(r);
+    if (group === undefined) {
+      group = { shards: new Set(), jobs: [] };
+      groups.set(r, group);
+    }
+    for (const shard of job.shards) group.shards.add(shard);
+    group.jobs.push(job);
+  }
+  return [...groups.values()].map((group) => ({
+    shards: [...group.shards].sort((a, b) => a - b),
+    jobs: group.jobs,
+  }));
 }

@@ -49,6 +49,12 @@ export interface StateEnv {
   readonly state: LmdbDatabase<StoredValue>;
   /** expiry second (6 bytes, big-endian) + stored key → nothing: the keys in the order they expire. */
   readonly expiry: LmdbDatabase<Buffer>;
+  /**
+   * The shards (state-shards.ts) the directory's state is split over, as its first environment
+   * records them: the count it was made with (`shards` of openStateEnv), 1 for one made before
+   * shards existed. Read from the first shard's directory only; the others record nothing.
+   */
+  readonly shards: number;
 }
 
 const DATABASES = ['meta', 'state', 'expiry'];
@@ -118,7 +124,7 @@ function keepsFilesSparse(dir: string): boolean {
  * process with SIGBUS when a write reaches an unallocated page (without the write map it failed
  * too: lmdb-js aborted the process soon after the first failed commit).
  */
-export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
+export function openStateEnv(owner: EnvOwner, dir: string, shards = 1): StateEnv {
   prepareDataDir(owner, dir);
   const writeMap = writeMapIn(dir);
   // The write map stretches the file to the map's size at open: an environment already there and
@@ -131,21 +137,21 @@ export function openStateEnv(owner: EnvOwner, dir: string): StateEnv {
   if (size > 0 && size < MAP_SIZE) {
     const existing = openRoot(owner, dir, { readOnly: true });
     try {
-      checkContents(owner, dir, existing, false);
+      checkContents(owner, dir, existing, undefined);
     } finally {
       void existing.close();
     }
   }
   const root = openRoot(owner, dir, { noSync: true, useWritemap: writeMap });
   try {
-    checkContents(owner, dir, root, true);
+    const stored = checkContents(owner, dir, root, shards);
     const state = root.openDB<StoredValue, Buffer>({
       name: 'state',
       keyEncoding: 'binary',
       encoding: 'msgpack',
     });
     const expiry = root.openDB<Buffer, Buffer>({ name: 'expiry', keyEncoding: 'binary', encoding: 'binary' });
-    return { root, state, expiry };
+    return { root, state, expiry, shards: stored };
   } catch (err) {
     void root.close();
     throw err;
@@ -172,15 +178,18 @@ function openRoot(owner: EnvOwner, dir: string, mode: RootDatabaseOptions): Root
 }
 
 /**
- * Refuses an environment with databases of its own or of another format; `writable`: marks a new
- * one with this format.
+ * Refuses an environment with databases of its own or of another format. Writable (`shards`
+ * given): marks a new one with this format and that shard count, in one transaction, so that of
+ * several processes opening a new directory at once the first decides both. Returns the shard
+ * count recorded (1 read-only, or for an environment made before shards were recorded).
  */
 function checkContents(
   owner: EnvOwner,
   dir: string,
   root: RootDatabase<Buffer, Buffer>,
-  writable: boolean,
-): void {
+  shards: number | undefined,
+): number {
+  const writable = shards !== undefined;
   // The root database lists the named ones (lmdb-js ends their names with a NUL byte).
   const names = [...root.getKeys({})].map((key) => key.toString('latin1').replace(/\0$/, ''));
   const foreign = names.filter((name) => !DATABASES.includes(name));
@@ -192,23 +201,27 @@ function checkContents(
     );
   }
   // Read-only, a database not there yet cannot be opened: a new environment, nothing to check.
-  if (!writable && !names.includes('meta')) return;
+  if (!writable && !names.includes('meta')) return 1;
   const meta = root.openDB<number, string>({
     name: 'meta',
     keyEncoding: 'ordered-binary',
     encoding: 'msgpack',
   });
-  const check = () => {
+  const check = (): number => {
     const format = meta.get('format');
-    if (format === undefined && writable) meta.putSync('format', FORMAT);
-    else if (format !== undefined && format !== FORMAT) {
+    if (format === undefined && writable) {
+      meta.putSync('format', FORMAT);
+      if (shards > 1) meta.putSync('shards', shards);
+      return shards;
+    }
+    if (format !== undefined && format !== FORMAT) {
       throw dataDirError(
         owner,
         dir,
         `holds a ${owner.name} environment of format ${format}; this version reads format ${FORMAT}`,
       );
     }
+    return meta.get('shards') ?? 1;
   };
-  if (writable) root.transactionSync(check);
-  else check();
+  return writable ? root.transactionSync(check) : check();
 }

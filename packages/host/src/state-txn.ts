@@ -2,6 +2,20 @@ import { expiredEnd, expirySecond, indexKey, NO_VALUE, readIndexKey } from './ex
 import type { CacheEntry, StateCache } from './state-cache.js';
 import type { StateEnv, StoredValue } from './state-env.js';
 import type { StateReader } from './state-reader.js';
+import { misplaced, ONLY_SHARD, type ShardPlace, shardOf } from './state-shards.js';
+
+/**
+ * What a job (StateDb.enqueue) may do with the state inside its transaction: read and write the
+ * keys it declared, at the transaction's clock. A StateTxn, or a ShardedTxn over several shards'.
+ */
+export interface StateWriter extends StateReader {
+  /** The store's clock, read once every lock the transaction needs is held (see StateTxn.now). */
+  readonly now: number;
+  /** See StateTxn.write. */
+  write(id: string, state: unknown, ttl: number, now: number): void;
+  /** See StateTxn.writeFrom. */
+  writeFrom(id: string, state: unknown, ttl: number, at: number): void;
+}
 
 /**
  * A command's view of the state inside one LMDB write transaction: what it reads is the latest
@@ -12,7 +26,7 @@ import type { StateReader } from './state-reader.js';
  *
  * Each write keeps the expiry index (expiry-index.ts) in step with the value.
  */
-export class StateTxn implements StateReader {
+export class StateTxn implements StateWriter {
   /** Cache entries this transaction wrote: their pending value becomes theirs if it commits. */
   readonly touched: CacheEntry[] = [];
   /** Whether this transaction wrote anything (else it commits no new transaction id). */
@@ -38,6 +52,11 @@ export class StateTxn implements StateReader {
     readonly now: number,
     /** ms a state written at a caller's time outlives its ttl ({@link writeFrom}). */
     private readonly replayGrace: number,
+    /**
+     * Where this environment sits among the state's shards: a key of another shard read or
+     * written here would be lost to it (never found where its shard looks), so it throws instead.
+     */
+    private readonly shard: ShardPlace = ONLY_SHARD,
   ) {}
 
   /**
@@ -55,6 +74,9 @@ export class StateTxn implements StateReader {
    * not cached yet enters the cache (the sweep's keys do not: they are leaving).
    */
   private lookup(id: string, remember = true): StoredValue | undefined {
+    if (this.shard.count > 1 && shardOf(id, this.shard.count) !== this.shard.index) {
+      misplaced(id, this.shard.count, `shard ${this.shard.index}`);
+    }
     let entry = this.cache.get(id);
     let value: StoredValue | undefined;
     if (entry !== undefined) value = entry.txn === this.serial ? entry.pending : entry.value;

@@ -9,5 +9,6 @@ export { chargeIn, checkIn, peekIn, refundIn, resetIn } from './limit-steps.js';
 export type { Durability, StateDbOptions } from './state-db.js';
 export { Queued, StateDb } from './state-db.js';
 export { openStateEnv } from './state-env.js';
-export type { StateTxn } from './state-txn.js';
+export { MAX_SHARDS, openShards, shardOf } from './state-shards.js';
+export type { StateTxn, StateWriter } from './state-txn.js';
 export { MAX_KEY_BYTES, storedId, storedIdOfText } from './stored-key.js';

@@ -3,16 +3,16 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
-import { autoWorkers } from './auto-workers.js';
-import { defaultLog, type ServerOptions } from './options.js';
+import { autoWorkers, WORKER_SHARDS } from './auto-workers.js';
+import { defaultLog, resolveServerOptions, type ServerOptions } from './options.js';
 import { startRls } from './rls/cli-rls.js';
 import { SluiceServer } from './server.js';
-import { reportListening, runPrimary, WORKER_EVENTS, workerIndex } from './workers.js';
+import { openShardsOnce, reportListening, runPrimary, WORKER_EVENTS, workerIndex } from './workers.js';
 
 const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
   [--tls-cert FILE --tls-key FILE]
   [--max-clients 10000] [--max-frame-bytes 1048576] [--max-args 1024] [--durability commit|flush]
-  [--cache-keys 100000] [--max-log-entries 10000] [--workers 1|N|auto]
+  [--cache-keys 100000] [--max-log-entries 10000] [--workers 1|N|auto] [--shards N]
   [--grpc-port 8081 --rls-config DIR [--rls-redis redis://HOST:PORT | --rls-redis-cluster HOST:PORT,...] [--rls-redis-timeout 100]
    [--rls-shadow-mode] [--rls-response-headers]]
 The gRPC port serves Envoy's rate limit service (envoyproxy/ratelimit's YAML files in DIR) and
@@ -20,10 +20,10 @@ grpc.health.v1 (from every worker with --workers; SIGHUP reloads DIR); its count
 server's LMDB, or in Redis when one is named.
 The password may also come from the SLUICE_SERVER_PASSWORD environment variable (kept out of ps).`;
 
-/** `--workers`: a whole number ≥ 1, or `auto` (the cores this process may use, at most AUTO_WORKERS_MAX). */
-function workerCount(text: string | undefined): number {
+/** `--workers`: a whole number ≥ 1, or `auto` (decided once the directory's shards are known). */
+function workerCount(text: string | undefined): number | 'auto' {
   if (text === undefined) return 1;
-  if (text === 'auto') return autoWorkers(availableParallelism());
+  if (text === 'auto') return 'auto';
   const count = integer('workers', text)!;
   if (count < 1) throw new Error(`--workers must be a whole number ≥ 1 or auto; got ${JSON.stringify(text)}`);
   return count;
@@ -49,6 +49,7 @@ async function main(): Promise<void> {
       'max-frame-bytes': { type: 'string' },
       'max-args': { type: 'string' },
       durability: { type: 'string' },
+      shards: { type: 'string' },
       'cache-keys': { type: 'string' },
       'max-log-entries': { type: 'string' },
       workers: { type: 'string' },
@@ -84,27 +85,37 @@ async function main(): Promise<void> {
   set('maxFrameBytes', integer('max-frame-bytes', values['max-frame-bytes']));
   set('maxArgs', integer('max-args', values['max-args']));
   set('durability', values.durability as ServerOptions['durability']);
-  const workers = workerCount(values.workers);
+  set('shards', integer('shards', values.shards));
+  const asked = workerCount(values.workers);
+  const several = asked === 'auto' || asked > 1;
   // With several workers every one writes, so a worker's cache is emptied at nearly every turn
   // (another process committed): off unless asked for.
-  set('cacheKeys', integer('cache-keys', values['cache-keys']) ?? (workers > 1 ? 0 : undefined));
+  set('cacheKeys', integer('cache-keys', values['cache-keys']) ?? (several ? 0 : undefined));
   set('maxLogEntries', integer('max-log-entries', values['max-log-entries']));
   const grpcPort = integer('grpc-port', values['grpc-port']);
   if ((grpcPort === undefined) !== (values['rls-config'] === undefined)) {
     throw new Error('--grpc-port and --rls-config go together');
   }
   const worker = workerIndex();
-  if (workers > 1 && worker === undefined) {
+  // The primary (several workers asked for): every option checked once here, not by each worker
+  // dying over it in turn; the directory made (with WORKER_SHARDS unless --shards says) or
+  // checked, and auto's count chosen for its shards.
+  const resolved = several && worker === undefined ? resolveServerOptions(options) : undefined;
+  const shards = resolved && openShardsOnce(resolved.dataDir, resolved.shards, WORKER_SHARDS);
+  const workers =
+    asked !== 'auto' ? asked : shards === undefined ? 1 : autoWorkers(availableParallelism(), shards);
+  if (resolved !== undefined && workers > 1) {
     const details = {
       host: options.host ?? '127.0.0.1',
       tls: options.tls !== undefined,
       dataDir: options.dataDir,
+      shards,
       ...(grpcPort === undefined ? {} : { grpcPort }),
     };
     // Every worker serves the gRPC port too (node:cluster shares it as it shares the RESP port);
     // SIGHUP to the primary reloads the rate limit config in each of them.
     const forward = grpcPort === undefined ? [] : (['SIGHUP'] as const);
-    process.exit(await runPrimary(workers, options.dataDir, details, defaultLog, forward));
+    process.exit(await runPrimary(workers, details, defaultLog, forward));
   }
   if (worker !== undefined) {
     options.worker = worker;

@@ -1,6 +1,6 @@
 import { ErrorCode, SluiceError } from '@sluice/core';
 import { assertKnownOptions, integerOption, oneOfOption, requireOption } from '@sluice/core/adapter';
-import type { Durability } from '@sluice/host/state';
+import { type Durability, MAX_SHARDS } from '@sluice/host/state';
 
 export interface ServerOptions {
   /**
@@ -26,6 +26,14 @@ export interface ServerOptions {
   maxFrameBytes?: number;
   /** Most arguments in one command. @default 1024 */
   maxArgs?: number;
+  /**
+   * The LMDB environments a new `dataDir`'s state is split over, 1 to 64 (`--shards`): each key's
+   * state lives in one, chosen by a hash of its key, and LMDB runs one write transaction at a time
+   * per environment, so several `--workers` decide in parallel only on different shards. Fixed
+   * when the directory is made: an existing directory keeps its count, and refuses another one
+   * given here (`ERR_SLUICE_INVALID_OPTION`). @default the directory's count; 1 for a new one
+   */
+  shards?: number;
   /** When a decision is acknowledged, see {@link Durability}. @default 'commit' */
   durability?: Durability;
   /**
@@ -75,6 +83,7 @@ const KNOWN = [
   'maxFrameBytes',
   'maxArgs',
   'durability',
+  'shards',
   'cacheKeys',
   'maxLogEntries',
   'sweepInterval',
@@ -84,8 +93,9 @@ const KNOWN = [
   'log',
 ] as const satisfies readonly (keyof ServerOptions)[];
 
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'requirePass' | 'tls'>> & {
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'requirePass' | 'tls' | 'shards'>> & {
   requirePass: string | undefined;
+  shards: number | undefined;
   tls: { key: string | Buffer; cert: string | Buffer } | undefined;
 };
 
@@ -138,6 +148,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     maxFrameBytes: integerOption('maxFrameBytes', options.maxFrameBytes ?? 1_048_576, 64),
     maxArgs: integerOption('maxArgs', options.maxArgs ?? 1024),
     durability: oneOfOption('durability', options.durability ?? 'commit', ['commit', 'flush']),
+    shards: options.shards === undefined ? undefined : integerOption('shards', options.shards, 1, MAX_SHARDS),
     cacheKeys: integerOption('cacheKeys', options.cacheKeys ?? 100_000, 0),
     maxLogEntries: integerOption('maxLogEntries', options.maxLogEntries ?? 10_000),
     sweepInterval: integerOption('sweepInterval', options.sweepInterval ?? 1000),

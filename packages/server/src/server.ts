@@ -55,6 +55,7 @@ export class SluiceServer implements ConnectionHost {
     this.db = new StateDb(this.options.dataDir, {
       owner: SERVER_ENV,
       durability: this.options.durability,
+      shards: this.options.shards,
       cacheKeys: this.options.cacheKeys,
       clock: this.options.clock,
       // A state written at a command's AT (a replay) outlives its ttl by RedisStore's and

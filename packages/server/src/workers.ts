@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { openStateEnv } from '@sluice/host/state';
+import { openShards } from '@sluice/host/state';
 import { SERVER_ENV } from './server-env.js';
 
 /**
@@ -53,6 +53,17 @@ export function reportListening(port: number): void {
   process.send?.({ sluice: 'listening', port });
 }
 
+/**
+ * In the primary, before forking: creates or checks the state's directory, so that a bad one stops
+ * the start-up once and the workers never race to create it. A new directory gets `shards`, else
+ * `fresh`; an existing one keeps its count (and refuses another `shards`). Returns the count.
+ */
+export function openShardsOnce(dataDir: string, shards: number | undefined, fresh: number): number {
+  const envs = openShards(SERVER_ENV, dataDir, shards, fresh);
+  for (const env of envs) void env.root.close();
+  return envs.length;
+}
+
 /** Restarts of one worker within {@link RESTART_WINDOW} ms past which the primary gives up. */
 const MAX_RESTARTS = 5;
 const RESTART_WINDOW = 60_000;
@@ -64,13 +75,10 @@ const RESTART_WINDOW = 60_000;
  */
 export function runPrimary(
   count: number,
-  dataDir: string,
   details: Record<string, unknown>,
   log: Log,
   forward: readonly NodeJS.Signals[] = [],
 ): Promise<number> {
-  // Creates or checks the environment now: a bad directory stops the start-up here, once.
-  void openStateEnv(SERVER_ENV, dataDir).root.close();
   const workers = new Map<number, Worker>();
   const restarts = new Map<number, number[]>();
   const listening = new Set<number>();

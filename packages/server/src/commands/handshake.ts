@@ -92,6 +92,7 @@ function info(args: readonly Buffer[], ctx: CommandContext): resp.Reply {
     '# Persistence',
     'loading:0',
     `keys_stored:${ctx.db.count()}`,
+    `shards:${ctx.db.shardCount}`,
     `transaction_ms:${Math.round(ctx.db.transactionMs)}`,
     `swept_keys:${s.sweptKeys}`,
     '',

@@ -65,7 +65,7 @@ function lease(args: readonly Buffer[], ctx: CommandContext): CommandResult {
       retryAfter,
       policy: args[8]!.toString(),
     };
-    return ctx.db.enqueue((tx) =>
+    return ctx.db.enqueue([id], (tx) =>
       decisionReply([
         sub === 'peek'
           ? peekLeaseIn(tx, id, call, now ?? tx.now, tx.now)
@@ -77,10 +77,12 @@ function lease(args: readonly Buffer[], ctx: CommandContext): CommandResult {
     const now = at(args, 5, 'SL.LEASE RELEASE space key id [AT ms]');
     if (typeof now === 'string' || Buffer.isBuffer(now)) return now;
     const leaseId = text(args[4]);
-    return ctx.db.enqueue((tx) => resp.integer(releaseIn(tx, id, leaseId, now ?? tx.now, tx.now) ? 1 : 0));
+    return ctx.db.enqueue([id], (tx) =>
+      resp.integer(releaseIn(tx, id, leaseId, now ?? tx.now, tx.now) ? 1 : 0),
+    );
   }
   if (sub === 'reset' && args.length === 4) {
-    return ctx.db.enqueue((tx) => {
+    return ctx.db.enqueue([id], (tx) => {
       tx.write(id, undefined, 0, tx.now);
       return resp.OK;
     });

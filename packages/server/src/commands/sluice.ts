@@ -8,7 +8,7 @@ import {
   refundIn,
   resetIn,
   type StateBatch,
-  type StateTxn,
+  type StateWriter,
   storedId,
 } from '@sluice/host/state';
 import { algorithmOf, specOf } from '../algorithm-spec.js';
@@ -186,13 +186,13 @@ interface Step extends StateBatch {
 function overStates(
   args: readonly Buffer[],
   ctx: CommandContext,
-  body: (tx: StateTxn, step: Step, parsed: Parsed) => resp.Reply,
+  body: (tx: StateWriter, step: Step, parsed: Parsed) => resp.Reply,
 ): CommandResult {
   const parsed = parse(args, ctx);
   if (typeof parsed === 'string' || Buffer.isBuffer(parsed)) return parsed;
   const calls = parsed.calls;
   const ids = calls.map((call) => call.id);
-  return ctx.db.enqueue((tx) =>
+  return ctx.db.enqueue(ids, (tx) =>
     body(tx, { calls, ids, now: parsed.now ?? tx.now, storeNow: tx.now }, parsed),
   );
 }

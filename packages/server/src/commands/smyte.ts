@@ -152,7 +152,7 @@ function rateLimit(
   const { max, refill, refillMs, take, strict } = parsed;
   const { bucket, prefix } = paramSetFor(max, refill, refillMs);
   const id = storedId(prefix, args[1]!);
-  return ctx.db.enqueue((tx) => {
+  return ctx.db.enqueue([id], (tx) => {
     const at = parsed.at ?? tx.now;
     const state = tx.read(id, tx.now) as TokenBucketState | undefined;
     // The tokens after whole refills (Smyte's adjustAmount), as core's stepped bucket reports them.

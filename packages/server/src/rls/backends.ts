@@ -1,5 +1,12 @@
 import type { Decision, LimitCall, Store } from '@sluice/core';
-import { chargeIn, checkIn, peekIn, type StateDb, type StateTxn, storedIdOfText } from '@sluice/host/state';
+import {
+  chargeIn,
+  checkIn,
+  peekIn,
+  type StateDb,
+  type StateWriter,
+  storedIdOfText,
+} from '@sluice/host/state';
 import { specOf } from '../algorithm-spec.js';
 
 /** One descriptor's limit, as the service hands it to a backend. */
@@ -41,7 +48,7 @@ export function lmdbId(call: LimitCall): string {
 }
 
 /** Takes what a refused call had room for, so the window reads full as envoyproxy/ratelimit's does. */
-function saturate(tx: StateTxn, call: LimitCall, id: string, now: number): void {
+function saturate(tx: StateWriter, call: LimitCall, id: string, now: number): void {
   chargeIn(tx, { calls: [call], ids: [id], now, storeNow: now });
 }
 
@@ -57,7 +64,7 @@ export class LmdbBackend implements RlsBackend {
   async decide(calls: readonly RlsCall[], allOrNothing: boolean): Promise<BackendAnswer> {
     const ids: string[] = new Array(calls.length);
     for (let i = 0; i < calls.length; i++) ids[i] = lmdbId(calls[i]!.call);
-    const queued = this.db.enqueue((tx) => {
+    const queued = this.db.enqueue(ids, (tx) => {
       const now = tx.now;
       const decisions: Decision[] = new Array(calls.length);
       // Looks first: a descriptor's hits_addend 0 sees the counters as the request found them.
