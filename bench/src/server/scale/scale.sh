@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sluice-server past one core (issue 36): for each shard count in SHARDS and worker count in
-# WORKERS, the server pinned to cores 0..W-1 with `--workers W --shards S` on a fresh directory,
+# WORKERS, the server pinned to cores 0..W-1 with `--workers W --shards S` on a fresh directory
+# (S `default`: no --shards; W `auto`: --workers auto on cores 0-7),
 # then the load generators (resp-load.mjs, one per entry of GEN_CORES, each pinned there) send
 # RL.REDUCE on 100,000 random keys: pipelined (16 in flight, 40 connections in all) and
 # unpipelined (200 connections in all), SECONDS per point. Prints one line per point and the load
@@ -15,9 +16,12 @@ echo "cores $(nproc); node $($N --version); load $(cut -d' ' -f1-3 /proc/loadavg
 gens=$(echo $GEN_CORES | wc -w)
 for SH in $SHARDS; do
   for W in $WORKERS; do
-    d=$(mktemp -d); port=$((26500 + W))
-    cores=${SERVER_CORES:-0-$((W-1))}
-    taskset -c "$cores" $N "$S" --port $port --data "$d/db" --workers $W --shards $SH > "$d/log" 2>&1 &
+    d=$(mktemp -d); port=$((26500 + RANDOM % 1000))
+    # `auto` runs on cores 0-7 (it counts the cores it may use); `default` gives no --shards (the
+    # directory gets what the server chooses for it).
+    if [ "$W" = auto ]; then cores=${SERVER_CORES:-0-7}; else cores=${SERVER_CORES:-0-$((W-1))}; fi
+    flags="--workers $W"; [ "$SH" != default ] && flags="$flags --shards $SH"
+    taskset -c "$cores" $N "$S" --port $port --data "$d/db" $flags > "$d/log" 2>&1 &
     sp=$!
     for _ in $(seq 100); do $N -e "require('net').connect($port,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))" 2>/dev/null && break; sleep 0.2; done
     sleep 1
@@ -31,7 +35,11 @@ for SH in $SHARDS; do
       echo "shards $SH workers $W pipeline $P conns $C: $tot"
     done
     kill $sp; wait $sp 2>/dev/null
-    grep -v '"listening"\|worker-listening\|"stopped"\|worker-stopped' "$d/log" | head -3
+    grep '"listening"' "$d/log" | head -1 | sed 's/.*"dataDir":"[^"]*",/  listening: /'
+    # Anything else the server said: LMDB's own lines on stderr (not JSON) and failed transactions.
+    other=$(grep -v '^{' "$d/log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+    failed=$(grep -c '"transaction-failed"' "$d/log"); lost=$(grep -c '"persistence-error"' "$d/log")
+    if [ -n "$other" ] || [ "$failed$lost" != 00 ]; then echo "  log: transaction-failed $failed, persistence-error $lost; other lines:$other"; fi
     rm -rf "$d"
   done
 done
