@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -175,6 +175,56 @@ describe('StateDb over shards', () => {
     ]);
   });
 
+  it('a commit that fails after another shard committed: nothing runs twice, each job answers by what stands', async () => {
+    const events: string[] = [];
+    const db = new StateDb(await tempDir(), {
+      owner: { option: 'dataDir', name: 'test' },
+      durability: 'commit',
+      cacheKeys: 100,
+      clock: () => NOW,
+      replayGrace: 0,
+      shards: 8,
+      log: (event) => events.push(event),
+    });
+    dbs.push(db);
+    const [x, y] = keysInDistinctShards(8, 2).map((k) => id(k));
+    // The outer shard (the lower index, locked first) is the one whose commit fails; the inner one
+    // has committed by then. LMDB has no transaction across environments, so a disk failing
+    // between the two is all this can be; it is injected here on the outer environment's handle.
+    const [outer, inner] = shardOf(x!, 8) < shardOf(y!, 8) ? [x!, y!] : [y!, x!];
+    const roots = (
+      db as unknown as { shards: { env: { root: { transactionSync(f: () => unknown): unknown } } }[] }
+    ).shards;
+    const root = roots[shardOf(outer, 8)]!.env.root;
+    const real = root.transactionSync.bind(root);
+    let failures = 1;
+    root.transactionSync = (body) =>
+      real(() => {
+        const result = body();
+        if (failures-- > 0) throw new Error('the disk failed at commit');
+        return result;
+      });
+    const bump = (key: string) => (tx: Parameters<Parameters<StateDb['enqueue']>[1]>[0]) => {
+      const n = ((tx.read(key, NOW) as number | undefined) ?? 0) + 1;
+      tx.write(key, n, 60_000, NOW);
+      return n;
+    };
+    const both = db.enqueue([outer, inner], (tx) => [bump(outer)(tx), bump(inner)(tx)]);
+    const innerOnly = db.enqueue([inner], bump(inner));
+    const outerOnly = db.enqueue([outer], bump(outer));
+    await Promise.all([both.done, innerOnly.done, outerOnly.done]);
+    expect(events).toContain('partial-commit');
+    // Over both shards: its inner write stands, its outer one was lost: an error, not run again.
+    expect(both.error?.message).toBe('the disk failed at commit');
+    // Within the inner (committed) shard: its write stands, its answer too.
+    expect([innerOnly.result, innerOnly.error]).toEqual([2, undefined]);
+    // Within the outer shard: run again alone, once.
+    expect([outerOnly.result, outerOnly.error]).toEqual([1, undefined]);
+    expect(
+      await settled(db.enqueue([outer, inner], (tx) => [tx.read(outer, NOW), tx.read(inner, NOW)])),
+    ).toEqual([1, 2]);
+  });
+
   it('the count is fixed when the directory is made: another count is refused, naming both', async () => {
     const dir = await tempDir();
     await open(dir, 4).close();
@@ -185,6 +235,48 @@ describe('StateDb over shards', () => {
       }),
     );
     expect(open(dir, 4).shardCount).toBe(4);
+  });
+
+  it("a shard missing from a directory made earlier is refused (its keys' limits would restart), and not made", async () => {
+    const dir = await tempDir();
+    await open(dir, 4).close();
+    rmSync(join(dir, 'shard-2'), { recursive: true });
+    expect(() => open(dir)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+        message: expect.stringMatching(/made with 4 shards, and shard-2 is missing/),
+      }),
+    );
+    expect(existsSync(join(dir, 'shard-2'))).toBe(false);
+  });
+
+  it("another layout's shard directories are refused: the first environment deleted, then another count", async () => {
+    const dir = await tempDir();
+    await open(dir, 8).close();
+    for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file));
+    expect(() => open(dir, 3)).toThrow(
+      expect.objectContaining({ message: expect.stringMatching(/shard-1 recording shard 1 of 8, not of 3/) }),
+    );
+  });
+
+  it('a shard directory past the count is refused', async () => {
+    const dir = await tempDir();
+    await open(dir, 2).close();
+    mkdirSync(join(dir, 'shard-5'));
+    expect(() => open(dir)).toThrow(
+      expect.objectContaining({
+        message: expect.stringMatching(/made with 2 shards, and holds shard-5 past them/),
+      }),
+    );
+  });
+
+  it('a new directory whose start was cut short after its other shards were made is taken up on the next start', async () => {
+    const dir = await tempDir();
+    await open(dir, 4).close();
+    // What a start killed before making the first environment leaves: the others (empty).
+    for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file));
+    const again = open(dir, 4);
+    expect(again.shardCount).toBe(4);
   });
 
   it('a directory made before shards (one environment) reads as 1 shard and refuses another count', async () => {

@@ -14,7 +14,7 @@ import { build, type Command, neverRefilled } from './worker-commands.js';
 const path = process.env.SLUICE_HOST_PATH!;
 const shards =
   process.env.SLUICE_HOST_SHARDS === undefined ? undefined : Number(process.env.SLUICE_HOST_SHARDS);
-const store = new HostStore({ path, logger: false, shards });
+const store = new HostStore({ path, logger: false, ...(shards === undefined ? {} : { shards }) });
 const held: Lease[] = [];
 let loading = false;
 

@@ -28,6 +28,11 @@ export function shardDirName(index: number): string {
 
 const SHARD_DIR = /^shard-[1-9][0-9]*$/;
 
+/** The index of a shard's directory from its name (`shard-3`: 3), else `undefined`. */
+export function shardDirIndex(name: string): number | undefined {
+  return SHARD_DIR.test(name) ? Number(name.slice(6)) : undefined;
+}
+
 /**
  * Who opens an environment, for its errors: the option that names the directory (`dataDir` for
  * sluice-server, `path` for HostStore), what the environment is called (`sluice-server`) and what

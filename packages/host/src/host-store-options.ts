@@ -7,8 +7,8 @@ import {
   replayGraceOption,
   requireOption,
 } from '@sluice/core/adapter';
+import { MAX_SHARDS } from './shard-of.js';
 import type { Durability } from './state-db.js';
-import { MAX_SHARDS } from './state-shards.js';
 
 /** Where HostStore says that LMDB failed (a turn's transaction, a background flush to disk). */
 export interface HostStoreLogger {
@@ -28,7 +28,8 @@ export interface HostStoreOptions {
    * Most keys stored, across every limit, block record and lease set of every process. A
    * transaction that stores new keys past it removes as many, those that expire soonest first (the
    * expired ones first of all): Redis's `volatile-ttl`. An evicted key starts afresh, as on
-   * `MemoryStore`. Give every process the same bound. With the expiry sweep, this is what bounds
+   * `MemoryStore`. Give every process the same bound. With `shards`, each shard holds at most
+   * ⌈maxKeys / shards⌉ and evicts among its own keys. With the expiry sweep, this is what bounds
    * the data file: each key costs its key's bytes, its state's (about 40 bytes for a token bucket,
    * 9 per entry of a sliding window log) and some 40 bytes of LMDB and index.
    * @default 1_000_000
@@ -47,11 +48,12 @@ export interface HostStoreOptions {
    * The LMDB environments a new `path`'s state is split over, 1 to 64: each key's state (its
    * limits, block records and lease sets) lives in one, chosen by a hash of the key. LMDB runs one
    * write transaction at a time per environment, so with shards the host's processes decide in
-   * parallel on different shards instead of queueing for one lock (8 shards let 8 sluice-server
-   * workers decide 4.0–4.7× as fast as one worker, where over one environment they ran 0.9–1.8×). Fixed when the directory is
-   * made: an existing one keeps its count and refuses another (`ERR_SLUICE_INVALID_OPTION`); give
-   * every process the same value, or leave it out in all but the first. A process alone gains
-   * nothing, and pays a transaction per shard that a turn's decisions touch.
+   * parallel on different shards instead of queueing for one lock (over 8 shards, 8 sluice-server
+   * workers decided 3.3–4.5× one worker pipelined and 2.9–6.8× unpipelined; over one environment
+   * 0.9–1.2× and 1.4–1.8×). Fixed when the directory is made: an existing one keeps its count and
+   * refuses another (`ERR_SLUICE_INVALID_OPTION`); give every process the same value (processes
+   * starting together on a new directory race to make it). A process alone gains nothing, and
+   * pays a transaction per shard that a turn's decisions touch.
    * @default the directory's count; 1 for a new one
    */
   shards?: number;

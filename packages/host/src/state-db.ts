@@ -1,8 +1,9 @@
 import type { EnvOwner } from './data-dir.js';
+import { shardOf } from './shard-of.js';
 import { StateCache } from './state-cache.js';
 import type { StateEnv } from './state-env.js';
 import { SnapshotReader, type StateReader } from './state-reader.js';
-import { openShards, ShardedReader, ShardedTxn, shardOf } from './state-shards.js';
+import { openShards, ShardedReader, ShardedTxn } from './state-shards.js';
 import { StateTxn, type StateWriter } from './state-txn.js';
 
 /**
@@ -91,7 +92,8 @@ interface Shard {
  * ascending shard order in every process, so two processes never wait for each other in a
  * cycle). Jobs whose shards overlap share a group, so the jobs on one key still run in the order
  * they were queued. A job over several shards is all-or-nothing unless an LMDB commit itself
- * fails between two shards' commits (a full disk).
+ * fails between two shards' commits (LMDB has no transaction across environments): then it gets
+ * the error and is never run twice (commitGroup).
  *
  * One job's failure (a bug, a value LMDB refuses) must not fail the others: when a group's
  * transaction fails, each of its jobs runs again in a transaction of its own, and only those that
@@ -195,15 +197,33 @@ export class StateDb {
     });
   }
 
-  /** Runs `jobs` in order in one transaction over `shards`; when it fails, each job alone. */
+  /**
+   * Runs `jobs` in order in one transaction over `shards`; when it fails, each job alone. When
+   * some shards committed before another's commit failed (PartialCommit), a job within them
+   * keeps its result (its writes stand), one within the others runs alone, and one over both
+   * gets the error: its writes stand in part, and running it again would apply them twice.
+   */
   private commitGroup(shards: readonly number[], jobs: readonly Queued[]): void {
     try {
       this.transact(shards, (tx) => {
         for (const job of jobs) job.result = job.run(tx);
       });
-    } catch (err) {
-      this.log('transaction-failed', { jobs: jobs.length, error: (err as Error).message });
+    } catch (thrown) {
+      const committed = thrown instanceof PartialCommit ? thrown.committed : [];
+      const err = thrown instanceof PartialCommit ? thrown.cause : (thrown as Error);
+      this.log(committed.length === 0 ? 'transaction-failed' : 'partial-commit', {
+        jobs: jobs.length,
+        error: err.message,
+        ...(committed.length === 0 ? {} : { committed }),
+      });
       for (const job of jobs) {
+        const inCommitted = job.shards.filter((shard) => committed.includes(shard)).length;
+        if (inCommitted === job.shards.length) continue;
+        if (inCommitted > 0) {
+          job.result = undefined;
+          job.error = err;
+          continue;
+        }
         try {
           this.transact(job.shards, (tx) => {
             job.result = job.run(tx);
@@ -241,23 +261,34 @@ export class StateDb {
       }
       if (txs.length === 1) body(txs[0]!, txs);
       else {
-        const held: (StateTxn | undefined)[] = new Array(count);
+        const byShard: (StateTxn | undefined)[] = new Array(count);
         shards.forEach((index, i) => {
-          held[index] = txs[i];
+          byShard[index] = txs[i];
         });
-        body(new ShardedTxn(held, now), txs);
+        body(new ShardedTxn(byShard, now), txs);
       }
       txs.forEach((tx, i) => {
         if (tx.added > 0 && this.maxKeys !== undefined)
           this.bound(this.shards[shards[i]!]!, tx, this.maxKeys);
       });
     };
+    // The innermost shard commits first: when an outer one's commit then fails, the inner ones
+    // stand (LMDB has no transaction across environments).
+    const committed: number[] = [];
     const lock = (i: number): void => {
       if (i === shards.length) inner();
-      else this.shards[shards[i]!]!.env.root.transactionSync(() => lock(i + 1));
+      else {
+        this.shards[shards[i]!]!.env.root.transactionSync(() => lock(i + 1));
+        committed.push(shards[i]!);
+      }
     };
     try {
       lock(0);
+    } catch (err) {
+      if (committed.length === 0) throw err;
+      // What these shards' caches hold of this transaction is unknown now: read LMDB again.
+      for (const index of committed) this.shards[index]!.cache.clear();
+      throw new PartialCommit(committed, err as Error);
     } finally {
       this.transactionMs += performance.now() - started;
     }
@@ -354,6 +385,16 @@ export class StateDb {
     await this.flushing?.catch(() => {});
     await this.sync();
     await Promise.all(this.shards.map((shard) => shard.env.root.close()));
+  }
+}
+
+/** A transaction over several shards of which some committed before another's commit failed. */
+class PartialCommit extends Error {
+  constructor(
+    readonly committed: readonly number[],
+    override readonly cause: Error,
+  ) {
+    super(cause.message);
   }
 }
 

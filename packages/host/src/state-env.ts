@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { open, type RootDatabase, type RootDatabaseOptions } from 'lmdb';
 import { dataDirError, ENV_FILES, type EnvOwner, PROBE_PREFIX, prepareDataDir } from './data-dir.js';
+import { ONLY_SHARD, type ShardPlace } from './shard-of.js';
 
 /**
  * The stored layout this version reads and writes, kept under `format` in the `meta` database.
@@ -50,11 +51,13 @@ export interface StateEnv {
   /** expiry second (6 bytes, big-endian) + stored key → nothing: the keys in the order they expire. */
   readonly expiry: LmdbDatabase<Buffer>;
   /**
-   * The shards (state-shards.ts) the directory's state is split over, as its first environment
-   * records them: the count it was made with (`shards` of openStateEnv), 1 for one made before
-   * shards existed. Read from the first shard's directory only; the others record nothing.
+   * Where this environment sits among the shards (state-shards.ts) of its directory's state, as it
+   * records it: the count it was made with (1 for one made before shards existed) and its index
+   * (0: the directory's own environment).
    */
-  readonly shards: number;
+  readonly place: ShardPlace;
+  /** Whether this open set the environment up (it held nothing of sluice's before). */
+  readonly fresh: boolean;
 }
 
 const DATABASES = ['meta', 'state', 'expiry'];
@@ -124,7 +127,7 @@ function keepsFilesSparse(dir: string): boolean {
  * process with SIGBUS when a write reaches an unallocated page (without the write map it failed
  * too: lmdb-js aborted the process soon after the first failed commit).
  */
-export function openStateEnv(owner: EnvOwner, dir: string, shards = 1): StateEnv {
+export function openStateEnv(owner: EnvOwner, dir: string, place: ShardPlace = ONLY_SHARD): StateEnv {
   prepareDataDir(owner, dir);
   const writeMap = writeMapIn(dir);
   // The write map stretches the file to the map's size at open: an environment already there and
@@ -144,14 +147,14 @@ export function openStateEnv(owner: EnvOwner, dir: string, shards = 1): StateEnv
   }
   const root = openRoot(owner, dir, { noSync: true, useWritemap: writeMap });
   try {
-    const stored = checkContents(owner, dir, root, shards);
+    const { stored, fresh } = checkContents(owner, dir, root, place);
     const state = root.openDB<StoredValue, Buffer>({
       name: 'state',
       keyEncoding: 'binary',
       encoding: 'msgpack',
     });
     const expiry = root.openDB<Buffer, Buffer>({ name: 'expiry', keyEncoding: 'binary', encoding: 'binary' });
-    return { root, state, expiry, shards: stored };
+    return { root, state, expiry, place: stored, fresh };
   } catch (err) {
     void root.close();
     throw err;
@@ -178,18 +181,19 @@ function openRoot(owner: EnvOwner, dir: string, mode: RootDatabaseOptions): Root
 }
 
 /**
- * Refuses an environment with databases of its own or of another format. Writable (`shards`
- * given): marks a new one with this format and that shard count, in one transaction, so that of
- * several processes opening a new directory at once the first decides both. Returns the shard
- * count recorded (1 read-only, or for an environment made before shards were recorded).
+ * Refuses an environment with databases of its own or of another format. Writable (`place`
+ * given): marks a new one with this format and its place among the shards, in one transaction,
+ * so that of several processes opening a new directory at once the first decides. Returns the
+ * place recorded (the only shard read-only, or for an environment made before shards were
+ * recorded) and whether this call set the environment up.
  */
 function checkContents(
   owner: EnvOwner,
   dir: string,
   root: RootDatabase<Buffer, Buffer>,
-  shards: number | undefined,
-): number {
-  const writable = shards !== undefined;
+  place: ShardPlace | undefined,
+): { stored: ShardPlace; fresh: boolean } {
+  const writable = place !== undefined;
   // The root database lists the named ones (lmdb-js ends their names with a NUL byte).
   const names = [...root.getKeys({})].map((key) => key.toString('latin1').replace(/\0$/, ''));
   const foreign = names.filter((name) => !DATABASES.includes(name));
@@ -201,18 +205,19 @@ function checkContents(
     );
   }
   // Read-only, a database not there yet cannot be opened: a new environment, nothing to check.
-  if (!writable && !names.includes('meta')) return 1;
+  if (!writable && !names.includes('meta')) return { stored: ONLY_SHARD, fresh: false };
   const meta = root.openDB<number, string>({
     name: 'meta',
     keyEncoding: 'ordered-binary',
     encoding: 'msgpack',
   });
-  const check = (): number => {
+  const check = (): { stored: ShardPlace; fresh: boolean } => {
     const format = meta.get('format');
     if (format === undefined && writable) {
       meta.putSync('format', FORMAT);
-      if (shards > 1) meta.putSync('shards', shards);
-      return shards;
+      if (place.count > 1) meta.putSync('shards', place.count);
+      if (place.index > 0) meta.putSync('shard', place.index);
+      return { stored: place, fresh: true };
     }
     if (format !== undefined && format !== FORMAT) {
       throw dataDirError(
@@ -221,7 +226,7 @@ function checkContents(
         `holds a ${owner.name} environment of format ${format}; this version reads format ${FORMAT}`,
       );
     }
-    return meta.get('shards') ?? 1;
+    return { stored: { index: meta.get('shard') ?? 0, count: meta.get('shards') ?? 1 }, fresh: false };
   };
   return writable ? root.transactionSync(check) : check();
 }

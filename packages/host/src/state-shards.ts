@@ -1,5 +1,14 @@
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { dataDirError, type EnvOwner, shardDirName } from './data-dir.js';
+import {
+  dataDirError,
+  ENV_FILES,
+  type EnvOwner,
+  prepareDataDir,
+  shardDirIndex,
+  shardDirName,
+} from './data-dir.js';
+import { misplaced, shardOf } from './shard-of.js';
 import { openStateEnv, type StateEnv } from './state-env.js';
 import { SnapshotReader, type StateReader } from './state-reader.js';
 import type { StateTxn, StateWriter } from './state-txn.js';
@@ -18,62 +27,67 @@ import type { StateTxn, StateWriter } from './state-txn.js';
  * (moving keys between shards would be a migration), and {@link shardOf} must never change.
  */
 
-/** The most shards a directory may be split over. */
-export const MAX_SHARDS = 64;
-
-/** Where an environment sits among the shards. */
-export interface ShardPlace {
-  readonly index: number;
-  readonly count: number;
-}
-
-/** The place of an unsharded environment: every key is its own. */
-export const ONLY_SHARD: ShardPlace = { index: 0, count: 1 };
-
-/** Characters of a stored key before the client key: the digest of its prefix (stored-key.ts). */
-const PREFIX_CHARS = 8;
-
-/**
- * The shard of a stored key (latin1, one char per byte) among `count`: 32-bit FNV-1a of the
- * client key's bytes, modulo the count. Part of the stored layout: never change it.
- */
-export function shardOf(id: string, count: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = PREFIX_CHARS; i < id.length; i++) {
-    hash ^= id.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % count;
-}
-
-/** A key read or written in a shard that is not its own: a bug in the caller's declared keys. */
-export function misplaced(id: string, count: number, where: string): never {
-  throw new Error(
-    `key ${JSON.stringify(id.slice(PREFIX_CHARS, PREFIX_CHARS + 40))} belongs to shard ${shardOf(id, count)} of ${count}, outside ${where}: a job must declare every key it touches`,
-  );
-}
-
 /**
  * Opens the shards of the state in `dir`: the first is the directory's own environment, which
- * records the count; the others are its `shard-<i>` subdirectories. `shards`: the count asked for,
- * which an existing directory must have been made with (absent: whatever it was made with).
- * A new directory is made with `shards`, else `fresh`.
+ * records the count; the others are its `shard-<i>` subdirectories, each recording its index and
+ * the count. `shards`: the count asked for, which an existing directory must have been made with
+ * (absent: whatever it was made with). A new directory is made with `shards`, else `fresh`.
+ *
+ * A new directory's other shards are made before its first, so that a first environment that
+ * records N shards always has them: a start cut short leaves shard directories only, which the
+ * next start adopts if they record the same count. Refused, with nothing made: a shard missing
+ * from a directory made earlier (its limits would restart silently), a shard directory that
+ * records another place (another layout's, after the first environment was deleted), and a
+ * shard directory past the count.
  */
 export function openShards(owner: EnvOwner, dir: string, shards: number | undefined, fresh = 1): StateEnv[] {
-  const first = openStateEnv(owner, dir, shards ?? fresh);
-  const envs = [first];
-  try {
-    if (shards !== undefined && first.shards !== shards) {
+  prepareDataDir(owner, dir);
+  const wanted = shards ?? fresh;
+  const made = !existsSync(join(dir, ENV_FILES[0]!));
+  const envs: StateEnv[] = [];
+  const open = (index: number, count: number, mayBeNew: boolean): void => {
+    const sub = join(dir, shardDirName(index));
+    if (!mayBeNew && !existsSync(join(sub, ENV_FILES[0]!))) {
       throw dataDirError(
         owner,
         dir,
-        `was made with ${first.shards} shard${first.shards === 1 ? '' : 's'}, and ${shards} were asked for (the count is fixed when a directory is made: leave it out to use the directory's)`,
+        `was made with ${count} shards, and ${shardDirName(index)} is missing (its keys' limits would restart): restore it, or start on a new directory`,
       );
     }
-    for (let i = 1; i < first.shards; i++) envs.push(openStateEnv(owner, join(dir, shardDirName(i))));
+    const env = openStateEnv(owner, sub, { index, count });
+    envs[index] = env;
+    if (env.place.index !== index || env.place.count !== count) {
+      throw dataDirError(
+        owner,
+        dir,
+        `holds ${shardDirName(index)} recording shard ${env.place.index} of ${env.place.count}, not of ${count} (another layout's: remove it, or start on a new directory)`,
+      );
+    }
+  };
+  try {
+    if (made) for (let i = 1; i < wanted; i++) open(i, wanted, true);
+    const first = openStateEnv(owner, dir, { index: 0, count: wanted });
+    envs[0] = first;
+    const count = first.place.count;
+    if (shards !== undefined && count !== shards) {
+      throw dataDirError(
+        owner,
+        dir,
+        `was made with ${count} shard${count === 1 ? '' : 's'}, and ${shards} were asked for (the count is fixed when a directory is made: leave it out to use the directory's)`,
+      );
+    }
+    for (let i = 1; i < count; i++) if (envs[i] === undefined) open(i, count, made || first.fresh);
+    const beyond = readdirSync(dir).find((name) => (shardDirIndex(name) ?? 0) >= count);
+    if (beyond !== undefined) {
+      throw dataDirError(
+        owner,
+        dir,
+        `was made with ${count} shard${count === 1 ? '' : 's'}, and holds ${beyond} past them (another layout's: remove it, or start on a new directory)`,
+      );
+    }
     return envs;
   } catch (err) {
-    for (const env of envs) void env.root.close();
+    for (const env of envs) if (env !== undefined) void env.root.close();
     throw err;
   }
 }

@@ -1,8 +1,8 @@
 import { expiredEnd, expirySecond, indexKey, NO_VALUE, readIndexKey } from './expiry-index.js';
+import { misplaced, ONLY_SHARD, type ShardPlace, shardOf } from './shard-of.js';
 import type { CacheEntry, StateCache } from './state-cache.js';
 import type { StateEnv, StoredValue } from './state-env.js';
 import type { StateReader } from './state-reader.js';
-import { misplaced, ONLY_SHARD, type ShardPlace, shardOf } from './state-shards.js';
 
 /**
  * What a job (StateDb.enqueue) may do with the state inside its transaction: read and write the

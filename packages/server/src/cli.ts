@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { SluiceError } from '@sluice/core';
-import { autoWorkers, WORKER_SHARDS } from './auto-workers.js';
+import { autoWorkers, severalWorkers, WORKER_SHARDS } from './auto-workers.js';
 import { defaultLog, resolveServerOptions, type ServerOptions } from './options.js';
 import { startRls } from './rls/cli-rls.js';
 import { SluiceServer } from './server.js';
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   set('durability', values.durability as ServerOptions['durability']);
   set('shards', integer('shards', values.shards));
   const asked = workerCount(values.workers);
-  const several = asked === 'auto' || asked > 1;
+  const several = severalWorkers(asked, availableParallelism());
   // With several workers every one writes, so a worker's cache is emptied at nearly every turn
   // (another process committed): off unless asked for.
   set('cacheKeys', integer('cache-keys', values['cache-keys']) ?? (several ? 0 : undefined));
