@@ -1,5 +1,5 @@
 import type { EnvOwner } from './data-dir.js';
-import { shardOf } from './shard-of.js';
+import { type ShardPlace, shardOf } from './shard-of.js';
 import { StateCache } from './state-cache.js';
 import type { StateEnv } from './state-env.js';
 import { SnapshotReader, type StateReader } from './state-reader.js';
@@ -71,6 +71,7 @@ export interface StateDbOptions {
 /** One shard's environment, and what this process remembers of it. */
 interface Shard {
   readonly index: number;
+  readonly place: ShardPlace;
   readonly env: StateEnv;
   readonly cache: StateCache;
   /** The last transaction id this process committed here: another id in between means another writer. */
@@ -133,7 +134,13 @@ export class StateDb {
     const count = envs.length;
     this.maxKeys = options.maxKeys === undefined ? undefined : Math.ceil(options.maxKeys / count);
     const cacheKeys = Math.ceil(options.cacheKeys / count);
-    this.shards = envs.map((env, index) => ({ index, env, cache: new StateCache(cacheKeys), lastTxnId: -1 }));
+    this.shards = envs.map((env, index) => ({
+      index,
+      place: { index, count },
+      env,
+      cache: new StateCache(cacheKeys),
+      lastTxnId: -1,
+    }));
     if (this.durability === 'commit') {
       this.syncTimer = setInterval(() => {
         this.sync().catch((err: Error) => this.log('sync-error', { error: err.message }));
@@ -180,9 +187,8 @@ export class StateDb {
     this.turn = undefined;
     this.turnDone = undefined;
     this.endTurn = undefined;
-    for (const group of this.shards.length === 1 ? [{ shards: ONE_SHARD, jobs }] : groupsOf(jobs)) {
-      this.commitGroup(group.shards, group.jobs);
-    }
+    if (this.shards.length === 1) this.commitGroup(ONE_SHARD, jobs);
+    else for (const group of groupsOf(jobs)) this.commitGroup(group.shards, group.jobs);
     if (this.durability === 'commit') {
       end();
       return;
@@ -242,7 +248,11 @@ export class StateDb {
    * in that order) and commits it; throws (nothing written) when either fails. `body` gets the
    * shard's own StateTxn when there is one shard, else a ShardedTxn over theirs.
    */
-  private transact(shards: readonly number[], body: (tx: StateWriter, txs: StateTxn[]) => void): void {
+  private transact(shards: readonly number[], body: (tx: StateWriter) => void): void {
+    if (shards.length === 1) {
+      this.transactOne(this.shards[shards[0]!]!, body);
+      return;
+    }
     const serial = ++this.serial;
     const count = this.shards.length;
     const txs: StateTxn[] = [];
@@ -257,16 +267,13 @@ export class StateDb {
         // Another process committed since our last commit: what the cache holds may be stale.
         if (txnId !== shard.lastTxnId + 1) shard.cache.clear();
         ids.push(txnId);
-        txs.push(new StateTxn(shard.env, shard.cache, serial, now, this.replayGrace, { index, count }));
+        txs.push(new StateTxn(shard.env, shard.cache, serial, now, this.replayGrace, shard.place));
       }
-      if (txs.length === 1) body(txs[0]!, txs);
-      else {
-        const byShard: (StateTxn | undefined)[] = new Array(count);
-        shards.forEach((index, i) => {
-          byShard[index] = txs[i];
-        });
-        body(new ShardedTxn(byShard, now), txs);
-      }
+      const byShard: (StateTxn | undefined)[] = new Array(count);
+      shards.forEach((index, i) => {
+        byShard[index] = txs[i];
+      });
+      body(new ShardedTxn(byShard, now));
       txs.forEach((tx, i) => {
         if (tx.added > 0 && this.maxKeys !== undefined)
           this.bound(this.shards[shards[i]!]!, tx, this.maxKeys);
@@ -297,6 +304,33 @@ export class StateDb {
       this.shards[shards[i]!]!.lastTxnId = tx.wrote ? ids[i]! : ids[i]! - 1;
       for (const entry of tx.touched) entry.value = entry.pending;
     });
+  }
+
+  /**
+   * {@link transact} over one shard, the common case (every transaction with one shard): one lock,
+   * no arrays or closures per transaction beyond LMDB's callback.
+   */
+  private transactOne(shard: Shard, body: (tx: StateTxn) => void): void {
+    const serial = ++this.serial;
+    let tx: StateTxn | undefined;
+    let txnId = -1;
+    const started = performance.now();
+    try {
+      shard.env.root.transactionSync(() => {
+        txnId = shard.env.root.getWriteTxnId();
+        // Another process committed since our last commit: what the cache holds may be stale.
+        if (txnId !== shard.lastTxnId + 1) shard.cache.clear();
+        tx = new StateTxn(shard.env, shard.cache, serial, this.clock(), this.replayGrace, shard.place);
+        body(tx);
+        if (tx.added > 0 && this.maxKeys !== undefined) this.bound(shard, tx, this.maxKeys);
+      });
+    } finally {
+      this.transactionMs += performance.now() - started;
+    }
+    if (tx === undefined) return;
+    // A transaction that wrote nothing commits no new id.
+    shard.lastTxnId = tx.wrote ? txnId : txnId - 1;
+    for (const entry of tx.touched) entry.value = entry.pending;
   }
 
   /** Past `maxKeys` (its share of it), evicts the shard's keys that expire soonest (StateTxn.evict), in the same transaction. */
@@ -346,8 +380,8 @@ export class StateDb {
   sweep(limit: number, now: number): { visited: number; removed: number } {
     const step = { visited: 0, removed: 0 };
     for (const shard of this.shards) {
-      this.transact([shard.index], (_, [tx]) => {
-        const { visited, removed } = tx!.sweep(limit, now);
+      this.transactOne(shard, (tx) => {
+        const { visited, removed } = tx.sweep(limit, now);
         step.visited = Math.max(step.visited, visited);
         step.removed += removed;
       });
