@@ -35,7 +35,7 @@ for SH in $SHARDS; do
       echo "shards $SH workers $W pipeline $P conns $C: $tot"
     done
     kill $sp; wait $sp 2>/dev/null
-    grep '"listening"' "$d/log" | head -1 | sed 's/.*"dataDir":"[^"]*",/  listening: /'
+    grep '"listening".*"workers"' "$d/log" | head -1 | sed 's/.*"dataDir":"[^"]*",/  listening: /'
     # Anything else the server said: LMDB's own lines on stderr (not JSON) and failed transactions.
     other=$(grep -v '^{' "$d/log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
     failed=$(grep -c '"transaction-failed"' "$d/log"); lost=$(grep -c '"persistence-error"' "$d/log")
