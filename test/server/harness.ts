@@ -191,3 +191,29 @@ export async function until(check: () => boolean, what: string, ms = 10_000): Pr
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * Clients each sending 30 `RL.PREDUCE crowd 1000 60000 AT 0`, one at a time (many small turns,
+ * interleaved): every reply, in no order. Each reply is the tokens before taking one, so an exact
+ * server hands out 1000 distinct values, 1 to 1000, then zeros ({@link eachTokenOnce}).
+ */
+export async function crowdOnOneBucket(clients: readonly Redis[]): Promise<number[]> {
+  const replies = await Promise.all(
+    clients.map(async (c) => {
+      const mine: number[] = [];
+      for (let i = 0; i < 30; i++) {
+        mine.push((await c.call('RL.PREDUCE', 'crowd', '1000', '60000', 'AT', '0')) as number);
+      }
+      return mine;
+    }),
+  );
+  return replies.flat();
+}
+
+/** What an exact server answers {@link crowdOnOneBucket}: the positive replies, sorted, and the zeros. */
+export function eachTokenOnce(replies: readonly number[]): { handedOut: number[]; refused: number } {
+  return {
+    handedOut: replies.filter((r) => r > 0).sort((a, b) => a - b),
+    refused: replies.filter((r) => r === 0).length,
+  };
+}
