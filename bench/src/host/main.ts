@@ -15,7 +15,7 @@
  * - `uptime` printed before and after: read the figures against the machine's load.
  * Runs against the built packages: `pnpm build` first.
  *
- *   pnpm build && pnpm --filter @sluice/bench run bench:host -- [--rounds 5] [--duration 5000] [--warmup 1000]
+ *   pnpm build && pnpm --filter @sluice/bench run bench:host [--rounds 5] [--duration 5000] [--warmup 1000]
  *     [--workers 4] [--clients 64] [--one-key-rounds 4] [--limit 100] [--keys 10000]
  *     [--server-cores N] [--worker-cores A-B] [--only host,redis,...]
  */

@@ -75,6 +75,24 @@ const host: Subject = {
   },
 };
 
+/** HostStore over 8 shards (issue 36): the workers queue per shard, not all for one lock. */
+const hostShards: Subject = {
+  id: 'host-shards',
+  label: 'sluice HostStore over 8 shards (LMDB, every worker)',
+  config:
+    "new HostStore({ path, shards: 8 }); new Limiter({ algorithm: fixedWindow({ limit, window: '1h' }), store })",
+  shared: true,
+  async make(limit, { hostPath }) {
+    const store = new HostStore({ path: hostPath, shards: 8 });
+    return sluice(
+      store,
+      limit,
+      () => 0,
+      () => store.shutdown(),
+    );
+  },
+};
+
 const memory: Subject = {
   id: 'memory',
   label: 'sluice MemoryStore (per worker: not one limit)',
@@ -176,4 +194,4 @@ const rlfCluster: Subject = {
   },
 };
 
-export const SUBJECTS: readonly Subject[] = [host, memory, redis, erlCluster, rlfCluster];
+export const SUBJECTS: readonly Subject[] = [host, hostShards, memory, redis, erlCluster, rlfCluster];
