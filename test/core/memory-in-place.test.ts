@@ -1,6 +1,6 @@
 /**
- * The memory store writes the state of fixed windows, sliding window logs, GCRA and continuous
- * token buckets into the cells it owns (`memory-in-place.ts`) instead of storing the new state
+ * The memory store writes the state of fixed windows, sliding window logs and counters, GCRA and
+ * continuous token buckets into the cells it owns (`memory-in-place.ts`) instead of storing the new state
  * and transition each pure step makes. On random traces it must give what the pure steps give
  * over a plain `Map`: the same decisions, and after every call the same state. Replayed
  * (client-supplied) times go backwards at times, the case the log's in-place step leaves to the
@@ -15,6 +15,7 @@ import {
   type LimitCall,
   Limiter,
   MemoryStore,
+  slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
@@ -30,6 +31,8 @@ const ALGORITHMS: readonly Algorithm[] = [
   fixedWindow({ limit: 1, window: 250 }),
   slidingWindowLog({ limit: 4, window: 1500 }),
   slidingWindowLog({ limit: 7, window: 40 }),
+  slidingWindowCounter({ limit: 4, window: 1000 }),
+  slidingWindowCounter({ limit: 6, window: 1200, precision: 4 }),
   gcra({ rate: 3, period: 1500, burst: 4 }),
   tokenBucket({ capacity: 5, refillInterval: 2000 }),
   // A strict bucket's refusal restarts its clock: left to the pure step.

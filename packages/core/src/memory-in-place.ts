@@ -1,6 +1,7 @@
 import type { Algorithm } from './algorithm.js';
 import { fixedWindowRules } from './algorithms/fixed-window.js';
 import { gcraRules } from './algorithms/gcra.js';
+import { slidingWindowCounterRules } from './algorithms/sliding-window-counter.js';
 import { slidingWindowLogRules } from './algorithms/sliding-window-log.js';
 import { continuousRules } from './algorithms/token-bucket.js';
 import type { Decision } from './decision.js';
@@ -37,8 +38,8 @@ export function stepTime(): StepTime {
 
 /**
  * The in-place step of a built-in algorithm: fixed window and sliding window log (the counters
- * express-rate-limit and the other peers keep in place, issue 36), GCRA and the continuous token
- * bucket; `undefined` for the others. Chosen by `kind` and `params`, the contract the Redis
+ * express-rate-limit and the other peers keep in place, issue 36), the sliding window counter,
+ * GCRA and the continuous token bucket; `undefined` for the others. Chosen by `kind` and `params`, the contract the Redis
  * store's Lua twins rely on too. Proven equal to the pure steps, decisions and states, over random
  * traces: test/core/memory-in-place.test.ts.
  */
@@ -49,6 +50,8 @@ export function inPlaceStep(algorithm: Algorithm): InPlace | undefined {
       return fixedWindowInPlace(p.limit!, p.window!);
     case 'sliding-window-log':
       return slidingWindowLogInPlace(p.limit!, p.window!);
+    case 'sliding-window-counter':
+      return slidingWindowCounterInPlace(p.limit!, p.window!, p.precision!);
     case 'gcra':
       return gcraInPlace(p.rate!, p.period!, p.burst!);
     case 'token-bucket':
@@ -104,6 +107,28 @@ function slidingWindowLogInPlace(limit: number, window: number): InPlace {
       const kept = state.length;
       if (kept !== 0 && state[kept - 2] === now) state[kept - 1]! += cost;
       else state.push(now, cost);
+      return decision;
+    },
+  };
+}
+
+/**
+ * `[index, count0, …, countN]`, counted in place while the request falls in the state's own
+ * sub-window (`index`): there the pure step's aligned copy equals the state, and admitting adds
+ * the cost to the newest count. A request in a later sub-window (the counts move) or an earlier
+ * one (a replay) is left to the pure step.
+ */
+function slidingWindowCounterInPlace(limit: number, window: number, precision: number): InPlace {
+  const { subWindow, evaluate } = slidingWindowCounterRules(limit, window, precision);
+  return {
+    resizes: false,
+    step(cell, time, cost, policy) {
+      const now = time.now;
+      const state = cell.state as number[];
+      const index = subWindow(now);
+      if (state[0] !== index) return undefined;
+      const decision = evaluate(state, index, now, cost, policy, true);
+      if (decision.allowed) state[1] = state[1]! + cost;
       return decision;
     },
   };

@@ -57,6 +57,52 @@ export function slidingWindowCounter(
     'window / precision (the sub-window)',
   );
 
+  const { align, subWindow, evaluate } = slidingWindowCounterRules(limit, window, precision);
+
+  return {
+    kind: 'sliding-window-counter',
+    params,
+    fingerprint: fingerprint('sliding-window-counter', params),
+    limit,
+    window,
+    consume(state, now, cost, policy) {
+      const index = subWindow(now);
+      const next = align(state, index);
+      const decision = evaluate(next, index, now, cost, policy, true);
+      if (!decision.allowed) return { state, decision };
+      next[1]! += cost;
+      return { state: next, decision };
+    },
+    peek(state, now, cost, policy) {
+      const index = subWindow(now);
+      return evaluate(align(state, index), index, now, cost, policy, false);
+    },
+    ttl(state, now) {
+      const index = state[0]!;
+      for (let i = 0; i <= precision; i++) {
+        if (state[i + 1]! > 0) return (index - i + precision + 1) * size - now;
+      }
+      return 0;
+    },
+    // From the sub-window the units were counted in, while it is still one of the N + 1 held.
+    refund(state, now, cost) {
+      const offset = state[0]! - subWindow(now);
+      if (offset < 0 || offset > precision || state[offset + 1]! <= 0) return state;
+      const next = state.slice();
+      next[offset + 1] = Math.max(0, next[offset + 1]! - cost);
+      return next.some((count, i) => i > 0 && count > 0) ? next : undefined;
+    },
+  };
+}
+
+/**
+ * The sliding window counter's arithmetic for one `limit`, `window` and `precision`: the pure
+ * steps above and the memory store's in-place step (`memory-in-place.ts`, which adds to the
+ * newest count of the array it holds when the request falls in its sub-window) are both built
+ * from it, so they cannot drift apart.
+ */
+export function slidingWindowCounterRules(limit: number, window: number, precision: number) {
+  const size = window / precision;
   // The state for the sub-window containing `now`, before this request: `[index, count0, …,
   // countN]`, counts aligned to that sub-window, newest first (`count(i)` reads them). One array,
   // built at its final length: a consume that admits adds its cost to `count0` and stores it.
@@ -155,38 +201,5 @@ export function slidingWindowCounter(
     );
   };
 
-  return {
-    kind: 'sliding-window-counter',
-    params,
-    fingerprint: fingerprint('sliding-window-counter', params),
-    limit,
-    window,
-    consume(state, now, cost, policy) {
-      const index = subWindow(now);
-      const next = align(state, index);
-      const decision = evaluate(next, index, now, cost, policy, true);
-      if (!decision.allowed) return { state, decision };
-      next[1]! += cost;
-      return { state: next, decision };
-    },
-    peek(state, now, cost, policy) {
-      const index = subWindow(now);
-      return evaluate(align(state, index), index, now, cost, policy, false);
-    },
-    ttl(state, now) {
-      const index = state[0]!;
-      for (let i = 0; i <= precision; i++) {
-        if (state[i + 1]! > 0) return (index - i + precision + 1) * size - now;
-      }
-      return 0;
-    },
-    // From the sub-window the units were counted in, while it is still one of the N + 1 held.
-    refund(state, now, cost) {
-      const offset = state[0]! - subWindow(now);
-      if (offset < 0 || offset > precision || state[offset + 1]! <= 0) return state;
-      const next = state.slice();
-      next[offset + 1] = Math.max(0, next[offset + 1]! - cost);
-      return next.some((count, i) => i > 0 && count > 0) ? next : undefined;
-    },
-  };
+  return { align, subWindow, evaluate };
 }
