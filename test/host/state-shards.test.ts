@@ -255,8 +255,31 @@ describe('StateDb over shards', () => {
     await open(dir, 8).close();
     for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file));
     expect(() => open(dir, 3)).toThrow(
-      expect.objectContaining({ message: expect.stringMatching(/shard-1 recording shard 1 of 8, not of 3/) }),
+      expect.objectContaining({
+        message: expect.stringMatching(/holds shard-3 but no first environment \(data\.mdb\), and 3 shards were asked for/),
+      }),
     );
+  });
+
+  it('shard directories holding keys without their first environment are refused, and nothing is made', async () => {
+    const dir = await tempDir();
+    const db = open(dir, 4);
+    const keys = Array.from({ length: 40 }, (_, i) => id(`kept-${i}`));
+    await settled(
+      db.enqueue(keys, (tx) => {
+        for (const k of keys) tx.write(k, 1, 60_000, NOW);
+      }),
+    );
+    await db.close();
+    for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file));
+    for (const shards of [undefined, 4]) {
+      expect(() => open(dir, shards)).toThrow(
+        expect.objectContaining({
+          message: expect.stringMatching(/holds shard-\d with keys but no first environment \(data\.mdb\).*restore data\.mdb/),
+        }),
+      );
+    }
+    expect(existsSync(join(dir, 'data.mdb'))).toBe(false);
   });
 
   it('a shard directory past the count is refused', async () => {

@@ -67,12 +67,13 @@ describe('sluice-server --shards', () => {
     }
   });
 
-  it('a new directory of one worker gets 1 shard; --shards 4 gives it 4', async () => {
+  it('a new directory of one worker gets 1 shard; --shards 4 gives it 4 (INFO and the listening line)', async () => {
     const plain = await spawnServer(await scratch());
     const four = await spawnServer(await scratch(), undefined, ['--shards', '4']);
     try {
       expect(await infoShards(plain.port)).toBe(1);
       expect(await infoShards(four.port)).toBe(4);
+      expect(four.events().find((e) => e.event === 'listening')?.fields.shards).toBe(4);
     } finally {
       await plain.kill('SIGTERM');
       await four.kill('SIGTERM');

@@ -47,11 +47,15 @@ export interface EnvOwner {
   readonly foreignEnvHint?: string;
 }
 
-/** A coded error about the directory `dir` that says what was found there and what is accepted. */
-export function dataDirError(owner: EnvOwner, dir: string, problem: string): SluiceError {
+/**
+ * A coded error about the directory `dir` that says what was found there and what is accepted
+ * (`advice`: what to do instead, where the usual advice does not fit: a directory of this owner's
+ * whose shards do not add up).
+ */
+export function dataDirError(owner: EnvOwner, dir: string, problem: string, advice?: string): SluiceError {
   return new SluiceError(
     ErrorCode.INVALID_OPTION,
-    `${owner.option} ${dir} ${problem}; give an empty directory, a path that does not exist yet, or a ${owner.name} environment's directory`,
+    `${owner.option} ${dir} ${problem}; ${advice ?? `give an empty directory, a path that does not exist yet, or a ${owner.name} environment's directory`}`,
     { option: owner.option, value: dir },
   );
 }

@@ -42,54 +42,81 @@ import type { StateTxn, StateWriter } from './state-txn.js';
  */
 export function openShards(owner: EnvOwner, dir: string, shards: number | undefined, fresh = 1): StateEnv[] {
   prepareDataDir(owner, dir);
-  const wanted = shards ?? fresh;
   const made = !existsSync(join(dir, ENV_FILES[0]!));
+  // Shard directories without a first environment: a first start cut short after making them, or
+  // a first environment lost. Their count stands unless one is asked for.
+  const found = made
+    ? readdirSync(dir)
+        .map(shardDirIndex)
+        .filter((index) => index !== undefined)
+        .sort((a, b) => a - b)
+    : [];
+  const wanted = shards ?? (found.length > 0 ? found[found.length - 1]! + 1 : fresh);
   const envs: StateEnv[] = [];
-  const open = (index: number, count: number, mayBeNew: boolean): void => {
+  const refuse = (problem: string, advice = 'remove it, or start on a new directory') => {
+    throw dataDirError(owner, dir, problem, advice);
+  };
+  const open = (index: number, count: number, mayBeNew: boolean): StateEnv => {
     const sub = join(dir, shardDirName(index));
     if (!mayBeNew && !existsSync(join(sub, ENV_FILES[0]!))) {
-      throw dataDirError(
-        owner,
-        dir,
-        `was made with ${count} shards, and ${shardDirName(index)} is missing (its keys' limits would restart): restore it, or start on a new directory`,
+      refuse(
+        `was made with ${count} shards, and ${shardDirName(index)} is missing (its keys' limits would restart)`,
+        'restore it, or start on a new directory',
       );
     }
     const env = openStateEnv(owner, sub, { index, count });
     envs[index] = env;
     if (env.place.index !== index || env.place.count !== count) {
-      throw dataDirError(
-        owner,
-        dir,
-        `holds ${shardDirName(index)} recording shard ${env.place.index} of ${env.place.count}, not of ${count} (another layout's: remove it, or start on a new directory)`,
+      refuse(
+        `holds ${shardDirName(index)} recording shard ${env.place.index} of ${env.place.count}, not shard ${index} of ${count} (another layout's)`,
       );
     }
+    return env;
   };
+  const plural = (n: number) => `${n} shard${n === 1 ? '' : 's'}`;
   try {
-    if (made) for (let i = 1; i < wanted; i++) open(i, wanted, true);
+    if (made) {
+      // No first environment: a new directory, or a first start cut short after making the other
+      // shards (empty then). Shard directories holding keys mean the first was lost: refused, and
+      // the ones found are checked before anything is made.
+      const past = found.find((index) => index >= wanted);
+      if (past !== undefined) {
+        refuse(
+          `holds ${shardDirName(past)} but no first environment (${ENV_FILES[0]}), and ${plural(wanted)} ${wanted === 1 ? 'was' : 'were'} asked for`,
+        );
+      }
+      for (const index of found) {
+        if (entryCount(open(index, wanted, true)) > 0) {
+          refuse(
+            `holds ${shardDirName(index)} with keys but no first environment (${ENV_FILES[0]}): the keys of the first shard are gone`,
+            `restore ${ENV_FILES[0]} and ${ENV_FILES[1]}, or start on a new directory`,
+          );
+        }
+      }
+      for (let i = 1; i < wanted; i++) if (envs[i] === undefined) open(i, wanted, true);
+    }
     const first = openStateEnv(owner, dir, { index: 0, count: wanted });
     envs[0] = first;
     const count = first.place.count;
     if (shards !== undefined && count !== shards) {
-      throw dataDirError(
-        owner,
-        dir,
-        `was made with ${count} shard${count === 1 ? '' : 's'}, and ${shards} were asked for (the count is fixed when a directory is made: leave it out to use the directory's)`,
+      refuse(
+        `was made with ${plural(count)}, and ${shards} ${shards === 1 ? 'was' : 'were'} asked for (the count is fixed when a directory is made)`,
+        "leave the count out to use the directory's, or start on a new directory",
       );
     }
     for (let i = 1; i < count; i++) if (envs[i] === undefined) open(i, count, made || first.fresh);
     const beyond = readdirSync(dir).find((name) => (shardDirIndex(name) ?? 0) >= count);
-    if (beyond !== undefined) {
-      throw dataDirError(
-        owner,
-        dir,
-        `was made with ${count} shard${count === 1 ? '' : 's'}, and holds ${beyond} past them (another layout's: remove it, or start on a new directory)`,
-      );
-    }
+    if (beyond !== undefined)
+      refuse(`was made with ${plural(count)}, and holds ${beyond} past them (another layout's)`);
     return envs;
   } catch (err) {
     for (const env of envs) if (env !== undefined) void env.root.close();
     throw err;
   }
+}
+
+function entryCount(env: StateEnv): number {
+  return (env.state.getStats() as { entryCount: number }).entryCount;
 }
 
 /**

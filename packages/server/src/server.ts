@@ -86,6 +86,7 @@ export class SluiceServer implements ConnectionHost {
           port,
           tls: tls !== undefined,
           dataDir: this.options.dataDir,
+          shards: this.db.shardCount,
         });
         resolve(port);
       });
