@@ -256,7 +256,9 @@ describe('StateDb over shards', () => {
     for (const file of ['data.mdb', 'lock.mdb']) rmSync(join(dir, file));
     expect(() => open(dir, 3)).toThrow(
       expect.objectContaining({
-        message: expect.stringMatching(/holds shard-3 but no first environment \(data\.mdb\), and 3 shards were asked for/),
+        message: expect.stringMatching(
+          /holds shard-3 but no first environment \(data\.mdb\), and 3 shards were asked for/,
+        ),
       }),
     );
   });
@@ -275,7 +277,9 @@ describe('StateDb over shards', () => {
     for (const shards of [undefined, 4]) {
       expect(() => open(dir, shards)).toThrow(
         expect.objectContaining({
-          message: expect.stringMatching(/holds shard-\d with keys but no first environment \(data\.mdb\).*restore data\.mdb/),
+          message: expect.stringMatching(
+            /holds shard-\d with keys but no first environment \(data\.mdb\).*restore data\.mdb/,
+          ),
         }),
       );
     }
