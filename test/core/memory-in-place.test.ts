@@ -1,6 +1,6 @@
 /**
- * The memory store writes the state of fixed windows, sliding window logs and counters, GCRA and
- * continuous token buckets into the cells it owns (`memory-in-place.ts`) instead of storing the new state
+ * The memory store writes the state of fixed windows, sliding window logs and counters, GCRA,
+ * leaky bucket queues and continuous token buckets into the cells it owns (`memory-in-place.ts`) instead of storing the new state
  * and transition each pure step makes. On random traces it must give what the pure steps give
  * over a plain `Map`: the same decisions, and after every call the same state. Replayed
  * (client-supplied) times go backwards at times, the case the log's in-place step leaves to the
@@ -14,6 +14,7 @@ import {
   gcra,
   type LimitCall,
   Limiter,
+  leakyBucketQueue,
   MemoryStore,
   slidingWindowCounter,
   slidingWindowLog,
@@ -34,6 +35,8 @@ const ALGORITHMS: readonly Algorithm[] = [
   slidingWindowCounter({ limit: 4, window: 1000 }),
   slidingWindowCounter({ limit: 6, window: 1200, precision: 4 }),
   gcra({ rate: 3, period: 1500, burst: 4 }),
+  leakyBucketQueue({ rate: 4, period: 1000, burst: 2, queue: 3 }),
+  leakyBucketQueue({ rate: 2, period: 1000, burst: 1, maxDelay: 1500 }),
   tokenBucket({ capacity: 5, refillInterval: 2000 }),
   // A strict bucket's refusal restarts its clock: left to the pure step.
   tokenBucket({ capacity: 4, refillInterval: 1000, strict: true }),

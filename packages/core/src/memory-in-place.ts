@@ -1,6 +1,7 @@
 import type { Algorithm } from './algorithm.js';
 import { fixedWindowRules } from './algorithms/fixed-window.js';
 import { gcraRules } from './algorithms/gcra.js';
+import { leakyBucketRules, leakyBucketShape } from './algorithms/leaky-bucket-queue.js';
 import { slidingWindowCounterRules } from './algorithms/sliding-window-counter.js';
 import { slidingWindowLogRules } from './algorithms/sliding-window-log.js';
 import { continuousRules } from './algorithms/token-bucket.js';
@@ -39,7 +40,8 @@ export function stepTime(): StepTime {
 /**
  * The in-place step of a built-in algorithm: fixed window and sliding window log (the counters
  * express-rate-limit and the other peers keep in place, issue 36), the sliding window counter,
- * GCRA and the continuous token bucket; `undefined` for the others. Chosen by `kind` and `params`, the contract the Redis
+ * GCRA, the leaky bucket queue and the continuous token bucket; `undefined` for the stepped
+ * token bucket. Chosen by `kind` and `params`, the contract the Redis
  * store's Lua twins rely on too. Proven equal to the pure steps, decisions and states, over random
  * traces: test/core/memory-in-place.test.ts.
  */
@@ -54,6 +56,8 @@ export function inPlaceStep(algorithm: Algorithm): InPlace | undefined {
       return slidingWindowCounterInPlace(p.limit!, p.window!, p.precision!);
     case 'gcra':
       return gcraInPlace(p.rate!, p.period!, p.burst!);
+    case 'leaky-bucket-queue':
+      return leakyBucketInPlace(p.rate!, p.period!, p.burst!, p.queue!, p.maxDelay!);
     case 'token-bucket':
       return p.stepped === 0
         ? continuousInPlace(p.capacity!, p.refillInterval! / p.refillAmount!, p.strict === 1)
@@ -129,6 +133,29 @@ function slidingWindowCounterInPlace(limit: number, window: number, precision: n
       if (state[0] !== index) return undefined;
       const decision = evaluate(state, index, now, cost, policy, true);
       if (decision.allowed) state[1] = state[1]! + cost;
+      return decision;
+    },
+  };
+}
+
+/** The drain instant, in the cell's number. */
+function leakyBucketInPlace(
+  rate: number,
+  period: number,
+  burst: number,
+  queue: number,
+  maxDelay: number,
+): InPlace {
+  const { interval, slack, room, capacity } = leakyBucketShape(rate, period, burst, queue, maxDelay);
+  const { decideAt, next } = leakyBucketRules(interval, slack, room, capacity, burst);
+  return {
+    resizes: false,
+    step(cell, time, cost, policy) {
+      const now = time.now;
+      if (cell.state !== NUMBER) return undefined;
+      const state = cell.number;
+      const decision = decideAt(state, now, cost, policy, true);
+      if (decision.allowed) cell.number = next(state, now, cost);
       return decision;
     },
   };

@@ -1,6 +1,6 @@
 import { type Algorithm, fingerprint, slackFor } from '../algorithm.js';
 import type { AlgorithmParam } from '../algorithm-kinds.js';
-import { admitted, ceilMs, costExceedsLimit, decide, retryMs } from '../decision.js';
+import { admitted, ceilMs, costExceedsLimit, type Decision, decide, retryMs } from '../decision.js';
 import { assertSpan, type Duration, parseDuration } from '../duration.js';
 import { ErrorCode, SluiceError } from '../errors.js';
 import { assertUnit } from '../time-range.js';
@@ -67,8 +67,13 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
       : integerOption('queue', options.queue, 0);
   // The deepest backlog either bound allows, in ms, and the most units it can ever hold: with a
   // maxDelay tighter than the queue, the queue is never reachable past it.
-  const room = Math.min((burst + queue) * interval, burst * interval + maxDelay);
-  const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + slack) / interval));
+  const { room, capacity } = leakyBucketShape(
+    rate,
+    period,
+    burst,
+    queue,
+    Number.isFinite(maxDelay) ? maxDelay : 0,
+  );
   assertSpan('period', options.period, room, 'leakyBucketQueue: the longest backlog');
   const params = {
     rate,
@@ -78,68 +83,7 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
     maxDelay: Number.isFinite(maxDelay) ? maxDelay : 0,
   } satisfies Record<AlgorithmParam<'leaky-bucket-queue'>, number>;
 
-  // Whole free places at `now` when the queue drains at `drain`. Outside `evaluate`: a closure
-  // there would be a new function object on every decision.
-  const free = (drain: number, now: number) =>
-    Math.max(0, Math.min(capacity, Math.floor((room - (drain - now) + slack) / interval)));
-  const evaluate = (
-    state: LeakyBucketQueueState | undefined,
-    now: number,
-    cost: number,
-    policy: string,
-    consuming: boolean,
-  ) => {
-    const drainAt = state === undefined || state < now ? now : state;
-    const newDrainAt = drainAt + cost * interval;
-    // The queue ahead of and including this request, in ms (compared in ms, so the slack does not
-    // scale with the rate); the first `burst` units go at once.
-    const backlog = newDrainAt - now;
-    const delay = Math.max(0, backlog - burst * interval);
-    const allowed = backlog <= room + slack;
-    if (allowed && !consuming) {
-      return {
-        state,
-        decision: admitted(capacity, free(drainAt, now), ceilMs(drainAt - now, slack), policy),
-      };
-    }
-    if (allowed) {
-      return {
-        state: newDrainAt,
-        decision: decide(
-          true,
-          capacity,
-          free(newDrainAt, now),
-          ceilMs(newDrainAt - now, slack),
-          0,
-          ceilMs(delay, slack),
-          policy,
-          undefined,
-        ),
-      };
-    }
-    const remaining = free(drainAt, now);
-    if (cost > capacity) {
-      return {
-        state,
-        decision: costExceedsLimit(capacity, remaining, ceilMs(drainAt - now, slack), policy),
-      };
-    }
-    // Wait until the queue has drained enough for this cost to fit under both bounds.
-    const wait = drainAt + cost * interval - room - now;
-    return {
-      state,
-      decision: decide(
-        false,
-        capacity,
-        remaining,
-        ceilMs(drainAt - now, slack),
-        retryMs(wait, slack),
-        0,
-        policy,
-        'rate-limited',
-      ),
-    };
-  };
+  const { evaluate } = leakyBucketRules(interval, slack, room, capacity, burst);
 
   return {
     kind: 'leaky-bucket-queue',
@@ -158,4 +102,97 @@ export function leakyBucketQueue(options: LeakyBucketQueueOptions): Algorithm<Le
       return drainAt <= now ? undefined : drainAt;
     },
   };
+}
+
+/**
+ * The leaky bucket queue's arithmetic for one time per request (`interval`), `slack`, longest
+ * backlog (`room`, ms), `capacity` and `burst`: the pure steps above and the memory store's
+ * in-place step (`memory-in-place.ts`, which writes the new drain instant into the number it
+ * holds without a transition object) are both built from it, so they cannot drift apart.
+ */
+export function leakyBucketRules(
+  interval: number,
+  slack: number,
+  room: number,
+  capacity: number,
+  burst: number,
+) {
+  // Whole free places at `now` when the queue drains at `drain`. Outside `decideAt`: a closure
+  // there would be a new function object on every decision.
+  const free = (drain: number, now: number) =>
+    Math.max(0, Math.min(capacity, Math.floor((room - (drain - now) + slack) / interval)));
+  // The drain instant after admitting `cost` at `now` (when `decideAt` admits it).
+  const next = (state: LeakyBucketQueueState | undefined, now: number, cost: number): number =>
+    (state === undefined || state < now ? now : state) + cost * interval;
+  const decideAt = (
+    state: LeakyBucketQueueState | undefined,
+    now: number,
+    cost: number,
+    policy: string,
+    consuming: boolean,
+  ): Decision => {
+    const drainAt = state === undefined || state < now ? now : state;
+    const newDrainAt = drainAt + cost * interval;
+    // The queue ahead of and including this request, in ms (compared in ms, so the slack does not
+    // scale with the rate); the first `burst` units go at once.
+    const backlog = newDrainAt - now;
+    const delay = Math.max(0, backlog - burst * interval);
+    const allowed = backlog <= room + slack;
+    if (allowed && !consuming) {
+      return admitted(capacity, free(drainAt, now), ceilMs(drainAt - now, slack), policy);
+    }
+    if (allowed) {
+      return decide(
+        true,
+        capacity,
+        free(newDrainAt, now),
+        ceilMs(newDrainAt - now, slack),
+        0,
+        ceilMs(delay, slack),
+        policy,
+        undefined,
+      );
+    }
+    const remaining = free(drainAt, now);
+    if (cost > capacity) return costExceedsLimit(capacity, remaining, ceilMs(drainAt - now, slack), policy);
+    // Wait until the queue has drained enough for this cost to fit under both bounds.
+    const wait = drainAt + cost * interval - room - now;
+    return decide(
+      false,
+      capacity,
+      remaining,
+      ceilMs(drainAt - now, slack),
+      retryMs(wait, slack),
+      0,
+      policy,
+      'rate-limited',
+    );
+  };
+  const evaluate = (
+    state: LeakyBucketQueueState | undefined,
+    now: number,
+    cost: number,
+    policy: string,
+    consuming: boolean,
+  ) => {
+    const decision = decideAt(state, now, cost, policy, consuming);
+    return { state: consuming && decision.allowed ? next(state, now, cost) : state, decision };
+  };
+  return { decideAt, next, evaluate };
+}
+
+/** The numbers `leakyBucketQueue` derives from its params, for a step built from `Algorithm.params`. */
+export function leakyBucketShape(
+  rate: number,
+  period: number,
+  burst: number,
+  queue: number,
+  maxDelayParam: number,
+) {
+  const interval = period / rate;
+  const slack = slackFor(interval);
+  const maxDelay = maxDelayParam === 0 ? Number.POSITIVE_INFINITY : maxDelayParam;
+  const room = Math.min((burst + queue) * interval, burst * interval + maxDelay);
+  const capacity = Math.min(burst + queue, burst + Math.floor((maxDelay + slack) / interval));
+  return { interval, slack, room, capacity };
 }
