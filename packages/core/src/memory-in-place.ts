@@ -148,30 +148,31 @@ function leakyBucketInPlace(
 ): InPlace {
   const { interval, slack, room, capacity } = leakyBucketShape(rate, period, burst, queue, maxDelay);
   const { decideAt, next } = leakyBucketRules(interval, slack, room, capacity, burst);
-  return {
-    resizes: false,
-    step(cell, time, cost, policy) {
-      const now = time.now;
-      if (cell.state !== NUMBER) return undefined;
-      const state = cell.number;
-      const decision = decideAt(state, now, cost, policy, true);
-      if (decision.allowed) cell.number = next(state, now, cost);
-      return decision;
-    },
-  };
+  return numberInPlace(decideAt, next);
 }
 
 /** The TAT, in the cell's number. */
 function gcraInPlace(rate: number, period: number, burst: number): InPlace {
   const { evaluate, nextTat } = gcraRules(rate, period, burst);
+  return numberInPlace(evaluate, nextTat);
+}
+
+/**
+ * A one-number state in the cell's number: `decide` answers as the pure step does, and an
+ * admitted request moves the number on by `next` (the pure step's new state).
+ */
+function numberInPlace(
+  decide: (state: number, now: number, cost: number, policy: string, consuming: true) => Decision,
+  next: (state: number, now: number, cost: number) => number,
+): InPlace {
   return {
     resizes: false,
     step(cell, time, cost, policy) {
       const now = time.now;
       if (cell.state !== NUMBER) return undefined;
       const state = cell.number;
-      const decision = evaluate(state, now, cost, policy, true);
-      if (decision.allowed) cell.number = nextTat(state, now, cost);
+      const decision = decide(state, now, cost, policy, true);
+      if (decision.allowed) cell.number = next(state, now, cost);
       return decision;
     },
   };
