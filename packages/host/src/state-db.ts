@@ -1,7 +1,7 @@
 import type { EnvOwner } from './data-dir.js';
-import { type ShardPlace, shardOf } from './shard-of.js';
+import { shardOf } from './shard-of.js';
 import { StateCache } from './state-cache.js';
-import type { StateEnv } from './state-env.js';
+import { entryCount, type StateEnv } from './state-env.js';
 import { SnapshotReader, type StateReader } from './state-reader.js';
 import { openShards, ShardedReader, ShardedTxn } from './state-shards.js';
 import { StateTxn, type StateWriter } from './state-txn.js';
@@ -70,9 +70,9 @@ export interface StateDbOptions {
 
 /** One shard's environment, and what this process remembers of it. */
 interface Shard {
-  readonly index: number;
-  readonly place: ShardPlace;
   readonly env: StateEnv;
+  /** `[its index]`: the shard list of a job on one key, made once. */
+  readonly alone: readonly number[];
   readonly cache: StateCache;
   /** The last transaction id this process committed here: another id in between means another writer. */
   lastTxnId: number;
@@ -102,6 +102,8 @@ interface Shard {
  */
 export class StateDb {
   private readonly shards: readonly Shard[];
+  /** Each shard's environment, by index. */
+  private readonly envs: readonly StateEnv[];
   /** Transactions run (committed or not): marks the cache entries each writes. */
   private serial = 0;
   /**
@@ -135,12 +137,12 @@ export class StateDb {
     this.maxKeys = options.maxKeys === undefined ? undefined : Math.ceil(options.maxKeys / count);
     const cacheKeys = Math.ceil(options.cacheKeys / count);
     this.shards = envs.map((env, index) => ({
-      index,
-      place: { index, count },
       env,
+      alone: [index],
       cache: new StateCache(cacheKeys),
       lastTxnId: -1,
     }));
+    this.envs = envs;
     if (this.durability === 'commit') {
       this.syncTimer = setInterval(() => {
         this.sync().catch((err: Error) => this.log('sync-error', { error: err.message }));
@@ -174,7 +176,7 @@ export class StateDb {
   private shardsOf(ids: readonly string[]): readonly number[] {
     const count = this.shards.length;
     if (count === 1 || ids.length === 0) return ONE_SHARD;
-    if (ids.length === 1) return [shardOf(ids[0]!, count)];
+    if (ids.length === 1) return this.shards[shardOf(ids[0]!, count)]!.alone;
     const set = [...new Set(ids.map((id) => shardOf(id, count)))];
     return set.sort((a, b) => a - b);
   }
@@ -267,7 +269,7 @@ export class StateDb {
         // Another process committed since our last commit: what the cache holds may be stale.
         if (txnId !== shard.lastTxnId + 1) shard.cache.clear();
         ids.push(txnId);
-        txs.push(new StateTxn(shard.env, shard.cache, serial, now, this.replayGrace, shard.place));
+        txs.push(new StateTxn(shard.env, shard.cache, serial, now, this.replayGrace, shard.env.place));
       }
       const byShard: (StateTxn | undefined)[] = new Array(count);
       shards.forEach((index, i) => {
@@ -320,7 +322,7 @@ export class StateDb {
         txnId = shard.env.root.getWriteTxnId();
         // Another process committed since our last commit: what the cache holds may be stale.
         if (txnId !== shard.lastTxnId + 1) shard.cache.clear();
-        tx = new StateTxn(shard.env, shard.cache, serial, this.clock(), this.replayGrace, shard.place);
+        tx = new StateTxn(shard.env, shard.cache, serial, this.clock(), this.replayGrace, shard.env.place);
         body(tx);
         if (tx.added > 0 && this.maxKeys !== undefined) this.bound(shard, tx, this.maxKeys);
       });
@@ -341,7 +343,7 @@ export class StateDb {
 
   /** A reader of the latest committed state, outside any write transaction (for peeks). */
   snapshot(): StateReader {
-    const envs = this.shards.map((shard) => shard.env);
+    const envs = this.envs;
     return envs.length === 1 ? new SnapshotReader(envs[0]!) : new ShardedReader(envs);
   }
 
@@ -434,10 +436,6 @@ class PartialCommit extends Error {
 
 /** The shard list of every job when there is one shard. */
 const ONE_SHARD: readonly number[] = [0];
-
-function entryCount(env: StateEnv): number {
-  return (env.state.getStats() as { entryCount: number }).entryCount;
-}
 
 /** Flushes an environment to disk (mdb_env_sync, on lmdb-js's worker). */
 function syncEnv(env: StateEnv): Promise<void> {

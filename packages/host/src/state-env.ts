@@ -43,6 +43,11 @@ export interface LmdbRoot extends LmdbDatabase<Buffer> {
   close(): Promise<void>;
 }
 
+/** Keys stored in an environment's state (committed). */
+export function entryCount(env: StateEnv): number {
+  return (env.state.getStats() as { entryCount: number }).entryCount;
+}
+
 /** The environment's databases. */
 export interface StateEnv {
   readonly root: LmdbRoot;

@@ -9,7 +9,7 @@ import {
   shardDirName,
 } from './data-dir.js';
 import { misplaced, shardOf } from './shard-of.js';
-import { openStateEnv, type StateEnv } from './state-env.js';
+import { entryCount, openStateEnv, type StateEnv } from './state-env.js';
 import { SnapshotReader, type StateReader } from './state-reader.js';
 import type { StateTxn, StateWriter } from './state-txn.js';
 
@@ -113,10 +113,6 @@ export function openShards(owner: EnvOwner, dir: string, shards: number | undefi
     for (const env of envs) if (env !== undefined) void env.root.close();
     throw err;
   }
-}
-
-function entryCount(env: StateEnv): number {
-  return (env.state.getStats() as { entryCount: number }).entryCount;
 }
 
 /**
