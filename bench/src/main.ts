@@ -94,7 +94,7 @@ function verdicts(throughput: Section<InProcessResult>, heap: Section<MemoryResu
     for (const name of Object.keys(ALGORITHMS)) {
       const ratios = scenarios.map((s) => row(`sluice:${name}`).scenarios[s]!.ratioToFloor);
       out.push({
-        target: `${name}, not awaited, ≥ 0.7× the inline floor (hot / 10k)`,
+        target: `${name}, not awaited (checkSync), ≥ 0.7× the inline floor (hot / 10k)`,
         met: ratios.every((r) => r >= 0.7),
         figure: both(ratios),
       });
@@ -380,7 +380,7 @@ async function main(): Promise<void> {
     md.push(
       '## In-process decisions per second (memory stores)',
       '',
-      `Decisions per CPU-second of the measuring process (all its threads, GC included: on a shared machine CPU time moves far less with other tenants' load than wall time). Medians of ${t.settings.rounds} interleaved rounds of ${t.settings.roundMs} ms after ${t.settings.warmupMs} ms of warm-up for every subject. One process per sluice algorithm, holding that algorithm, the floor and every peer (so each sluice figure is compared with a floor measured beside it); the floor and peer rows are medians over those ${Object.keys(ALGORITHMS).length} processes. "raw" rows run the pure algorithm over a bare \`Map\`, without the limiter and the store, to show where time goes. Every subject is called as its users call it, inside the harness's own async loop, with no wrapper of its own: peers whose API returns a promise are awaited, and so is sluice in its "(awaited)" rows (\`await limiter.check(key)\`, as the README shows it); sluice rows are compared with the peers called the same way. Sluice reads the clock in its store as the peers do; the "{ now }" rows pass \`{ now: Date.now() }\` instead (validated on every call).`,
+      `Decisions per CPU-second of the measuring process (all its threads, GC included: on a shared machine CPU time moves far less with other tenants' load than wall time). Medians of ${t.settings.rounds} interleaved rounds of ${t.settings.roundMs} ms after ${t.settings.warmupMs} ms of warm-up for every subject. One process per sluice algorithm, holding that algorithm, the floor and every peer (so each sluice figure is compared with a floor measured beside it); the floor and peer rows are medians over those ${Object.keys(ALGORITHMS).length} processes. "raw" rows run the pure algorithm over a bare \`Map\`, without the limiter and the store, to show where time goes. Every subject is called as its users call it, inside the harness's own async loop, with no wrapper of its own: peers whose API returns a promise are awaited, and so is sluice in its "(awaited)" rows (\`await limiter.check(key)\`, as the README shows it; the other sluice rows call \`limiter.checkSync(key)\`, its synchronous form); sluice rows are compared with the peers called the same way. Sluice reads the clock in its store as the peers do; the "{ now }" rows pass \`{ now: Date.now() }\` instead (validated on every call).`,
       '',
       inProcessTable(t),
       '',

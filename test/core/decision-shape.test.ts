@@ -13,7 +13,7 @@ const FIELDS = ['allowed', 'limit', 'remaining', 'resetAfter', 'retryAfter', 'de
 
 function single(): Decision {
   const limiter = new Limiter({ algorithm: tokenBucket({ capacity: 5, refillInterval: 1000 }) });
-  return limiter.check('k', { now: NOW }) as Decision;
+  return limiter.checkSync('k', { now: NOW }) as Decision;
 }
 
 describe('the decision of a check', () => {
@@ -92,7 +92,7 @@ describe('the decision of a check', () => {
         { name: 'day', algorithm: fixedWindow({ limit: 2, window: 86_400_000 }) },
       ],
     });
-    const decision = limiter.check('k', { now: NOW }) as Decision;
+    const decision = limiter.checkSync('k', { now: NOW }) as Decision;
     expect(decision.policy).toBe('day');
     expect(decision.limits.map((d) => [d.policy, d.remaining, d.limits.length])).toEqual([
       ['burst', 4, 0],
@@ -106,8 +106,8 @@ describe('the decision of a check', () => {
       algorithm: fixedWindow({ limit: 3, window: 1000 }),
       store: new MemoryStore(),
     });
-    const first = limiter.check('k', { now: NOW }) as Decision;
-    const second = limiter.check('k', { now: NOW }) as Decision;
+    const first = limiter.checkSync('k', { now: NOW }) as Decision;
+    const second = limiter.checkSync('k', { now: NOW }) as Decision;
     expect(first).not.toBe(second);
     expect([first.remaining, second.remaining]).toEqual([2, 1]);
     expect([first.limits[0]!.remaining, second.limits[0]!.remaining]).toEqual([2, 1]);
@@ -129,8 +129,8 @@ describe('the decision of a check', () => {
     const limiter = new Limiter({
       limits: [{ algorithm: fixedWindow({ limit: 1, window: 1000 }), block: 5000 }],
     });
-    limiter.check('k', { now: NOW });
-    const blocking = limiter.check('k', { now: NOW }) as Decision;
+    limiter.checkSync('k', { now: NOW });
+    const blocking = limiter.checkSync('k', { now: NOW }) as Decision;
     expect([blocking.reason, blocking.retryAfter, blocking.limits.length]).toEqual(['rate-limited', 5000, 1]);
     expect(blocking.limits[0]!.limits).toEqual([]);
     const refused = decide(false, 3, 0, 100, 100, 0, 'p', 'rate-limited');

@@ -92,7 +92,7 @@ describe('MemoryStore in place (fixed window, sliding window log, GCRA, token bu
           const state = pure.get(name);
           if (op === 'check') {
             const expected = algorithm.consume(state as never, now, cost, algorithm.kind);
-            const decision = limiters[index]!.check(key, { now, cost }) as Decision;
+            const decision = limiters[index]!.checkSync(key, { now, cost }) as Decision;
             expect(seen(decision)).toEqual({
               ...fields(expected.decision),
               limits: [fields(expected.decision)],
@@ -103,7 +103,7 @@ describe('MemoryStore in place (fixed window, sliding window log, GCRA, token bu
             if (!decision.allowed) refused++;
           } else if (op === 'peek') {
             const expected = algorithm.peek(state as never, now, cost, algorithm.kind);
-            expect(seen(limiters[index]!.peek(key, { now, cost }) as Decision)).toEqual({
+            expect(seen(limiters[index]!.peekSync(key, { now, cost }) as Decision)).toEqual({
               ...fields(expected),
               limits: [fields(expected)],
             });
@@ -158,9 +158,9 @@ describe('MemoryStore in place (fixed window, sliding window log, GCRA, token bu
     const algorithm = fixedWindow({ limit: 10, window: 1000 });
     const store = new MemoryStore();
     const limiter = new Limiter({ algorithm, store });
-    limiter.check('k', { now: START });
+    limiter.checkSync('k', { now: START });
     const before = store.inspect(algorithm, 'k');
-    limiter.check('k', { now: START + 1 });
+    limiter.checkSync('k', { now: START + 1 });
     expect(before).toEqual([1, START]);
     expect(store.inspect(algorithm, 'k')).toEqual([2, START]);
   });
@@ -170,7 +170,7 @@ describe('MemoryStore in place (fixed window, sliding window log, GCRA, token bu
     const store = new MemoryStore();
     const limiter = new Limiter({ algorithm, store });
     for (let t = 0; t < 25; t++) {
-      limiter.check('k', { now: START + t });
+      limiter.checkSync('k', { now: START + t });
       const state = store.inspect(algorithm, 'k');
       expect(store.bytes).toBe(MemoryStore.bytesOf('k', state));
     }

@@ -34,7 +34,7 @@ describe('MemoryStore memory bound (issue 11: a 1M-key flood of precision-1000 c
     let perKey = 0;
     for (let i = 0; i < 6000; i++) {
       const key = `ip:10.0.${i >> 8}.${i & 255}`;
-      limiter.check(key, { now: T0 + i });
+      limiter.checkSync(key, { now: T0 + i });
       perKey = Math.max(perKey, MemoryStore.bytesOf(key, store.inspect(algorithm, key)));
     }
     // Counted deterministically: stored keys × their size weight, never heap sampling.
@@ -66,7 +66,7 @@ describe('MemoryStore memory bound (issue 11: a 1M-key flood of precision-1000 c
       const limiter = new Limiter({ store, algorithm });
       for (let i = 0; i < 3000; i++) {
         // A few requests per key at distinct ms, so that logs grow after their key is written.
-        for (let r = 0; r < 3; r++) limiter.check(`flood:${i}`, { now: T0 + i * 10 + r });
+        for (let r = 0; r < 3; r++) limiter.checkSync(`flood:${i}`, { now: T0 + i * 10 + r });
         expect(store.bytes, algorithm.kind).toBeLessThanOrEqual(200_000);
       }
       expect(store.inspect(algorithm, 'flood:2999'), algorithm.kind).toBeDefined();
@@ -77,10 +77,10 @@ describe('MemoryStore memory bound (issue 11: a 1M-key flood of precision-1000 c
     const store = new MemoryStore({ maxBytes: 30_000 });
     const small = new Limiter({ store, algorithm: tokenBucket({ capacity: 5, refillInterval: '1h' }) });
     const log = new Limiter({ store, algorithm: slidingWindowLog({ limit: 500, window: '1h' }) });
-    for (let i = 0; i < 100; i++) small.check(`small:${i}`, { now: T0 });
+    for (let i = 0; i < 100; i++) small.checkSync(`small:${i}`, { now: T0 });
     const before = store.keyCount;
     for (let i = 0; i < 500; i++) {
-      expect(log.check('busy', { now: T0 + i })).toMatchObject({ allowed: true });
+      expect(log.checkSync('busy', { now: T0 + i })).toMatchObject({ allowed: true });
       expect(store.bytes).toBeLessThanOrEqual(30_000);
     }
     expect(store.keyCount).toBeLessThan(before);
@@ -116,7 +116,7 @@ describe('MemoryStore memory bound (issue 11: a 1M-key flood of precision-1000 c
             now += step.advance;
             const key = `k${step.key}`;
             const algorithm = algorithms[step.which]!;
-            const decision = limiters[step.which]!.check(key, { now });
+            const decision = limiters[step.which]!.checkSync(key, { now });
             if (step.refund && (decision as { allowed: boolean }).allowed)
               store.refund([{ algorithm, key, cost: 1, policy: algorithm.kind }], now);
             expect(store.bytes).toBe(recount(store, held));

@@ -28,7 +28,7 @@ describe('MemoryStore generations', () => {
             now += step.advance;
             const key = `k${step.key}`;
             const algorithm = step.limit ? long : short;
-            const decision = limiters[step.limit ? 1 : 0]!.check(key, { now });
+            const decision = limiters[step.limit ? 1 : 0]!.checkSync(key, { now });
             written.add(`${step.limit}:${key}`);
             expect(store.keyCount).toBeLessThanOrEqual(maxKeys);
             if ((decision as { allowed: boolean }).allowed)
@@ -51,8 +51,8 @@ describe('MemoryStore generations', () => {
     const algorithm = fixedWindow({ limit: 1_000_000, window: '1h' });
     const limiter = new Limiter({ store, algorithm });
     for (let i = 0; i < 50_000; i++) {
-      limiter.check('hot', { now: T0 });
-      limiter.check(`flood:${i}`, { now: T0 });
+      limiter.checkSync('hot', { now: T0 });
+      limiter.checkSync(`flood:${i}`, { now: T0 });
     }
     expect(store.inspect(algorithm, 'hot')).toEqual([50_000, Math.floor(T0 / 3_600_000) * 3_600_000]);
     expect(store.keyCount).toBe(1000);

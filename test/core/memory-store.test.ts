@@ -11,7 +11,7 @@ describe('MemoryStore bounds', () => {
     const store = new MemoryStore({ maxKeys: 100 });
     const limiter = new Limiter({ store, algorithm: tokenBucket({ capacity: 5, refillInterval: '1h' }) });
     for (let i = 0; i < 10_000; i++) {
-      limiter.check(`flood:${i}`, { now: T0 + i });
+      limiter.checkSync(`flood:${i}`, { now: T0 + i });
       expect(store.keyCount).toBeLessThanOrEqual(100);
     }
     expect(store.keyCount).toBe(100);
@@ -30,7 +30,7 @@ describe('MemoryStore bounds', () => {
       ],
     });
     for (let i = 0; i < 2000; i++) {
-      limiter.check([`ip:${i % 700}`, `user:${i}`], { now: T0 + i });
+      limiter.checkSync([`ip:${i % 700}`, `user:${i}`], { now: T0 + i });
       expect(store.keyCount).toBeLessThanOrEqual(50);
     }
   });
@@ -39,10 +39,10 @@ describe('MemoryStore bounds', () => {
     const store = new MemoryStore({ maxKeys: 3 });
     const algorithm = tokenBucket({ capacity: 10, refillInterval: 10_000 }); // 1000 ms per token
     const limiter = new Limiter({ store, algorithm });
-    limiter.check('old-live', { now: T0, cost: 10 }); // full again at +10000
-    limiter.check('expires-soon', { now: T0 + 1, cost: 1 }); // full again at +1001
-    limiter.check('live', { now: T0 + 2, cost: 10 });
-    limiter.check('new', { now: T0 + 5000 });
+    limiter.checkSync('old-live', { now: T0, cost: 10 }); // full again at +10000
+    limiter.checkSync('expires-soon', { now: T0 + 1, cost: 1 }); // full again at +1001
+    limiter.checkSync('live', { now: T0 + 2, cost: 10 });
+    limiter.checkSync('new', { now: T0 + 5000 });
     expect(store.keyCount).toBe(3);
     expect(store.inspect(algorithm, 'expires-soon')).toBeUndefined();
     for (const key of ['old-live', 'live', 'new']) expect(store.inspect(algorithm, key), key).toBeDefined();
@@ -52,13 +52,13 @@ describe('MemoryStore bounds', () => {
     const store = new MemoryStore({ maxKeys: 3 });
     const algorithm = fixedWindow({ limit: 10, window: '1h' });
     const limiter = new Limiter({ store, algorithm });
-    for (const key of ['a', 'b', 'c']) limiter.check(key, { now: T0 });
-    limiter.check('a', { now: T0 + 1 }); // a is now the most recently written
-    limiter.check('d', { now: T0 + 2 });
+    for (const key of ['a', 'b', 'c']) limiter.checkSync(key, { now: T0 });
+    limiter.checkSync('a', { now: T0 + 1 }); // a is now the most recently written
+    limiter.checkSync('d', { now: T0 + 2 });
     expect(store.inspect(algorithm, 'b')).toBeUndefined();
     for (const key of ['a', 'c', 'd']) expect(store.inspect(algorithm, key), key).toBeDefined();
-    limiter.check('c', { now: T0 + 3 });
-    limiter.check('e', { now: T0 + 4 });
+    limiter.checkSync('c', { now: T0 + 3 });
+    limiter.checkSync('e', { now: T0 + 4 });
     expect(store.inspect(algorithm, 'a')).toBeUndefined();
     for (const key of ['c', 'd', 'e']) expect(store.inspect(algorithm, key), key).toBeDefined();
   });
@@ -69,26 +69,26 @@ describe('MemoryStore bounds', () => {
     const store = new MemoryStore({ maxKeys: 2 });
     const algorithm = fixedWindow({ limit: 1, window: '1h' });
     const limiter = new Limiter({ store, algorithm });
-    limiter.check('a', { now: T0 });
-    limiter.check('b', { now: T0 });
-    limiter.check('c', { now: T0 + 1 }); // evicts a, the oldest
+    limiter.checkSync('a', { now: T0 });
+    limiter.checkSync('b', { now: T0 });
+    limiter.checkSync('c', { now: T0 + 1 }); // evicts a, the oldest
     expect(store.inspect(algorithm, 'a')).toBeUndefined();
-    expect(limiter.check('b', { now: T0 + 2 })).toMatchObject({ allowed: false }); // b in use, refused
-    limiter.check('d', { now: T0 + 3 });
+    expect(limiter.checkSync('b', { now: T0 + 2 })).toMatchObject({ allowed: false }); // b in use, refused
+    limiter.checkSync('d', { now: T0 + 3 });
     expect(store.inspect(algorithm, 'b')).toBeDefined();
     expect(store.inspect(algorithm, 'c')).toBeUndefined();
-    expect(limiter.check('b', { now: T0 + 4 })).toMatchObject({ allowed: false });
+    expect(limiter.checkSync('b', { now: T0 + 4 })).toMatchObject({ allowed: false });
   });
 
   it('a peek is not a use: it does not save a key from eviction', () => {
     const store = new MemoryStore({ maxKeys: 2 });
     const algorithm = fixedWindow({ limit: 1, window: '1h' });
     const limiter = new Limiter({ store, algorithm });
-    limiter.check('a', { now: T0 });
-    limiter.check('b', { now: T0 });
-    limiter.check('c', { now: T0 + 1 }); // evicts a
-    limiter.peek('b', { now: T0 + 2 });
-    limiter.check('d', { now: T0 + 3 });
+    limiter.checkSync('a', { now: T0 });
+    limiter.checkSync('b', { now: T0 });
+    limiter.checkSync('c', { now: T0 + 1 }); // evicts a
+    limiter.peekSync('b', { now: T0 + 2 });
+    limiter.checkSync('d', { now: T0 + 3 });
     expect(store.inspect(algorithm, 'b')).toBeUndefined();
     expect(store.inspect(algorithm, 'c')).toBeDefined();
   });
@@ -96,9 +96,9 @@ describe('MemoryStore bounds', () => {
   it('reclaims expired state as new keys arrive, with no timer', () => {
     const store = new MemoryStore();
     const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 1, window: 1000 }) });
-    for (let i = 0; i < 100; i++) limiter.check(`early:${i}`, { now: T0 });
+    for (let i = 0; i < 100; i++) limiter.checkSync(`early:${i}`, { now: T0 });
     expect(store.keyCount).toBe(100);
-    for (let i = 0; i < 100; i++) limiter.check(`late:${i}`, { now: T0 + 5000 });
+    for (let i = 0; i < 100; i++) limiter.checkSync(`late:${i}`, { now: T0 + 5000 });
     expect(store.keyCount).toBe(100);
   });
 
@@ -115,7 +115,7 @@ describe('MemoryStore bounds', () => {
     for (let pass = 0; pass < 5; pass++) {
       for (let i = 0; i < clients; i++) {
         if (pass > 0 && store.inspect(algorithm, `client:${i}`) === undefined) missing++;
-        expect(limiter.check(`client:${i}`, { now })).toMatchObject({ allowed: true, remaining: 19 });
+        expect(limiter.checkSync(`client:${i}`, { now })).toMatchObject({ allowed: true, remaining: 19 });
         now += 1000 / clients; // each client comes back every second
       }
     }
@@ -127,10 +127,10 @@ describe('MemoryStore bounds', () => {
     const store = new MemoryStore();
     const algorithm = tokenBucket({ capacity: 10, refillInterval: '10s' }); // window 10 s
     const limiter = new Limiter({ store, algorithm });
-    limiter.check('idle', { now: T0 }); // full again at T0 + 1000
-    limiter.check('new:1', { now: T0 + 10_999 });
+    limiter.checkSync('idle', { now: T0 }); // full again at T0 + 1000
+    limiter.checkSync('new:1', { now: T0 + 10_999 });
     expect(store.inspect(algorithm, 'idle')).toBeDefined();
-    limiter.check('new:2', { now: T0 + 11_000 });
+    limiter.checkSync('new:2', { now: T0 + 11_000 });
     expect(store.inspect(algorithm, 'idle')).toBeUndefined();
     expect(store.keyCount).toBe(2);
   });
@@ -139,20 +139,20 @@ describe('MemoryStore bounds', () => {
     let now = T0;
     const store = new MemoryStore({ clock: () => now });
     const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 1, window: 1000 }) });
-    expect(limiter.check('k')).toMatchObject({ allowed: true, resetAfter: 1000 });
+    expect(limiter.checkSync('k')).toMatchObject({ allowed: true, resetAfter: 1000 });
     now += 400;
-    expect(limiter.check('k')).toMatchObject({ allowed: false, retryAfter: 600 });
+    expect(limiter.checkSync('k')).toMatchObject({ allowed: false, retryAfter: 600 });
     now += 600;
-    expect(limiter.check('k')).toMatchObject({ allowed: true });
+    expect(limiter.checkSync('k')).toMatchObject({ allowed: true });
   });
 
   it('shutdown forgets everything', () => {
     const store = new MemoryStore();
     const limiter = new Limiter({ store, algorithm: fixedWindow({ limit: 1, window: 1000 }) });
-    limiter.check('k', { now: T0 });
+    limiter.checkSync('k', { now: T0 });
     store.shutdown();
     store.shutdown();
     expect(store.keyCount).toBe(0);
-    expect(limiter.check('k', { now: T0 })).toMatchObject({ allowed: true });
+    expect(limiter.checkSync('k', { now: T0 })).toMatchObject({ allowed: true });
   });
 });

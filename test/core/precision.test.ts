@@ -30,7 +30,7 @@ function burst(algorithm: Algorithm): number {
   const limiter = new Limiter({ algorithm, store: new MemoryStore() });
   let admitted = 0;
   for (let i = 0; i < algorithm.limit * 1.3; i++)
-    if ((limiter.check('k', { now: NOW }) as Decision).allowed) admitted++;
+    if ((limiter.checkSync('k', { now: NOW }) as Decision).allowed) admitted++;
   return admitted;
 }
 
@@ -64,7 +64,7 @@ describe('precision of time states at high rates per key (README: High rates per
             ? leakyBucketQueue({ rate: 1024, period: 1, burst: 10, queue: 0 })
             : tokenBucket({ capacity: 10, refillAmount: 1024, refillInterval: 1 });
       const limiter = new Limiter({ algorithm, store: new MemoryStore() });
-      const at = (now: number) => limiter.check('k', { now }) as Decision;
+      const at = (now: number) => limiter.checkSync('k', { now }) as Decision;
       const decisions = Array.from({ length: 30 }, () => at(NOW));
       expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
       expect(decisions[9]).toMatchObject({ allowed: true, remaining: 0 });

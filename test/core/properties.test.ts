@@ -274,12 +274,12 @@ describe('properties through the memory store (fast-check, seeded)', () => {
             now += dt;
             const before = store.inspect(subject.algorithm, 'k');
             const keys = store.keyCount;
-            for (const peekCost of peekCosts) limiter.peek('k', { now, cost: peekCost });
-            limiter.peek('k', { now: now + 10_000, cost });
+            for (const peekCost of peekCosts) limiter.peekSync('k', { now, cost: peekCost });
+            limiter.peekSync('k', { now: now + 10_000, cost });
             // Equal, not the same array: `inspect` answers a copy (the store updates some states in place).
             expect(store.inspect(subject.algorithm, 'k'), subject.label).toEqual(before);
             expect(store.keyCount).toBe(keys);
-            limiter.check('k', { now, cost });
+            limiter.checkSync('k', { now, cost });
           }
         },
       ),
@@ -316,7 +316,7 @@ describe('properties through the memory store (fast-check, seeded)', () => {
             now += dt;
             const perLimit = keys.slice(0, subjects.length);
             const before = subjects.map((s, i) => store.inspect(s.algorithm, perLimit[i] ?? ''));
-            const decision = limiter.check(perLimit, { now, cost }) as Decision;
+            const decision = limiter.checkSync(perLimit, { now, cost }) as Decision;
             if (decision.allowed) continue;
             const checked = subjects.filter((_, i) => perLimit[i] !== undefined);
             expect(decision.limits).toHaveLength(checked.length);

@@ -17,6 +17,7 @@ const MEMBERS = {
   refund: 'timed',
   charge: 'timed',
   leases: 'passed',
+  synchronous: 'passed',
 } as const satisfies Record<keyof Store, 'timed' | 'passed'>;
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -46,7 +46,7 @@ function runCore(limits: readonly LimitDefinition[], requests: readonly Request[
   const refusedBy = limits.map(() => 0);
   const decisions: Decision[] = [];
   for (const r of requests) {
-    const d = limiter.check(r.key, { now: r.time, cost: r.cost }) as Decision;
+    const d = limiter.checkSync(r.key, { now: r.time, cost: r.cost }) as Decision;
     if (keep) decisions.push(d);
     if (d.allowed) admitted++;
     else

@@ -48,7 +48,7 @@ function viaLimiter(trace: Trace, limits: LimitDefinition[]): Decision[] {
   return Array.from(
     { length: trace.length },
     (_, i) =>
-      limiter.check(trace.names[trace.keys[i]!]!, {
+      limiter.checkSync(trace.names[trace.keys[i]!]!, {
         now: trace.times[i]!,
         cost: trace.costs[i]!,
       }) as Decision,

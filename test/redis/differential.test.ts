@@ -176,7 +176,7 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
             late === 0 || !(await canArriveLate(memoryStore, store, client, [[algorithm, key]], newest));
           const now = onTime ? newest : newest - late * algorithm.window;
           if (!onTime) lateSteps++;
-          const expected = peek ? memory.peek(key, { cost, now }) : memory.check(key, { cost, now });
+          const expected = peek ? memory.peekSync(key, { cost, now }) : memory.checkSync(key, { cost, now });
           const actual = await (peek ? redis.peek(key, { cost, now }) : redis.check(key, { cost, now }));
           expect(actual).toEqual(expected);
           steps++;
@@ -221,7 +221,9 @@ describe.each(subjects)('Lua twins give the memory store’s decisions (%s)', (_
             // Late by up to 3 × the longest window of the limits.
             const now = onTime ? newest : newest - late * longest;
             if (!onTime) lateSteps++;
-            const expected = peek ? memory.peek(keys, { cost, now }) : memory.check(keys, { cost, now });
+            const expected = peek
+              ? memory.peekSync(keys, { cost, now })
+              : memory.checkSync(keys, { cost, now });
             const actual = await (peek ? redis.peek(keys, { cost, now }) : redis.check(keys, { cost, now }));
             expect(actual).toEqual(expected);
             steps++;
@@ -315,7 +317,9 @@ describe.each(subjects)(
             const clock = replayClock(speed);
             for (const { key, cost, peek } of calls) {
               const now = clock();
-              const expected = peek ? memory.peek(key, { cost, now }) : memory.check(key, { cost, now });
+              const expected = peek
+                ? memory.peekSync(key, { cost, now })
+                : memory.checkSync(key, { cost, now });
               const actual = await (peek ? redis.peek(key, { cost, now }) : redis.check(key, { cost, now }));
               expect(actual).toEqual(expected);
               steps++;
@@ -349,7 +353,9 @@ describe.each(subjects)(
             const clock = replayClock(speed);
             for (const { keys, cost, peek } of calls) {
               const now = clock();
-              const expected = peek ? memory.peek(keys, { cost, now }) : memory.check(keys, { cost, now });
+              const expected = peek
+                ? memory.peekSync(keys, { cost, now })
+                : memory.checkSync(keys, { cost, now });
               const actual = await (peek
                 ? redis.peek(keys, { cost, now })
                 : redis.check(keys, { cost, now }));

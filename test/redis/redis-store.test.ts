@@ -151,7 +151,7 @@ describe.each([
         const previous = memory.inspect(algorithm, key);
         const before = Date.now();
         await redisLimiter.check(key, replay ? { now, cost } : { cost });
-        memoryLimiter.check(key, { now, cost });
+        memoryLimiter.checkSync(key, { now, cost });
         const pttl = await redis.pttl(redisKey);
         const elapsed = Date.now() - before;
         const state = memory.inspect(algorithm, key);
@@ -542,7 +542,7 @@ describe('scripts', () => {
         const onRedis = new Limiter({ algorithm, store });
         const inMemory = new Limiter({ algorithm, store: memory });
         for (const now of [0, 0, 0, 45_000]) {
-          expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
+          expect(await onRedis.check('k', { now })).toEqual(inMemory.checkSync('k', { now }));
         }
       }
       // 64 scripts with their params written in, and one for any params of the kind.
@@ -556,8 +556,8 @@ describe('scripts', () => {
       const onRedis = new Limiter({ limits, store });
       const inMemory = new Limiter({ limits, store: memory });
       for (const now of [0, 0, 0, 10_000, 25_000, 25_000, 60_000]) {
-        expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
-        expect(await onRedis.peek('k', { now })).toEqual(inMemory.peek('k', { now }));
+        expect(await onRedis.check('k', { now })).toEqual(inMemory.checkSync('k', { now }));
+        expect(await onRedis.peek('k', { now })).toEqual(inMemory.peekSync('k', { now }));
       }
       const after = await redis.info('memory');
       expect(Number(/number_of_cached_scripts:(\d+)/.exec(after)?.[1])).toBe(66);
@@ -579,7 +579,7 @@ describe('scripts', () => {
     const resets: number[] = [];
     for (let i = 0; i < 4; i++) {
       const decision = await onRedis.check('k', { now: 1_000, cost: 300 });
-      expect(decision).toEqual(inMemory.check('k', { now: 1_000, cost: 300 }));
+      expect(decision).toEqual(inMemory.checkSync('k', { now: 1_000, cost: 300 }));
       resets.push(decision.resetAfter);
     }
     expect(resets).toEqual([3e9, 6e9, 9e9, 12e9]);
@@ -597,7 +597,7 @@ describe('scripts', () => {
         ];
         const onRedis = new Limiter({ limits, store });
         const inMemory = new Limiter({ limits, store: new MemoryStore() });
-        expect(await onRedis.check('k', { now: 0 })).toEqual(inMemory.check('k', { now: 0 }));
+        expect(await onRedis.check('k', { now: 0 })).toEqual(inMemory.checkSync('k', { now: 0 }));
       }
       // One lean batch script per pair, and nothing else.
       const scripts = await redis.info('memory');
@@ -621,11 +621,11 @@ describe('scripts', () => {
       const onRedis = new Limiter({ limits, store });
       const inMemory = new Limiter({ limits, store: new MemoryStore() });
       for (const now of [0, 0, 0, 30_000]) {
-        expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
+        expect(await onRedis.check('k', { now })).toEqual(inMemory.checkSync('k', { now }));
       }
       // The same limits again (another limiter, same algorithms): no new script.
       const again = new Limiter({ limits, store });
-      expect(await again.check('k', { now: 30_000 })).toEqual(inMemory.check('k', { now: 30_000 }));
+      expect(await again.check('k', { now: 30_000 })).toEqual(inMemory.checkSync('k', { now: 30_000 }));
       const scripts = await redis.info('memory');
       expect(Number(/number_of_cached_scripts:(\d+)/.exec(scripts)?.[1])).toBe(1);
       expect(await redis.pttl(store.keyFor(onRedis.limits[1]!.algorithm, 'k'))).toBeGreaterThan(0);
@@ -701,7 +701,7 @@ describe('scripts', () => {
     const onRedis = new Limiter({ limits, store });
     const inMemory = new Limiter({ limits, store: new MemoryStore() });
     for (const now of [0, 0, 0, 0, 1_000, 1_000, 5_000, 20_000]) {
-      expect(await onRedis.check('k', { now })).toEqual(inMemory.check('k', { now }));
+      expect(await onRedis.check('k', { now })).toEqual(inMemory.checkSync('k', { now }));
     }
     expect(errors).toEqual([]);
   });
@@ -722,7 +722,7 @@ describe('scripts', () => {
     const resets: number[] = [];
     for (let i = 0; i < 4; i++) {
       const decision = await onRedis.check('k', { now: 1_000, cost: 300 });
-      expect(decision).toEqual(inMemory.check('k', { now: 1_000, cost: 300 }));
+      expect(decision).toEqual(inMemory.checkSync('k', { now: 1_000, cost: 300 }));
       resets.push(decision.limits[0]!.resetAfter);
     }
     expect(resets).toEqual([3e9, 6e9, 9e9, 12e9]);
@@ -746,7 +746,7 @@ describe('scripts', () => {
     for (const [i, now] of steps.entries()) {
       expect((await layered.peek(`k${i}`, { now })).limits[0]!.remaining).toBe(1_000_000_000);
       const decision = await single.check(`k${i}`, { now });
-      expect(decision).toEqual(new Limiter({ algorithm, store: memory }).check(`k${i}`, { now }));
+      expect(decision).toEqual(new Limiter({ algorithm, store: memory }).checkSync(`k${i}`, { now }));
       expect(decision.remaining).toBe(999_999_999);
     }
   });

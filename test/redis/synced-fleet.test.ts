@@ -72,7 +72,7 @@ function reference(
     for (const key of keys) {
       let allowed = 0;
       for (let i = 0; i < N * (q === 'serial' ? 1 : q); i++) {
-        if ((limiter.check(key, { now }) as { allowed: boolean }).allowed) allowed++;
+        if (limiter.checkSync(key, { now }).allowed) allowed++;
       }
       out.get(key)!.push(allowed);
     }

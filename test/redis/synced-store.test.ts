@@ -64,8 +64,8 @@ describe.each(subjects)('SyncedStore (%s)', (_name, client) => {
     const [la, lb] = [a!, b!].map((store) => new Limiter({ algorithm, store }));
     // No I/O on the request path: the store answers with an array, not a promise.
     expect(Array.isArray(a!.consume([{ algorithm, key: 'probe', cost: 1, policy: 'p' }], START))).toBe(true);
-    // Nor through a Limiter, which takes the store's direct path (`consumeOne`) for a single limit.
-    expect(la!.check('probe', { now: START })).not.toBeInstanceOf(Promise);
+    // Nor on the direct path a Limiter takes for a single limit (`consumeOne`).
+    expect(a!.consumeOne!(algorithm, 'probe', 1, 'p', START)).not.toBeInstanceOf(Promise);
     // Before any sync each node sees only its own consumption: both admit 6 (12 in all, the
     // over-admission the README bounds).
     expect(await admitted(la!, 'k', 6, START)).toBe(6);

@@ -39,13 +39,13 @@ describe('@sluice/core', () => {
     expectTypeOf<60_000>().toMatchTypeOf<Duration>();
   });
 
-  test('a check answers a Decision, at once from memory or as a promise from a remote store', () => {
+  test('a check answers a promise of a Decision on every store; checkSync and peekSync a Decision', () => {
     const limiter = new Limiter({ algorithm: fixedWindow({ limit: 5, window: '1m' }) });
-    expectTypeOf(limiter.check('user:1')).toEqualTypeOf<MaybePromise<Decision>>();
-    expectTypeOf(limiter.check(['ip:1', 'user:1'], { cost: 2, now: 0 })).toEqualTypeOf<
-      MaybePromise<Decision>
-    >();
-    expectTypeOf(limiter.peek('user:1')).toEqualTypeOf<MaybePromise<Decision>>();
+    expectTypeOf(limiter.check('user:1')).toEqualTypeOf<Promise<Decision>>();
+    expectTypeOf(limiter.check(['ip:1', 'user:1'], { cost: 2, now: 0 })).toEqualTypeOf<Promise<Decision>>();
+    expectTypeOf(limiter.peek('user:1')).toEqualTypeOf<Promise<Decision>>();
+    expectTypeOf(limiter.checkSync('user:1')).toEqualTypeOf<Decision>();
+    expectTypeOf(limiter.peekSync(['ip:1', 'user:1'], { now: 0 })).toEqualTypeOf<Decision>();
     expectTypeOf(limiter.reset('user:1')).toEqualTypeOf<MaybePromise<void>>();
     // @ts-expect-error a key is a string (or one per limit)
     limiter.check(42);

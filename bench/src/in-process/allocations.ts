@@ -12,7 +12,7 @@
  * (`--no-concurrent-recompilation`), so that what is measured does not depend on the load either.
  *
  * Subjects per algorithm, each with the configuration of the in-process table: sluice
- * `new Limiter({ algorithm, store: new MemoryStore(…) }).check(key)` not awaited and awaited, the
+ * `new Limiter({ algorithm, store: new MemoryStore(…) })`, `checkSync(key)` and `await check(key)`, the
  * raw step over a `Map`, the floor, and express-rate-limit's MemoryStore awaited as its middleware
  * awaits it (the awaited rows count the promises each await costs); on the hot key and cycling
  * through 10,000 keys.
@@ -120,7 +120,7 @@ function clocked(id: string): Subject {
         return {
           op: (key) => {
             options.now = start + Math.floor(decisions++ / PER_MS);
-            return limiter.check(key, options);
+            return limiter.checkSync(key, options);
           },
           allowed: (result) => (result as Decision).allowed,
           close: () => store.shutdown(),
@@ -158,7 +158,7 @@ const newKeys: Subject = {
     const keys = Array.from({ length: WARMUP + 2 * ROUNDS * n }, (_, i) => `new:${i}`);
     let next = 0;
     return {
-      op: () => limiter.check(keys[next++]!),
+      op: () => limiter.checkSync(keys[next++]!),
       allowed: (result) => (result as Decision).allowed,
       close: () => store.shutdown(),
     };
@@ -281,7 +281,7 @@ async function main(n: number): Promise<void> {
       });
       return `| ${label} | ${cells.join(' | ')} |`;
     };
-    lines.push(row(`sluice:${algorithm}`, `sluice ${algorithm}, \`check(key)\``));
+    lines.push(row(`sluice:${algorithm}`, `sluice ${algorithm}, \`checkSync(key)\``));
     lines.push(row(`sluice-await:${algorithm}`, `sluice ${algorithm}, \`await check(key)\``));
     lines.push(row(`raw:${algorithm}`, `raw ${algorithm} + Map`));
     if (algorithm === 'token-bucket')

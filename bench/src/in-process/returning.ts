@@ -11,7 +11,7 @@
  * usage: returning.ts <roundMs> <rounds> <warmupMs>
  */
 import { performance } from 'node:perf_hooks';
-import { type Decision, Limiter, type MemoryStore, tokenBucket } from '@sluice/core';
+import { Limiter, type MemoryStore, tokenBucket } from '@sluice/core';
 import { inlineTokenBucket } from './floor.js';
 import { ALGORITHMS } from './subjects.js';
 
@@ -30,12 +30,12 @@ export const RETURNING: readonly ReturningSubject[] = [
   {
     id: 'returning:sluice',
     label: 'sluice token-bucket, returning clients (bucket full again between visits)',
-    config: `new Limiter({ algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }).check(key, { now })`,
+    config: `new Limiter({ algorithm: tokenBucket({ capacity: 20, refillInterval: '10s' }) }).checkSync(key, { now })`,
   },
   {
     id: 'returning:sluice-kept',
     label: 'sluice token-bucket, same traffic, state kept (never full between visits)',
-    config: `new Limiter({ algorithm: ${ALGORITHMS['token-bucket']!.config} }).check(key, { now })`,
+    config: `new Limiter({ algorithm: ${ALGORITHMS['token-bucket']!.config} }).checkSync(key, { now })`,
   },
   {
     id: 'returning:floor',
@@ -74,7 +74,7 @@ function make(id: string, t0: number): Driven {
   const bound = limiter.limits[0]!.algorithm;
   return {
     op: (key, now) => {
-      const decision = limiter.check(key, { now }) as Decision;
+      const decision = limiter.checkSync(key, { now });
       // Kept, as a user keeps it for the headers (see child.ts's sink): V8 must build it.
       sink = decision;
       return decision.allowed;

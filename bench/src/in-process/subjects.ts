@@ -136,11 +136,14 @@ function sluice(name: string, call: Call, forMemory: boolean): Subject {
       ? { config: entry.memoryConfig!, make: entry.memoryMake }
       : entry;
   const withNow = call.endsWith('now');
+  // Awaited as the README shows it (`await limiter.check(key)`, a promise); not awaited, the
+  // synchronous form (`checkSync`, a decision).
+  const awaited = call.startsWith('await');
   return {
     id: `${CALL_IDS[call]}:${name}`,
     label: `sluice ${name}${CALL_LABELS[call]}`,
-    config: `new Limiter({ algorithm: ${algorithm.config}, store: new MemoryStore({ maxKeys, maxBytes }) }).check(key${withNow ? ', { now: Date.now() }' : ''})${call.startsWith('await') ? ', awaited' : ''}`,
-    async: call.startsWith('await'),
+    config: `new Limiter({ algorithm: ${algorithm.config}, store: new MemoryStore({ maxKeys, maxBytes }) }).${awaited ? 'check' : 'checkSync'}(key${withNow ? ', { now: Date.now() }' : ''})${awaited ? ', awaited' : ''}`,
+    async: awaited,
     make(keys) {
       // Room for every key: the memory table divides the heap by the keys it sent, so none may be
       // evicted (at 1,000,000 keys the default maxBytes of 64 MiB held about a third of them).
@@ -150,7 +153,13 @@ function sluice(name: string, call: Call, forMemory: boolean): Subject {
       });
       const limiter = new Limiter({ algorithm: algorithm.make(), store });
       return {
-        op: withNow ? (key) => limiter.check(key, { now: Date.now() }) : (key) => limiter.check(key),
+        op: awaited
+          ? withNow
+            ? (key) => limiter.check(key, { now: Date.now() })
+            : (key) => limiter.check(key)
+          : withNow
+            ? (key) => limiter.checkSync(key, { now: Date.now() })
+            : (key) => limiter.checkSync(key),
         allowed: isDecision,
         close: () => store.shutdown(),
       };

@@ -38,6 +38,8 @@ const KNOWN = ['maxKeys', 'maxBytes', 'clock'] as const satisfies readonly (keyo
  * `MemoryBlocks`, concurrency leases in `MemoryLeases`.
  */
 export class MemoryStore implements Store {
+  /** Every answer is synchronous (`Limiter.checkSync` and `peekSync` rely on it). */
+  readonly synchronous: boolean = true;
   readonly maxKeys: number;
   readonly clock: () => number;
   /** Concurrency leases, bounded by the same `maxKeys` (counted apart from limit keys). */

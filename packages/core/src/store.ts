@@ -60,6 +60,11 @@ export interface LimitCall {
  * reports `ERR_SLUICE_STORE_FAILURE`.
  */
 export interface Store {
+  /**
+   * `true` on a store whose `consume` and `peek` always answer synchronously (the memory store):
+   * `Limiter.checkSync` and `peekSync` need it, and refuse any other store before calling it.
+   */
+  readonly synchronous?: boolean;
   consume(calls: readonly LimitCall[], now: number | undefined): MaybePromise<Decision[]>;
   peek(calls: readonly LimitCall[], now: number | undefined): MaybePromise<Decision[]>;
   reset(calls: readonly Pick<LimitCall, 'algorithm' | 'key'>[]): MaybePromise<void>;

@@ -22,6 +22,8 @@ const MEMBERS = {
   charge: 'charge',
   shutdown: undefined,
   leases: undefined,
+  // A flag, not a method: passed on as it is (the wrapper answers as the store does).
+  synchronous: undefined,
 } as const satisfies Record<keyof Store, StoreOperation | undefined>;
 
 type Method = (...args: unknown[]) => unknown;

@@ -11,7 +11,7 @@ import {
   limitCall,
   limitName,
 } from '../limit-definitions.js';
-import { combineCalls, Limiter, storeOption } from '../limiter.js';
+import { combineCalls, Limiter, limiterAnswer, storeOption } from '../limiter.js';
 import { all, andThen } from '../maybe.js';
 import type { LimitCall, MaybePromise, Store } from '../store.js';
 import { assertKnownOptions } from '../validate.js';
@@ -212,7 +212,7 @@ export class LimitSet<Req> {
     const limiter = this.limiter;
     if (limiter !== undefined) {
       const keys = this.limits.length === 1 ? (limits.keys[0] as string) : limits.keys;
-      return limiter.check(keys, cost === 1 ? undefined : { cost });
+      return limiterAnswer(limiter, keys, cost === 1 ? undefined : { cost });
     }
     const calls = this.calls(limits, cost);
     return andThen(this.store.consume(calls, undefined), (decisions) => combineCalls(calls, decisions));

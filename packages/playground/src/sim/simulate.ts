@@ -169,7 +169,7 @@ export function decisionAt(trace: Trace, lane: Lane, index: number): Decision {
   let decision: Decision | undefined;
   for (let i = 0; i <= index; i++) {
     if (trace.keys[i] !== k) continue;
-    decision = limiter.check(key, { now: trace.times[i]!, cost: trace.costs[i]! }) as Decision;
+    decision = limiter.checkSync(key, { now: trace.times[i]!, cost: trace.costs[i]! }) as Decision;
   }
   return decision!;
 }
