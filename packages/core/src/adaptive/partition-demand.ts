@@ -1,7 +1,8 @@
 /**
  * How many slots a partition has recently wanted at once: the most it had in flight counting the
  * request it asked for (`inFlight + 1` at each ask, admitted or not), over the last one to two
- * `window`s. Two buckets, rolled lazily at the partition's own asks: pure, no timers.
+ * `window`s. Two buckets on a grid of `window`, rolled lazily at the partition's own asks: pure, no
+ * timers.
  *
  * The partitions reserve a partition's unused guarantee only up to this (plus `headroom` of it),
  * not all of it: a critical partition guaranteed 16 slots that needs 10 would otherwise keep 6
@@ -27,8 +28,13 @@ export const NO_DEMAND: DemandState = Object.freeze({
 export function recordAsk(state: DemandState, now: number, wanted: number, window: number): DemandState {
   let { since, peak, previous } = state;
   if (now - since >= window || now < since) {
-    previous = now - since < 2 * window && now >= since ? peak : 0;
-    since = now;
+    // Buckets open on a grid of `window`, so that an ask is remembered for one to two windows and
+    // never longer. A bucket opened at the ask that rolled it kept a peak up to three windows old
+    // (the bucket before could have opened two windows before it): the property test found a
+    // borrower refused for a peak older than two windows.
+    const start = now - (((now % window) + window) % window);
+    previous = Math.abs(start - since - window) < window / 2 ? peak : 0;
+    since = start;
     peak = 0;
   }
   return { since, peak: Math.max(peak, wanted), previous };
