@@ -247,7 +247,7 @@ export class Limiter {
       try {
         decision = direct.consumeOne!(limit.algorithm, keys, cost, limit.name, options?.now);
       } catch (error) {
-        return failed(error, false);
+        return rejected(error);
       }
       return decision instanceof Promise ? decision.then(combineOne, rejected) : combineOne(decision);
     }
