@@ -18,6 +18,13 @@ const TOLERATED: readonly string[] = ['lost+found'];
 export const PROBE_PREFIX = '.sluice-sparse-probe-';
 
 /**
+ * The name's start of the directory in which state-env.ts makes a new environment before linking
+ * its data file into place: another process opening the directory meanwhile, or one a crash left
+ * (a few KiB), is no sign of someone else's data.
+ */
+export const MAKING_PREFIX = '.sluice-making-';
+
+/**
  * The directory of the state's shard `index` ≥ 1 inside the data directory (state-shards.ts): the
  * first shard's environment is the directory's own two files, so that a directory made before
  * shards existed reads as one shard. Such a subdirectory is no sign of someone else's data.
@@ -94,6 +101,7 @@ export function prepareDataDir(owner: EnvOwner, dir: string): void {
       !ENV_FILES.includes(name) &&
       !TOLERATED.includes(name) &&
       !name.startsWith(PROBE_PREFIX) &&
+      !name.startsWith(MAKING_PREFIX) &&
       !SHARD_DIR.test(name),
   );
   if (foreign.length > 0) {

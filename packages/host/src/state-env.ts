@@ -1,8 +1,25 @@
-import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { open, type RootDatabase, type RootDatabaseOptions } from 'lmdb';
-import { dataDirError, ENV_FILES, type EnvOwner, PROBE_PREFIX, prepareDataDir } from './data-dir.js';
+import {
+  dataDirError,
+  ENV_FILES,
+  type EnvOwner,
+  MAKING_PREFIX,
+  PROBE_PREFIX,
+  prepareDataDir,
+} from './data-dir.js';
 import { ONLY_SHARD, type ShardPlace } from './shard-of.js';
 
 /**
@@ -116,8 +133,9 @@ function keepsFilesSparse(dir: string): boolean {
 /**
  * Opens (creating when new) an LMDB environment of sluice's state in `dir`, refusing anything that
  * is not one of this format before writing a byte into it. Several processes may open it at once,
- * even all at once on an empty directory (LMDB serialises their write transactions, the first to
- * set it up included).
+ * even all at once on an empty directory: with the write map a new environment is made aside and
+ * linked into place whole ({@link makeAside}); without it LMDB serialises their write
+ * transactions, the first to set it up included.
  *
  * Always `noSync`, and on Linux with a write map where the filesystem keeps files sparse
  * ({@link writeMapIn}): a transaction writes its
@@ -135,12 +153,13 @@ function keepsFilesSparse(dir: string): boolean {
 export function openStateEnv(owner: EnvOwner, dir: string, place: ShardPlace = ONLY_SHARD): StateEnv {
   prepareDataDir(owner, dir);
   const writeMap = writeMapIn(dir);
+  const data = join(dir, ENV_FILES[0]!);
+  const made = writeMap && !existsSync(data) && makeAside(owner, dir, place);
   // The write map stretches the file to the map's size at open: an environment already there and
   // not stretched yet (another program's, or one opened without the map) is checked read-only
   // first, so that another program's keeps its size. Once stretched it is ours and is not
   // opened twice: a read-only open shares its environment with any thread of this process that
   // opens the same file meanwhile, which could then not write. An empty file has nothing to keep.
-  const data = join(dir, ENV_FILES[0]!);
   const size = writeMap && existsSync(data) ? statSync(data).size : 0;
   if (size > 0 && size < MAP_SIZE) {
     const existing = openRoot(owner, dir, { readOnly: true });
@@ -153,16 +172,64 @@ export function openStateEnv(owner: EnvOwner, dir: string, place: ShardPlace = O
   const root = openRoot(owner, dir, { noSync: true, useWritemap: writeMap });
   try {
     const { stored, fresh } = checkContents(owner, dir, root, place);
-    const state = root.openDB<StoredValue, Buffer>({
-      name: 'state',
-      keyEncoding: 'binary',
-      encoding: 'msgpack',
-    });
-    const expiry = root.openDB<Buffer, Buffer>({ name: 'expiry', keyEncoding: 'binary', encoding: 'binary' });
-    return { root, state, expiry, place: stored, fresh };
+    return { root, ...openDatabases(root), place: stored, fresh: fresh || made };
   } catch (err) {
     void root.close();
     throw err;
+  }
+}
+
+function openDatabases(root: RootDatabase<Buffer, Buffer>): Pick<StateEnv, 'state' | 'expiry'> {
+  const state = root.openDB<StoredValue, Buffer>({
+    name: 'state',
+    keyEncoding: 'binary',
+    encoding: 'msgpack',
+  });
+  const expiry = root.openDB<Buffer, Buffer>({ name: 'expiry', keyEncoding: 'binary', encoding: 'binary' });
+  return { state, expiry };
+}
+
+/**
+ * Makes a new environment of `place` in a directory of this thread's own inside `dir`, and links
+ * its data file into `dir` unless another process linked one first. Answers whether this call's
+ * environment is the one in place.
+ *
+ * Why: LMDB (lmdb-js 3.5.6) corrupts an environment that two processes create at once with the
+ * write map. Of 4 processes opening a new directory of 8 shards, about one run in ten ended with
+ * one process killed by SIGSEGV and the others finding the meta database's `format` key listed in
+ * a shard's root database (test/host/concurrent-open.test.ts). Without the write map, or on
+ * environments that exist, the same runs never failed. Made aside, an environment is created by
+ * one process alone, and appears in place whole: set up, every database made, its file stretched.
+ * A link is atomic and never replaces a file, so of several processes the first decides; the
+ * others drop theirs and open it. The environment made aside is closed before the link: lmdb-js
+ * closes one that has only written synchronously at once. Its lock file stays aside; LMDB makes
+ * `dir`'s at the first open.
+ *
+ * A file system that refuses the link (no hard links) gets the environment created in place, as
+ * before. A crash while making leaves the directory aside, which is tolerated (MAKING_PREFIX) and
+ * removed by the next start of the same process and thread ids.
+ */
+function makeAside(owner: EnvOwner, dir: string, place: ShardPlace): boolean {
+  const aside = join(dir, `${MAKING_PREFIX}${process.pid}-${threadId}`);
+  rmSync(aside, { recursive: true, force: true });
+  mkdirSync(aside);
+  try {
+    const root = openRoot(owner, aside, { noSync: true, useWritemap: true });
+    try {
+      checkContents(owner, aside, root, place);
+      openDatabases(root);
+    } finally {
+      void root.close();
+    }
+    try {
+      linkSync(join(aside, ENV_FILES[0]!), join(dir, ENV_FILES[0]!));
+      return true;
+    } catch {
+      // EEXIST: another process linked its environment first. Anything else: no hard links here.
+      return false;
+    }
+  } finally {
+    rmSync(aside, { recursive: true, force: true });
   }
 }
 
