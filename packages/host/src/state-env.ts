@@ -205,14 +205,19 @@ function openDatabases(root: RootDatabase<Buffer, Buffer>): Pick<StateEnv, 'stat
  * closes one that has only written synchronously at once. Its lock file stays aside; LMDB makes
  * `dir`'s at the first open.
  *
- * A file system that refuses the link (no hard links) gets the environment created in place, as
- * before. A crash while making leaves the directory aside, which is tolerated (MAKING_PREFIX) and
+ * A file system that refuses the link (no hard links), or a directory this process cannot write
+ * to, gets the environment created in place, as before (and there LMDB's refusal, coded). A crash while making leaves the directory aside, which is tolerated (MAKING_PREFIX) and
  * removed by the next start of the same process and thread ids.
  */
 function makeAside(owner: EnvOwner, dir: string, place: ShardPlace): boolean {
   const aside = join(dir, `${MAKING_PREFIX}${process.pid}-${threadId}`);
-  rmSync(aside, { recursive: true, force: true });
-  mkdirSync(aside);
+  try {
+    rmSync(aside, { recursive: true, force: true });
+    mkdirSync(aside);
+  } catch {
+    // A directory this process cannot write to: the open in place says so, with its coded error.
+    return false;
+  }
   try {
     const root = openRoot(owner, aside, { noSync: true, useWritemap: true });
     try {
