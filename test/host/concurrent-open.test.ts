@@ -74,10 +74,30 @@ describe.runIf(process.platform === 'linux')('HostStore: processes opening a new
   it('4 processes starting together on a new directory of 8 shards all open it, 8 times over', async () => {
     for (let round = 0; round < 8; round++) {
       const path = join(await tempDir(), 'state');
-      const results = await Promise.all(Array.from({ length: 4 }, () => run(OPEN, [path, '8']).done));
+      const results = await Promise.all(Array.from({ length: 4 }, () => run(OPEN, [path, '8', '0']).done));
       expect({ round, results }).toEqual({
         round,
-        results: results.map(() => ({ code: '0', out: '', err: '' })),
+        results: results.map(() => ({ code: '0', out: '0\n', err: '' })),
+      });
+    }
+  });
+
+  it('6 processes starting a few ms apart and checking at once: all open it, and exactly the limit is admitted, 6 times over', async () => {
+    for (let round = 0; round < 6; round++) {
+      const path = join(await tempDir(), 'state');
+      // Staggered: the later ones look at the directory while the first ones make it and then
+      // write keys into its shards (a shard with keys and no first environment is refused).
+      const results = await Promise.all(
+        Array.from({ length: 6 }, async (_, i) => {
+          await new Promise((resolve) => setTimeout(resolve, i * 15));
+          return run(OPEN, [path, '8', '20']).done;
+        }),
+      );
+      const admitted = results.reduce((sum, r) => sum + Number(r.out), 0);
+      expect({ round, results: results.map((r) => ({ code: r.code, err: r.err })), admitted }).toEqual({
+        round,
+        results: results.map(() => ({ code: '0', err: '' })),
+        admitted: 50,
       });
     }
   });

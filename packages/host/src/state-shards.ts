@@ -38,11 +38,15 @@ import type { StateTxn, StateWriter } from './state-txn.js';
  * next start adopts if they record the same count. Refused, with nothing made: a shard missing
  * from a directory made earlier (its limits would restart silently), a shard directory that
  * records another place (another layout's, after the first environment was deleted), and a
- * shard directory past the count.
+ * shard directory past the count. Shards with keys are refused as "the first environment lost"
+ * only if it is still missing once they are seen: several processes start at once on a new
+ * directory (PM2, cluster), and one that looked before another finished making it finds the
+ * other's keys in the shards by then.
  */
 export function openShards(owner: EnvOwner, dir: string, shards: number | undefined, fresh = 1): StateEnv[] {
   prepareDataDir(owner, dir);
-  const made = !existsSync(join(dir, ENV_FILES[0]!));
+  const first = join(dir, ENV_FILES[0]!);
+  let made = !existsSync(first);
   // Shard directories without a first environment: a first start cut short after making them, or
   // a first environment lost. Their count stands unless one is asked for.
   const found = made
@@ -87,24 +91,31 @@ export function openShards(owner: EnvOwner, dir: string, shards: number | undefi
       }
       for (const index of found) {
         if (entryCount(open(index, wanted, true)) > 0) {
+          // Another process starting at the same moment may have made the directory since it was
+          // looked at, and its keys are in the shards already: the first environment is there now.
+          // It is linked into place after every other shard is made (state-env.ts), so it is whole.
+          if (existsSync(first)) {
+            made = false;
+            break;
+          }
           refuse(
             `holds ${shardDirName(index)} with keys but no first environment (${ENV_FILES[0]}): the keys of the first shard are gone`,
             `restore ${ENV_FILES[0]} and ${ENV_FILES[1]}, or start on a new directory`,
           );
         }
       }
-      for (let i = 1; i < wanted; i++) if (envs[i] === undefined) open(i, wanted, true);
+      if (made) for (let i = 1; i < wanted; i++) if (envs[i] === undefined) open(i, wanted, true);
     }
-    const first = openStateEnv(owner, dir, { index: 0, count: wanted });
-    envs[0] = first;
-    const count = first.place.count;
+    const env = openStateEnv(owner, dir, { index: 0, count: wanted });
+    envs[0] = env;
+    const count = env.place.count;
     if (shards !== undefined && count !== shards) {
       refuse(
         `was made with ${plural(count)}, and ${shards} ${shards === 1 ? 'was' : 'were'} asked for (the count is fixed when a directory is made)`,
         "leave the count out to use the directory's, or start on a new directory",
       );
     }
-    for (let i = 1; i < count; i++) if (envs[i] === undefined) open(i, count, made || first.fresh);
+    for (let i = 1; i < count; i++) if (envs[i] === undefined) open(i, count, made || env.fresh);
     const beyond = readdirSync(dir).find((name) => (shardDirIndex(name) ?? 0) >= count);
     if (beyond !== undefined)
       refuse(`was made with ${plural(count)}, and holds ${beyond} past them (another layout's)`);
