@@ -7,7 +7,14 @@ import { autoWorkers, severalWorkers, WORKER_SHARDS } from './auto-workers.js';
 import { defaultLog, resolveServerOptions, type ServerOptions } from './options.js';
 import { startRls } from './rls/cli-rls.js';
 import { SluiceServer } from './server.js';
-import { openShardsOnce, reportListening, runPrimary, WORKER_EVENTS, workerIndex } from './workers.js';
+import {
+  openedAwaitServe,
+  openShardsOnce,
+  reportListening,
+  runPrimary,
+  WORKER_EVENTS,
+  workerIndex,
+} from './workers.js';
 
 const USAGE = `usage: sluice-server [--data ./sluice-data] [--port 9049] [--bind 127.0.0.1] [--requirepass PASS]
   [--tls-cert FILE --tls-key FILE]
@@ -138,15 +145,25 @@ async function main(): Promise<void> {
           responseHeaders: values['rls-response-headers'] === true,
           log: options.log ?? defaultLog,
         });
-  const listening = server.listen().then(async (port) => {
-    await rls?.service.listen();
-    return port;
-  });
+  // A worker listens once every worker has its environment open (openedAwaitServe).
+  let serving = worker === undefined;
+  const served = serving
+    ? Promise.resolve()
+    : openedAwaitServe().then(() => {
+        serving = true;
+      });
+  const listening = served
+    .then(() => server.listen())
+    .then(async (port) => {
+      await rls?.service.listen();
+      return port;
+    });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    listening
+    // A worker stopped before the primary let it serve never listens: nothing to wait for.
+    (serving ? listening : Promise.resolve(0))
       // The gRPC side first: health turns NOT_SERVING, calls in flight are answered, then LMDB closes.
       .then(() => rls?.close())
       .then(() => server.close())

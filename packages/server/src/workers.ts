@@ -22,7 +22,7 @@ import { SERVER_ENV } from './server-env.js';
  * (one gRPC connection, all its calls, to one worker).
  *
  * The primary opens the environment once before forking (so workers never race to create it),
- * restarts a worker that dies (its clients reconnect to the others meanwhile), and stops the
+ * lets the workers listen once every one has opened it (openedAwaitServe), restarts a worker that dies (its clients reconnect to the others meanwhile), and stops the
  * workers on SIGTERM/SIGINT, each finishing the replies it has computed.
  */
 
@@ -54,6 +54,26 @@ export function reportListening(port: number): void {
 }
 
 /**
+ * In a worker, once its environment is open: tells the primary, and resolves when the primary
+ * says to serve. A process that opens an LMDB environment while another process commits can lose
+ * that commit (lmdb-js 3.5.6: every opener sets the shared transaction counter from the meta page
+ * it read; packages/host/README.md, "Known issue"), so at start no worker listens, and so none
+ * decides, until every worker has opened. A worker restarted later is told to serve at once (the
+ * others are serving: that window stays open, as the README says).
+ */
+export function openedAwaitServe(): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (message: { sluice?: string }) => {
+      if (message?.sluice !== 'serve') return;
+      process.off('message', onMessage);
+      resolve();
+    };
+    process.on('message', onMessage);
+    process.send?.({ sluice: 'opened' });
+  });
+}
+
+/**
  * In the primary, before forking: creates or checks the state's directory, so that a bad one stops
  * the start-up once and the workers never race to create it. A new directory gets `shards`, else
  * `fresh`; an existing one keeps its count (and refuses another `shards`). Returns the count.
@@ -82,6 +102,10 @@ export function runPrimary(
   const workers = new Map<number, Worker>();
   const restarts = new Map<number, number[]>();
   const listening = new Set<number>();
+  const opened = new Set<number>();
+  // Once every worker has opened the environment (see openedAwaitServe): from then on, a worker
+  // that opens (a restart) serves at once.
+  let serving = false;
   let stopping = false;
   let exitCode = 0;
 
@@ -91,6 +115,19 @@ export function runPrimary(
       workers.set(index, worker);
       log('worker-started', { worker: index, pid: worker.process.pid });
       worker.on('message', (message: { sluice?: string; port?: number }) => {
+        if (message?.sluice === 'opened') {
+          if (serving) {
+            worker.send({ sluice: 'serve' });
+            return;
+          }
+          opened.add(index);
+          if (opened.size === count) {
+            serving = true;
+            log('workers-opened', { workers: count });
+            for (const each of workers.values()) each.send({ sluice: 'serve' });
+          }
+          return;
+        }
         if (message?.sluice !== 'listening') return;
         if (listening.has(index)) {
           log('worker-listening', { worker: index, pid: worker.process.pid });
