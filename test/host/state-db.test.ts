@@ -128,3 +128,50 @@ describe('StateDb: one failing job does not fail its turn (issue 23, 1.1)', () =
     }
   });
 });
+
+describe('StateDb.pause: no transaction while another process opens the environment', () => {
+  it('jobs queued while paused wait, commit on resume in order, and the sweep skips its step', async () => {
+    const { db, close } = await open('commit');
+    try {
+      db.pause();
+      const first = db.enqueue(['k'], (tx) => {
+        tx.write('k', 1, 60_000, NOW);
+        return 'first';
+      });
+      // Several turns pass: nothing runs.
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(first.result).toBeUndefined();
+      expect(db.sweep(100, NOW + 120_000)).toEqual({ visited: 0, removed: 0 });
+      const second = db.enqueue(['k'], (tx) => tx.read('k', NOW));
+      db.resume();
+      await Promise.all([first.done, second.done]);
+      expect([first.result, second.result]).toEqual(['first', 1]);
+      // Resumed, the sweep steps again: the key has expired by then.
+      expect(db.sweep(100, NOW + 120_000).removed).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+
+  it('close while paused commits what waited', async () => {
+    const dir = await tempDir();
+    try {
+      const db = stateDb(dir, 'commit', 100, () => {});
+      db.pause();
+      const job = db.enqueue(['k'], (tx) => {
+        tx.write('k', 7, 60_000, NOW);
+        return OK;
+      });
+      await db.close();
+      await job.done;
+      expect(job.result).toBe(OK);
+      const again = stateDb(dir, 'commit', 100, () => {});
+      const read = again.enqueue(['k'], (tx) => tx.read('k', NOW));
+      await read.done;
+      expect(read.result).toBe(7);
+      await again.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -200,10 +200,16 @@ describe(`crashes of a --workers ${WORKERS} server under load`, () => {
         process.kill(Number(started()[0]!.fields.pid), 'SIGKILL');
         // Restarted and serving again (the primary reports it).
         await until(
-          () => started().length === 2 && server.events().some((e) => e.event === 'worker-listening'),
+          () => started().length === 2 && server.events().some((e) => e.event === 'workers-resumed'),
           'worker 0 restarted',
           30_000,
         );
+        // It opened the environment while the others had paused their transactions: lmdb-js loses a
+        // commit made while a process opens it (the host README's known issue).
+        const events = server.events().map((e) => e.event);
+        const paused = events.indexOf('workers-paused');
+        expect(paused).toBeGreaterThan(events.indexOf('workers-opened'));
+        expect(events.indexOf('workers-resumed')).toBeGreaterThan(paused);
       },
       keepGoing: 1000,
       restart: false,

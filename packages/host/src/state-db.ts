@@ -113,6 +113,10 @@ export class StateDb {
   transactionMs = 0;
   private turn: Queued[] | undefined;
   private turnDone: Promise<void> | undefined;
+  /** While another process opens the environment (see {@link pause}): no transaction starts. */
+  private paused = false;
+  /** A turn that came due while paused: committed on {@link resume}. */
+  private heldTurn = false;
   private endTurn: (() => void) | undefined;
   /** `'flush'`: the flush running now, and whether commits made since wait for another. */
   private flushing: Promise<void> | undefined;
@@ -181,8 +185,33 @@ export class StateDb {
     return set.sort((a, b) => a - b);
   }
 
+  /**
+   * Starts no transaction until {@link resume}: this turn's jobs, and those queued meanwhile, wait
+   * (and so do their callers), and the sweep skips its steps. For the moment another process opens
+   * the environment: lmdb-js 3.5.6 can lose a commit made while a process opens it (every opener
+   * sets the shared transaction counter from the meta page it read; the host README's known
+   * issue). Nothing is in the middle of a transaction when this returns: they run synchronously.
+   */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Lets transactions start again after {@link pause}, and commits the turn that waited. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    if (this.heldTurn) {
+      this.heldTurn = false;
+      this.commitTurn();
+    }
+  }
+
   /** Runs this turn's jobs and commits them (a no-op when none are queued). */
   private commitTurn(): void {
+    if (this.paused) {
+      this.heldTurn = true;
+      return;
+    }
     const jobs = this.turn;
     const end = this.endTurn;
     if (jobs === undefined || end === undefined) return;
@@ -381,6 +410,7 @@ export class StateDb {
    */
   sweep(limit: number, now: number): { visited: number; removed: number } {
     const step = { visited: 0, removed: 0 };
+    if (this.paused) return step;
     for (const shard of this.shards) {
       this.transactOne(shard, (tx) => {
         const { visited, removed } = tx.sweep(limit, now);
@@ -417,6 +447,8 @@ export class StateDb {
   /** Runs the jobs still queued, flushes, then closes the environments. */
   async close(): Promise<void> {
     clearInterval(this.syncTimer);
+    this.paused = false;
+    this.heldTurn = false;
     this.commitTurn();
     await this.flushing?.catch(() => {});
     await this.sync();

@@ -8,6 +8,8 @@ import { defaultLog, resolveServerOptions, type ServerOptions } from './options.
 import { startRls } from './rls/cli-rls.js';
 import { SluiceServer } from './server.js';
 import {
+  awaitMayOpen,
+  followPauses,
   openedAwaitServe,
   openShardsOnce,
   reportListening,
@@ -130,7 +132,11 @@ async function main(): Promise<void> {
     options.log = (event, fields) =>
       defaultLog(WORKER_EVENTS[event] ?? event, { worker, pid: process.pid, ...fields });
   }
+  // A worker opens the environment when the primary says (see awaitMayOpen): a restarted one
+  // while the others have paused their transactions.
+  if (worker !== undefined) await awaitMayOpen();
   const server = new SluiceServer(options);
+  if (worker !== undefined) followPauses(server.stateDb);
   const rls =
     grpcPort === undefined
       ? undefined

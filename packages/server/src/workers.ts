@@ -54,6 +54,36 @@ export function reportListening(port: number): void {
 }
 
 /**
+ * In a worker, before it opens the environment: asks the primary, and resolves when the primary
+ * says to open. At start it says so at once (no worker serves yet); to a worker restarted while
+ * the others serve, once they have paused their transactions (see {@link followPauses}).
+ */
+export function awaitMayOpen(): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (message: { sluice?: string }) => {
+      if (message?.sluice !== 'open') return;
+      process.off('message', onMessage);
+      resolve();
+    };
+    process.on('message', onMessage);
+    process.send?.({ sluice: 'may-open' });
+  });
+}
+
+/** In a worker with its environment open: pauses and resumes its transactions as the primary says. */
+export function followPauses(db: { pause(): void; resume(): void }): void {
+  process.on('message', (message: { sluice?: string }) => {
+    if (message?.sluice === 'pause') {
+      db.pause();
+      process.send?.({ sluice: 'paused' });
+    } else if (message?.sluice === 'resume') db.resume();
+  });
+}
+
+/** How long the primary waits for the other workers to pause before a restarted worker opens anyway. */
+const PAUSE_WAIT = 1000;
+
+/**
  * In a worker, once its environment is open: tells the primary, and resolves when the primary
  * says to serve. A process that opens an LMDB environment while another process commits can lose
  * that commit (lmdb-js 3.5.6: every opener sets the shared transaction counter from the meta page
@@ -104,8 +134,52 @@ export function runPrimary(
   const listening = new Set<number>();
   const opened = new Set<number>();
   // Once every worker has opened the environment (see openedAwaitServe): from then on, a worker
-  // that opens (a restart) serves at once.
+  // that opens (a restart) does so while the others are paused, one at a time.
   let serving = false;
+  let opening: { index: number; waiting: Set<number>; timer: NodeJS.Timeout | undefined } | undefined;
+  const toOpen: number[] = [];
+  const letOpen = () => {
+    if (opening === undefined) return;
+    clearTimeout(opening.timer);
+    opening.timer = undefined;
+    workers.get(opening.index)?.send({ sluice: 'open' });
+  };
+  const resumeOthers = () => {
+    if (opening === undefined) return;
+    const index = opening.index;
+    clearTimeout(opening.timer);
+    opening = undefined;
+    for (const [other, worker] of workers) if (other !== index) worker.send({ sluice: 'resume' });
+    log('workers-resumed', { worker: index });
+    const next = toOpen.shift();
+    if (next !== undefined) grantOpen(next);
+  };
+  const grantOpen = (index: number) => {
+    const worker = workers.get(index);
+    if (worker === undefined) {
+      const next = toOpen.shift();
+      if (next !== undefined) grantOpen(next);
+      return;
+    }
+    if (!serving) {
+      worker.send({ sluice: 'open' });
+      return;
+    }
+    if (opening !== undefined) {
+      toOpen.push(index);
+      return;
+    }
+    const others = [...workers.keys()].filter((other) => other !== index);
+    opening = { index, waiting: new Set(others), timer: undefined };
+    log('workers-paused', { worker: index });
+    if (others.length === 0) {
+      letOpen();
+      return;
+    }
+    // A worker that never answers (hung) must not keep the restarted one from serving.
+    opening.timer = setTimeout(letOpen, PAUSE_WAIT);
+    for (const other of others) workers.get(other)!.send({ sluice: 'pause' });
+  };
   let stopping = false;
   let exitCode = 0;
 
@@ -115,9 +189,18 @@ export function runPrimary(
       workers.set(index, worker);
       log('worker-started', { worker: index, pid: worker.process.pid });
       worker.on('message', (message: { sluice?: string; port?: number }) => {
+        if (message?.sluice === 'may-open') {
+          grantOpen(index);
+          return;
+        }
+        if (message?.sluice === 'paused') {
+          if (opening?.waiting.delete(index) && opening.waiting.size === 0) letOpen();
+          return;
+        }
         if (message?.sluice === 'opened') {
           if (serving) {
             worker.send({ sluice: 'serve' });
+            if (opening?.index === index) resumeOthers();
             return;
           }
           opened.add(index);
@@ -138,6 +221,9 @@ export function runPrimary(
       });
       worker.on('exit', (code, signal) => {
         if (workers.get(index) === worker) workers.delete(index);
+        // The worker opening died, or one the opening waits for: the others must not stay paused.
+        if (opening?.index === index) resumeOthers();
+        else if (opening?.waiting.delete(index) && opening.waiting.size === 0 && opening.timer) letOpen();
         if (stopping) {
           if (workers.size === 0) finish();
           return;
