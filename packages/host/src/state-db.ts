@@ -116,7 +116,7 @@ export class StateDb {
   /** While another process opens the environment (see {@link pause}): no transaction starts. */
   private paused = false;
   /** A turn that came due while paused: committed on {@link resume}. */
-  private heldTurn = false;
+  private turnWaiting = false;
   private endTurn: (() => void) | undefined;
   /** `'flush'`: the flush running now, and whether commits made since wait for another. */
   private flushing: Promise<void> | undefined;
@@ -200,8 +200,8 @@ export class StateDb {
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (this.heldTurn) {
-      this.heldTurn = false;
+    if (this.turnWaiting) {
+      this.turnWaiting = false;
       this.commitTurn();
     }
   }
@@ -209,7 +209,7 @@ export class StateDb {
   /** Runs this turn's jobs and commits them (a no-op when none are queued). */
   private commitTurn(): void {
     if (this.paused) {
-      this.heldTurn = true;
+      this.turnWaiting = true;
       return;
     }
     const jobs = this.turn;
@@ -448,7 +448,7 @@ export class StateDb {
   async close(): Promise<void> {
     clearInterval(this.syncTimer);
     this.paused = false;
-    this.heldTurn = false;
+    this.turnWaiting = false;
     this.commitTurn();
     await this.flushing?.catch(() => {});
     await this.sync();
