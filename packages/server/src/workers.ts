@@ -53,21 +53,29 @@ export function reportListening(port: number): void {
   process.send?.({ sluice: 'listening', port });
 }
 
-/**
- * In a worker, before it opens the environment: asks the primary, and resolves when the primary
- * says to open. At start it says so at once (no worker serves yet); to a worker restarted while
- * the others serve, once they have paused their transactions (see {@link followPauses}).
- */
-export function awaitMayOpen(): Promise<void> {
+/** In a worker: sends the primary `tell` and resolves on its `answer`. */
+function askPrimary(tell: string, answer: string): Promise<void> {
   return new Promise((resolve) => {
     const onMessage = (message: { sluice?: string }) => {
-      if (message?.sluice !== 'open') return;
+      if (message?.sluice !== answer) return;
       process.off('message', onMessage);
       resolve();
     };
     process.on('message', onMessage);
-    process.send?.({ sluice: 'may-open' });
+    process.send?.({ sluice: tell });
   });
+}
+
+/**
+ * In a worker, before it opens the environment: asks the primary, and resolves when the primary
+ * says to open. A process that opens an LMDB environment while another process commits can lose
+ * that commit (lmdb-js 3.5.6: every opener sets the shared transaction counter from the meta page
+ * it read; packages/host/README.md, "Known issue"). At start the primary says so at once (no
+ * worker serves yet); to a worker restarted while the others serve, once they have paused their
+ * transactions (see {@link followPauses}).
+ */
+export function awaitMayOpen(): Promise<void> {
+  return askPrimary('may-open', 'open');
 }
 
 /** In a worker with its environment open: pauses and resumes its transactions as the primary says. */
@@ -85,22 +93,11 @@ const PAUSE_WAIT = 1000;
 
 /**
  * In a worker, once its environment is open: tells the primary, and resolves when the primary
- * says to serve. A process that opens an LMDB environment while another process commits can lose
- * that commit (lmdb-js 3.5.6: every opener sets the shared transaction counter from the meta page
- * it read; packages/host/README.md, "Known issue"), so at start no worker listens, and so none
- * decides, until every worker has opened. A worker restarted later is told to serve at once (the
- * others are serving: that window stays open, as the README says).
+ * says to serve: at start, once every worker has opened (so that none decides while another
+ * opens); for a restarted worker, once it has (the others then resume).
  */
 export function openedAwaitServe(): Promise<void> {
-  return new Promise((resolve) => {
-    const onMessage = (message: { sluice?: string }) => {
-      if (message?.sluice !== 'serve') return;
-      process.off('message', onMessage);
-      resolve();
-    };
-    process.on('message', onMessage);
-    process.send?.({ sluice: 'opened' });
-  });
+  return askPrimary('opened', 'serve');
 }
 
 /**
