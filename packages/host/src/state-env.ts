@@ -134,8 +134,9 @@ function keepsFilesSparse(dir: string): boolean {
  * Opens (creating when new) an LMDB environment of sluice's state in `dir`, refusing anything that
  * is not one of this format before writing a byte into it. Several processes may open it at once,
  * even all at once on an empty directory: with the write map a new environment is made aside and
- * linked into place whole ({@link makeAside}); without it LMDB serialises their write
- * transactions, the first to set it up included.
+ * linked into place whole ({@link makeAside}); without it the first to set it up does so in place
+ * (LMDB serialises the set-up with the others' write transactions; no run of the same race failed
+ * that way).
  *
  * Always `noSync`, and on Linux with a write map where the filesystem keeps files sparse
  * ({@link writeMapIn}): a transaction writes its
@@ -200,14 +201,18 @@ function openDatabases(root: RootDatabase<Buffer, Buffer>): Pick<StateEnv, 'stat
  * a shard's root database (test/host/concurrent-open.test.ts). Without the write map, or on
  * environments that exist, the same runs never failed. Made aside, an environment is created by
  * one process alone, and appears in place whole: set up, every database made, its file stretched.
+ * (The likely cause is the open race the host README names as a known issue: a process opening
+ * the environment resets the shared transaction counter while another commits the set-up, and a
+ * page still in use is handed out again.)
  * A link is atomic and never replaces a file, so of several processes the first decides; the
  * others drop theirs and open it. The environment made aside is closed before the link: lmdb-js
  * closes one that has only written synchronously at once. Its lock file stays aside; LMDB makes
  * `dir`'s at the first open.
  *
  * A file system that refuses the link (no hard links), or a directory this process cannot write
- * to, gets the environment created in place, as before (and there LMDB's refusal, coded). A crash while making leaves the directory aside, which is tolerated (MAKING_PREFIX) and
- * removed by the next start of the same process and thread ids.
+ * to, gets the environment created in place, as before (and there LMDB's refusal, coded). A crash
+ * while making leaves the directory aside, which is tolerated (MAKING_PREFIX) and removed by the
+ * next start of the same process and thread ids.
  */
 function makeAside(owner: EnvOwner, dir: string, place: ShardPlace): boolean {
   const aside = join(dir, `${MAKING_PREFIX}${process.pid}-${threadId}`);

@@ -22,8 +22,9 @@ import { SERVER_ENV } from './server-env.js';
  * (one gRPC connection, all its calls, to one worker).
  *
  * The primary opens the environment once before forking (so workers never race to create it),
- * lets the workers listen once every one has opened it (openedAwaitServe), restarts a worker that dies (its clients reconnect to the others meanwhile), and stops the
- * workers on SIGTERM/SIGINT, each finishing the replies it has computed.
+ * lets the workers listen once every one has opened it (openedAwaitServe), restarts a worker that
+ * dies (its clients reconnect to the others meanwhile; it opens while they pause, awaitMayOpen),
+ * and stops the workers on SIGTERM/SIGINT, each finishing the replies it has computed.
  */
 
 /** The environment variable that tells a forked process which worker it is. */
@@ -130,6 +131,11 @@ export function runPrimary(
   const restarts = new Map<number, number[]>();
   const listening = new Set<number>();
   const opened = new Set<number>();
+  // A message to a worker whose channel has closed (it is dying; its exit is on its way) would be
+  // an 'error' event on it: skipped, as its exit handler takes it out of every count.
+  const tell = (worker: Worker | undefined, sluice: string) => {
+    if (worker?.isConnected()) worker.send({ sluice });
+  };
   // Once every worker has opened the environment (see openedAwaitServe): from then on, a worker
   // that opens (a restart) does so while the others are paused, one at a time.
   let serving = false;
@@ -139,14 +145,14 @@ export function runPrimary(
     if (opening === undefined) return;
     clearTimeout(opening.timer);
     opening.timer = undefined;
-    workers.get(opening.index)?.send({ sluice: 'open' });
+    tell(workers.get(opening.index), 'open');
   };
   const resumeOthers = () => {
     if (opening === undefined) return;
     const index = opening.index;
     clearTimeout(opening.timer);
     opening = undefined;
-    for (const [other, worker] of workers) if (other !== index) worker.send({ sluice: 'resume' });
+    for (const [other, worker] of workers) if (other !== index) tell(worker, 'resume');
     log('workers-resumed', { worker: index });
     const next = toOpen.shift();
     if (next !== undefined) grantOpen(next);
@@ -159,7 +165,7 @@ export function runPrimary(
       return;
     }
     if (!serving) {
-      worker.send({ sluice: 'open' });
+      tell(worker, 'open');
       return;
     }
     if (opening !== undefined) {
@@ -175,7 +181,7 @@ export function runPrimary(
     }
     // A worker that never answers (hung) must not keep the restarted one from serving.
     opening.timer = setTimeout(letOpen, PAUSE_WAIT);
-    for (const other of others) workers.get(other)!.send({ sluice: 'pause' });
+    for (const other of others) tell(workers.get(other), 'pause');
   };
   let stopping = false;
   let exitCode = 0;
@@ -196,7 +202,7 @@ export function runPrimary(
         }
         if (message?.sluice === 'opened') {
           if (serving) {
-            worker.send({ sluice: 'serve' });
+            tell(worker, 'serve');
             if (opening?.index === index) resumeOthers();
             return;
           }
@@ -204,7 +210,7 @@ export function runPrimary(
           if (opened.size === count) {
             serving = true;
             log('workers-opened', { workers: count });
-            for (const each of workers.values()) each.send({ sluice: 'serve' });
+            for (const each of workers.values()) tell(each, 'serve');
           }
           return;
         }
