@@ -35,7 +35,9 @@ export interface RouteSpec {
   outageShare?: number;
   /**
    * The store's failure log goes to the stats (`logs`) instead of `onError` counting: what the
-   * default logger would write, line by line.
+   * default logger would write, line by line. Each line, each failed call (`onError`) and each
+   * breaker change is also kept with its time in `events`, so that a test can say why a request
+   * was answered by the policy.
    */
   log?: boolean;
   /** RedisStore `timeout`, ms. @default 100 */
@@ -55,6 +57,17 @@ export interface ChildStats {
   breaker: Record<string, string>;
   /** Lines of the stores' failure logs, per route path (routes with `log`). */
   logs: Record<string, string[]>;
+  /** The same lines, every failed call and every breaker change, timed, per route path (routes with `log`). */
+  events: Record<string, StoreEvent[]>;
   /** ioredis client status per backend. */
   clients: Record<string, string>;
+}
+
+/** Something a route's store said or did, at `at` (the app's `Date.now()`, the clock the test reads too). */
+export interface StoreEvent {
+  at: number;
+  /** `log`: a line of the failure log; `error`: a failed call (`onError`); `breaker`: a breaker changed state. */
+  kind: 'log' | 'error' | 'breaker';
+  /** The line; the operation, error and breaker state; or the node and its states. */
+  text: string;
 }

@@ -23,11 +23,18 @@ import {
 import type { HttpLimit } from '@sluice/core/adapter';
 import { rateLimit } from '@sluice/express';
 import { sluice } from '@sluice/fastify';
-import { type BreakerState, RedisStore } from '@sluice/redis';
+import { type BreakerState, RedisStore, type RedisStoreErrorEvent } from '@sluice/redis';
 import express from 'express';
 import Fastify, { type FastifyHttpOptions } from 'fastify';
 import { Cluster, Redis, storeClient, storeClientReady } from '../redis/client-family.js';
-import type { AlgorithmSpec, AppConfig, BackendSpec, ChildStats, RouteSpec } from './app-config.js';
+import type {
+  AlgorithmSpec,
+  AppConfig,
+  BackendSpec,
+  ChildStats,
+  RouteSpec,
+  StoreEvent,
+} from './app-config.js';
 
 const config = JSON.parse(process.env.SLUICE_APP ?? '{}') as AppConfig;
 
@@ -37,6 +44,7 @@ const stats: ChildStats = {
   storeErrors: {},
   breaker: {},
   logs: {},
+  events: {},
   clients: {},
 };
 process.on('unhandledRejection', (reason) => {
@@ -100,7 +108,11 @@ function store(route: RouteSpec): Store {
   const policy = route.failurePolicy;
   stats.storeErrors[route.path] = 0;
   const lines: string[] = [];
-  if (route.log === true) stats.logs[route.path] = lines;
+  const events: StoreEvent[] = [];
+  if (route.log === true) {
+    stats.logs[route.path] = lines;
+    stats.events[route.path] = events;
+  }
   return new RedisStore({
     client: storeClient(client),
     prefix: config.prefix,
@@ -110,16 +122,35 @@ function store(route: RouteSpec): Store {
     breaker: route.breaker ?? { failures: 3, cooldown: 1000 },
     time: route.time ?? 'client',
     clock: () => Date.now() + (config.clockOffset ?? 0),
-    // With `log`, the store's own log (what a user without onError sees), else a count.
+    // With `log`, the store's own log (what a user without onError sees: given a logger, the store
+    // writes it with onError too), and every failure timed; else a count.
     ...(route.log === true
-      ? { logger: { warn: (line: string) => lines.push(line) } }
+      ? {
+          logger: {
+            warn: (line: string) => {
+              lines.push(line);
+              events.push({ at: Date.now(), kind: 'log', text: line });
+            },
+          },
+          onError: ({ operation, error, breaker }: RedisStoreErrorEvent) => {
+            stats.storeErrors[route.path]! += 1;
+            const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+            events.push({
+              at: Date.now(),
+              kind: 'error',
+              text: `${operation}: ${message} (breaker ${breaker})`,
+            });
+          },
+        }
       : {
           onError: () => {
             stats.storeErrors[route.path]! += 1;
           },
         }),
-    onBreakerChange: (state: BreakerState) => {
+    onBreakerChange: (state: BreakerState, previous: BreakerState, node?: string) => {
       stats.breaker[route.path] = state;
+      if (route.log === true)
+        events.push({ at: Date.now(), kind: 'breaker', text: `${node ?? 'store'}: ${previous} -> ${state}` });
     },
   });
 }

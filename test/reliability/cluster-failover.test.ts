@@ -186,7 +186,12 @@ describe('Redis Cluster failover under traffic (the README setup)', () => {
         while (running) {
           const at = phase;
           const sent = Date.now();
-          const sample = await get(app.port, `/${policy}`, { 'x-key': key }, { agent, bound: 5_000 });
+          const sample = await get(
+            app.port,
+            `/${policy}`,
+            { 'x-key': key },
+            { agent, bound: 5_000, body: true },
+          );
           shots.push({ policy, key, phase: phase === at ? at : 'transition', sample, sent });
           await new Promise((resolve) => setTimeout(resolve, GAP));
         }
@@ -266,6 +271,18 @@ describe('Redis Cluster failover under traffic (the README setup)', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const rows = tally('planned', shard);
     results.planned = { primary, replica, rows };
+    // The slot map as it is now, for the next test: the planned shard's keys are the promoted
+    // replica's. With the map read before this failover, the next test took the demoted primary
+    // (a replica now) for those keys' node and waited for *it* to report cluster_state:ok, while
+    // their calls went to the promoted replica, which learns of the other shard's promotion on
+    // its own time: a full run failed when the replica read ok first and a request sent in
+    // between was refused with CLUSTERDOWN by the primary.
+    const onShard = keys.find((key) => owner.get(key) === shard)!;
+    owner = await owners(
+      nodes.filter((n) => !dead.has(n.port)).map((n) => n.port),
+      keys,
+    );
+    plannedShard = owner.get(onShard);
     for (const policy of POLICIES) {
       const row = rows[policy] as { unanswered: number; policyOnHealthy: number; policyOnAway: number };
       expect(row.unanswered).toBe(0);
@@ -274,6 +291,7 @@ describe('Redis Cluster failover under traffic (the README setup)', () => {
   }, 120_000);
 
   it("with Redis' default cluster-require-full-coverage yes, every slot is refused while a primary is failed over (measured)", async () => {
+    const begun = Date.now();
     for (const node of nodes) {
       if (!dead.has(node.port))
         await run('redis-cli', [
@@ -295,24 +313,56 @@ describe('Redis Cluster failover under traffic (the README setup)', () => {
     const portOf = (key: string) => Number(owner.get(key)!.split(':')[1]);
     const healthyPorts = [...new Set([...healthyKeys].map(portOf))];
     const healthyOwner = new Map([...healthyKeys].map((key) => [key, portOf(key)]));
+    // The premise of the verdict below: the nodes polled are the healthy keys' primaries (a
+    // replica's cluster_state says nothing about when its primary serves again).
+    for (const port of healthyPorts) expect(await role(port), `node ${port} of healthy keys`).toBe('master');
     const servesAgain = servedAgainAt(healthyPorts);
     const rows = await killShardOf(third!, 'kill-full-coverage');
     for (const policy of POLICIES) expect(rows[policy]!.unanswered).toBe(0);
     expect(rows.deny!.policyOnAway).toBeGreaterThan(0);
     // Issue 37.2: once the cluster serves again, the healthy shards' keys are Redis's at once (a
     // CLUSTERDOWN refusal opened their breakers, and they stayed the policy's for the cooldown).
-    // Each healthy key from the moment its own primary serves again.
+    // Each healthy key from the moment its own primary serves again: each node refuses with
+    // CLUSTERDOWN until it has learnt of the promotion itself, and a call on a healthy key goes to
+    // its primary only, so that node's own cluster_state is the one that counts.
     const okAt = await servesAgain;
     const after = shots.filter(
       (s) => s.policy === 'deny' && healthyKeys.has(s.key) && s.sent >= okAt.get(healthyOwner.get(s.key)!)!,
     );
+    const refused = after.filter((s) => s.sample.status === 503);
+    // Why each was refused: what the app answered, and what the store said and did around it (its
+    // failure log, each failed call, each breaker change, timed by the same clock as `sent`).
+    const events = (await app.stats()).events['/deny'] ?? [];
+    const lastOk = Math.max(...okAt.values());
+    const why = refused.map((s) => ({
+      key: s.key,
+      node: healthyOwner.get(s.key),
+      sent: s.sent,
+      sinceItsNodeOk: s.sent - okAt.get(healthyOwner.get(s.key)!)!,
+      sinceEveryHealthyNodeOk: s.sent - lastOk,
+      ms: Math.round(s.sample.ms * 10) / 10,
+      headers: s.sample.headers,
+      body: s.sample.body,
+      // At ms from sending, up to its answer: the log lines and breaker changes of the 2 s before
+      // (which node failed or answered again), the failed calls of the last 300 ms.
+      storeEvents: events
+        .filter(
+          (e) => e.at >= s.sent - (e.kind === 'error' ? 300 : 2_000) && e.at <= s.sent + s.sample.ms + 50,
+        )
+        .map((e) => ({ ...e, at: e.at - s.sent })),
+    }));
     results.afterClusterOk = {
       okAt: Object.fromEntries(okAt),
       requests: after.length,
-      policy: after.filter((s) => s.sample.status === 503).length,
+      policy: refused.length,
+      refused: why,
+      storeEvents: events.filter((e) => e.at >= begun),
     };
     expect(after.length).toBeGreaterThan(0);
-    expect(after.filter((s) => s.sample.status === 503)).toEqual([]);
+    expect(
+      refused.length,
+      `healthy keys refused after their node served again (the first 5 of ${why.length}; all in test/.tmp/reliability/cluster-failover.json):\n${JSON.stringify(why.slice(0, 5), null, 2)}`,
+    ).toBe(0);
   }, 120_000);
 
   it("Redis's own admissions never exceed the limit on any key, across every failover", async () => {

@@ -76,6 +76,8 @@ export interface Sample {
   ms: number;
   /** Response headers (lower-case names). */
   headers: Record<string, string | string[] | undefined>;
+  /** With `get`'s `body`: the body of a refusal (status 400 and up; its first 1,000 characters), to say why it was refused. */
+  body?: string;
 }
 
 /** A keep-alive agent with at most `sockets` connections per app. */
@@ -83,27 +85,39 @@ export function keepAlive(sockets: number): Agent {
   return new Agent({ keepAlive: true, maxSockets: sockets });
 }
 
-/** GET `path` on a loopback port; never rejects: a request not answered within `bound` ms is status 0. */
+/**
+ * GET `path` on a loopback port; never rejects: a request not answered within `bound` ms is status 0.
+ * `body`: keep the body of a refusal (floods leave it out: it would hold every refusal's body).
+ */
 export function get(
   port: number,
   path: string,
   headers: Record<string, string> = {},
-  options: { agent?: Agent; bound?: number } = {},
+  options: { agent?: Agent; bound?: number; body?: boolean } = {},
 ): Promise<Sample> {
   const start = performance.now();
   return new Promise((resolve) => {
     let done = false;
-    const finish = (status: number, responseHeaders: Sample['headers']) => {
+    const finish = (status: number, responseHeaders: Sample['headers'], body?: string) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      resolve({ status, ms: performance.now() - start, headers: responseHeaders });
+      const sample: Sample = { status, ms: performance.now() - start, headers: responseHeaders };
+      if (body !== undefined) sample.body = body;
+      resolve(sample);
     };
     const req = httpRequest(
       { host: '127.0.0.1', port, path, headers, agent: options.agent ?? false },
       (res) => {
-        res.resume();
-        res.once('end', () => finish(res.statusCode ?? 0, res.headers));
+        let body: string | undefined;
+        if (options.body === true && (res.statusCode ?? 0) >= 400) {
+          body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            if (body!.length < 1_000) body = (body + chunk).slice(0, 1_000);
+          });
+        } else res.resume();
+        res.once('end', () => finish(res.statusCode ?? 0, res.headers, body));
         res.once('error', () => finish(0, {}));
       },
     );
