@@ -18,6 +18,18 @@ function ioredisClusterOptions(client: RedisClient): Record<string, unknown> | u
 }
 
 /**
+ * Whether the client re-sends a command refused with `CLUSTERDOWN` (an ioredis or iovalkey
+ * Cluster whose `retryDelayOnClusterDown` is above 0, as ioredis' `handleError` tests it; 100 ms
+ * by default). With 0, and on any other client, the refusal reaches the store as it is.
+ */
+export function resendsClusterDown(client: RedisClient): boolean {
+  const options = ioredisClusterOptions(client);
+  if (options === undefined) return false;
+  const given = options.retryDelayOnClusterDown;
+  return (typeof given === 'number' ? given : IOREDIS_CLUSTER_DOWN_DELAY) > 0;
+}
+
+/**
  * The warning for an ioredis Cluster whose failover retry delay does not fit in the store's
  * timeout, or undefined. In a failover, even a planned one (`CLUSTER FAILOVER`), ioredis drops its
  * connection to the demoted primary and sends the command again after `retryDelayOnFailover`

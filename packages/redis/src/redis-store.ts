@@ -15,7 +15,7 @@ import { DenyCache } from './deny-cache.js';
 import { escapeKey } from './key-escape.js';
 import { type RedisStoreOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { RedisLeases } from './redis-leases.js';
-import { backendAnswered } from './reply-error.js';
+import { answeredBy } from './reply-error.js';
 import { nowArg, type ScriptCommand } from './script-command.js';
 import { type LeanBatchNode, leanChild, ScriptRegistry } from './script-registry.js';
 import { hashSlot } from './slot.js';
@@ -71,7 +71,7 @@ export class RedisStore implements Store {
       ...this.options,
       names: { store: 'RedisStore', backend: 'Redis' },
       owner: slotOwner(client),
-      backendAnswered,
+      backendAnswered: answeredBy(client),
     });
     this.gate = calls.gate;
     const warning = retryDelayWarning(client, this.options.timeout);

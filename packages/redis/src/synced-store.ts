@@ -4,7 +4,7 @@ import { batchStep, chargeStep, UNCHANGED, withFields } from '@sluice/core/adapt
 import type { BreakerState } from '@sluice/core/gate';
 import { CallGate, formatShare } from '@sluice/core/gate';
 import { watchClusterNodes } from './cluster-nodes.js';
-import { backendAnswered } from './reply-error.js';
+import { answeredBy } from './reply-error.js';
 import { type ScriptCommand, scriptCommand } from './script-command.js';
 import { RESET_SCRIPT } from './scripts/reset-script.js';
 import { SYNC_SCRIPT } from './scripts/sync-script.js';
@@ -66,7 +66,7 @@ export class SyncedStore implements Store {
     this.gate = new CallGate({
       ...this.options.redis,
       names: { store: 'SyncedStore', backend: 'Redis' },
-      backendAnswered,
+      backendAnswered: answeredBy(client),
       policyText: `this process's view (${share === 1 ? 'the same limits' : `${formatShare(share)} of each limit`}; synced again when Redis answers)`,
     });
     this.resetCommand = scriptCommand(client, RESET_COMMAND, RESET_SCRIPT);
