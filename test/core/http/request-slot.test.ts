@@ -34,7 +34,7 @@ describe('RequestSlot', () => {
   it('adds one property to a request however many slots are set on it', () => {
     const slots = [new RequestSlot<number>(), new RequestSlot<number>(), new RequestSlot<number>()];
     const req = { url: '/' };
-    slots.forEach((slot, i) => slot.set(req, i));
+    for (const [i, slot] of slots.entries()) slot.set(req, i);
     expect(Object.keys(req)).toEqual(['url']);
     expect(sluiceSymbols(req)).toHaveLength(1);
     expect(slots.map((slot) => slot.get(req))).toEqual([0, 1, 2]);
@@ -44,10 +44,14 @@ describe('RequestSlot', () => {
     let seen: symbol[] = [];
     const app = express();
     app.use(rateLimit({ algorithm: fixedWindow({ limit: 10, window: '1m' }) }));
-    app.get('/', rateLimit({ name: 'route', algorithm: fixedWindow({ limit: 5, window: '1m' }) }), (req, res) => {
-      seen = sluiceSymbols(req);
-      res.json({ remaining: req.rateLimit?.remaining });
-    });
+    app.get(
+      '/',
+      rateLimit({ name: 'route', algorithm: fixedWindow({ limit: 5, window: '1m' }) }),
+      (req, res) => {
+        seen = sluiceSymbols(req);
+        res.json({ remaining: req.rateLimit?.remaining });
+      },
+    );
     const response = await supertest(app).get('/');
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ remaining: 4 });
