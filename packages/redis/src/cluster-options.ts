@@ -17,6 +17,12 @@ function ioredisClusterOptions(client: RedisClient): Record<string, unknown> | u
   return options !== null && typeof options === 'object' ? (options as Record<string, unknown>) : undefined;
 }
 
+/** An ioredis Cluster's `retryDelayOnClusterDown`, ioredis' default where it is not given. */
+function clusterDownDelay(options: Record<string, unknown>): number {
+  const given = options.retryDelayOnClusterDown;
+  return typeof given === 'number' ? given : IOREDIS_CLUSTER_DOWN_DELAY;
+}
+
 /**
  * Whether the client re-sends a command refused with `CLUSTERDOWN` (an ioredis or iovalkey
  * Cluster whose `retryDelayOnClusterDown` is above 0, as ioredis' `handleError` tests it; 100 ms
@@ -24,9 +30,7 @@ function ioredisClusterOptions(client: RedisClient): Record<string, unknown> | u
  */
 export function resendsClusterDown(client: RedisClient): boolean {
   const options = ioredisClusterOptions(client);
-  if (options === undefined) return false;
-  const given = options.retryDelayOnClusterDown;
-  return (typeof given === 'number' ? given : IOREDIS_CLUSTER_DOWN_DELAY) > 0;
+  return options !== undefined && clusterDownDelay(options) > 0;
 }
 
 /**
@@ -61,8 +65,7 @@ export function retryDelayWarning(client: RedisClient, timeout: number): string 
 export function clusterDownRetryWarning(client: RedisClient, timeout: number): string | undefined {
   const options = ioredisClusterOptions(client);
   if (options === undefined) return undefined;
-  const given = options.retryDelayOnClusterDown;
-  const delay = typeof given === 'number' ? given : IOREDIS_CLUSTER_DOWN_DELAY;
+  const delay = clusterDownDelay(options);
   const redirections = typeof options.maxRedirections === 'number' ? options.maxRedirections : 16;
   // The re-sends end (with the refusal, which the gate counts as answered) within the timeout.
   if (delay <= 0 || delay * redirections <= timeout) return undefined;

@@ -15,9 +15,8 @@ export function isReplyError(error: unknown): boolean {
   return message.startsWith('ERR ') && !message.startsWith('ERR max number of clients');
 }
 
-/** How ioredis (and iovalkey) reject a command past `maxRedirections`: this, then the last error. */
-const REDIRECTIONS = 'Too many Cluster redirections. Last error: ';
-const LAST_REPLY = `${REDIRECTIONS}ReplyError: `;
+/** How ioredis (and iovalkey) reject a command past `maxRedirections` whose last error was a reply. */
+const LAST_REPLY = 'Too many Cluster redirections. Last error: ReplyError: ';
 
 /**
  * Whether `error` is Redis Cluster refusing because the cluster is down (`CLUSTERDOWN`: a primary
@@ -28,9 +27,9 @@ const LAST_REPLY = `${REDIRECTIONS}ReplyError: `;
  *
  * node-redis, and ioredis with `retryDelayOnClusterDown: 0`, pass the reply on. Past
  * `maxRedirections`, ioredis rejects with a plain Error naming the last error of its loop
- * ("Too many Cluster redirections. Last error: …"): a loop that ended on a reply (never on a closed connection) is answered,
- * except one that ended on `MOVED` or `ASK` from a client that does not re-send `CLUSTERDOWN`
- * (`resendsClusterDown` false). A client that does (`retryDelayOnClusterDown` above 0, ioredis'
+ * ("Too many Cluster redirections. Last error: …"): a loop that ended on a reply (never on a
+ * closed connection) is answered, except one that ended on `MOVED` or `ASK` from a client that
+ * does not re-send `CLUSTERDOWN` (`resendsClusterDown` false). A client that does (`retryDelayOnClusterDown` above 0, ioredis'
  * default) re-sends the refusal to a random node, which answers `MOVED` back to the refusing one,
  * so its `CLUSTERDOWN` loops may end on `MOVED`. With 0 it never re-sends a `CLUSTERDOWN`: a
  * `MOVED` loop is then ioredis chasing a slot to a primary it cannot reach (SIGKILLed, not yet
